@@ -1,0 +1,39 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Larder",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "Larder", targets: ["Larder"]),
+        .executable(name: "larder", targets: ["larder"]),
+        .executable(name: "larder-bench", targets: ["larder-bench"]),
+    ],
+    targets: [
+        // C libraries that Debian ships; Apple platforms use the SDK's zlib and CryptoKit.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        .target(
+            name: "Larder",
+            dependencies: [
+                "CZlib",
+                .target(name: "CCrypto", condition: .when(platforms: [.linux, .android])),
+            ]
+        ),
+        .target(name: "LarderCLI", dependencies: ["Larder"]),
+        .executableTarget(name: "larder", dependencies: ["LarderCLI"]),
+        .executableTarget(name: "larder-bench", dependencies: ["Larder", "CSQLite", "CZlib"]),
+        .executableTarget(name: "larder-stress", dependencies: ["Larder"]),
+
+        .testTarget(name: "LarderTests", dependencies: ["Larder"]),
+        .testTarget(name: "LarderCLITests", dependencies: ["LarderCLI", "Larder"]),
+    ]
+)
+
+for target in package.targets where target.type != .system {
+    var settings = target.swiftSettings ?? []
+    settings.append(.swiftLanguageMode(.v6))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,48 @@
+import Foundation
+import Synchronization
+
+/// A source of the current time, shared by every tier so that tests can control expiry.
+///
+/// Time is measured in seconds since the Unix epoch (1970-01-01 00:00:00 UTC), as a `Double`.
+public protocol CacheClock: Sendable {
+    /// The current time, in seconds since the Unix epoch.
+    var now: Double { get }
+}
+
+/// The wall clock: `Date().timeIntervalSince1970`.
+public struct SystemClock: CacheClock {
+    /// Creates the wall clock.
+    public init() {}
+
+    /// The current wall-clock time, in seconds since the Unix epoch.
+    public var now: Double { Date().timeIntervalSince1970 }
+}
+
+/// A clock that only moves when told to: for tests and simulations.
+///
+/// ```swift
+/// let clock = ManualClock(now: 1_700_000_000)
+/// let cache = MemoryCache<String, Int>(defaultTTL: 60, clock: clock)
+/// clock.advance(by: 61)
+/// ```
+public final class ManualClock: CacheClock {
+    private let storage: Mutex<Double>
+
+    /// Creates a clock that reads `now` until it is moved.
+    /// - Parameter now: The starting time, in seconds since the Unix epoch.
+    public init(now: Double = 1_700_000_000) {
+        storage = Mutex(now)
+    }
+
+    /// The clock's current time, in seconds since the Unix epoch.
+    public var now: Double {
+        get { storage.withLock { $0 } }
+        set { storage.withLock { $0 = newValue } }
+    }
+
+    /// Moves the clock forward (or, with a negative interval, backward).
+    /// - Parameter seconds: How far to move, in seconds.
+    public func advance(by seconds: Double) {
+        storage.withLock { $0 += seconds }
+    }
+}

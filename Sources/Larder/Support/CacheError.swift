@@ -1,0 +1,103 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An error thrown by a Larder cache: what went wrong, and to which key or path.
+///
+/// Compare ``code`` to tell errors apart:
+/// ```swift
+/// do { try cache.store(data, forKey: "../x") }
+/// catch let error as CacheError where error.code == .invalidKey { ... }
+/// ```
+public struct CacheError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure. New codes may be added without breaking callers.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Wrapped: Hashable, Sendable {
+            case invalidKey, invalidOptions, directoryInUse, ioFailure, diskFull, notFound
+            case corruptRecord, keyEncodingMismatch, readOnly, encodingFailed, decodingFailed
+            case cancelled, unsupportedFormat, closed
+        }
+        private let wrapped: Wrapped
+        private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
+
+        /// The key cannot be stored under the cache's key encoding (for example, it is not a safe file name).
+        public static let invalidKey = Code(.invalidKey)
+        /// An option is out of range (a negative TTL or limit, a zero interval, ...).
+        public static let invalidOptions = Code(.invalidOptions)
+        /// Another cache instance, in this process or another, holds the directory for writing.
+        public static let directoryInUse = Code(.directoryInUse)
+        /// A file-system call failed; ``CacheError/errno`` says why.
+        public static let ioFailure = Code(.ioFailure)
+        /// The volume is full, even after the cache freed what it could.
+        public static let diskFull = Code(.diskFull)
+        /// The key or path does not exist.
+        public static let notFound = Code(.notFound)
+        /// A record failed validation.
+        public static let corruptRecord = Code(.corruptRecord)
+        /// The directory was created with a different key encoding than the one requested.
+        public static let keyEncodingMismatch = Code(.keyEncodingMismatch)
+        /// The cache was opened read-only and the call would change it.
+        public static let readOnly = Code(.readOnly)
+        /// A value could not be encoded.
+        public static let encodingFailed = Code(.encodingFailed)
+        /// Stored bytes could not be decoded into the requested type.
+        public static let decodingFailed = Code(.decodingFailed)
+        /// The task was cancelled before the work started.
+        public static let cancelled = Code(.cancelled)
+        /// The directory's metadata names a format this version cannot read.
+        public static let unsupportedFormat = Code(.unsupportedFormat)
+        /// The cache was closed.
+        public static let closed = Code(.closed)
+
+        /// The code's name, as in `invalidKey`.
+        public var description: String { "\(wrapped)" }
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// A sentence that names what was wrong.
+    public var message: String
+    /// The key concerned, when there is one.
+    public var key: String?
+    /// The file or directory concerned, when there is one.
+    public var path: String?
+    /// The underlying `errno`, for file-system failures.
+    public var errno: Int32?
+    /// The process that holds the directory, for ``Code/directoryInUse``.
+    public var holderPID: Int32?
+    /// The error that caused this one, for encoding and decoding failures.
+    public var underlying: (any Error & Sendable)?
+
+    /// Creates an error.
+    /// - Parameters:
+    ///   - code: The kind of failure.
+    ///   - message: A sentence naming what was wrong.
+    ///   - key: The key concerned, if any.
+    ///   - path: The path concerned, if any.
+    ///   - errno: The underlying `errno`, if any.
+    ///   - holderPID: The process holding the directory, for ``Code/directoryInUse``.
+    ///   - underlying: The error that caused this one, if any.
+    public init(
+        _ code: Code, _ message: String, key: String? = nil, path: String? = nil,
+        errno: Int32? = nil, holderPID: Int32? = nil, underlying: (any Error & Sendable)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.key = key
+        self.path = path
+        self.errno = errno
+        self.holderPID = holderPID
+        self.underlying = underlying
+    }
+
+    /// The code, the message, and the errno's text where there is one.
+    public var description: String {
+        var text = "\(code): \(message)"
+        if let errno { text += " (errno \(errno): \(String(cString: strerror(errno))))" }
+        return text
+    }
+}

@@ -1,0 +1,2 @@
+/// The command-line tool's implementation.
+public enum LarderCommand {}

@@ -1,0 +1,1 @@
+print("larder-bench: not yet built")

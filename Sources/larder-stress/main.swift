@@ -1,0 +1,1 @@
+print("larder-stress: not yet built")

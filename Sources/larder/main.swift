@@ -1,0 +1,1 @@
+print("larder: not yet built")
