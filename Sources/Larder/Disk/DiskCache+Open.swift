@@ -1,0 +1,227 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+extension DiskCache {
+    /// Reads (or writes, for a new directory) the metadata, and refuses a mismatched key encoding.
+    static func checkMetadata(layout: DiskLayout, options: DiskCacheOptions, io: FileIO) throws(CacheError) {
+        let requested = options.keyEncoding.description
+        let bytes: [UInt8]?
+        do {
+            bytes = try io.readFile(layout.metadataPath, limit: 64 * 1024)
+        } catch where error.rawValue == ENOENT {
+            bytes = nil
+        } catch {
+            throw CacheError(.ioFailure, "cannot read the cache's metadata", path: layout.metadataPath, errno: error.rawValue)
+        }
+        if let bytes {
+            guard let metadata = try? JSONDecoder().decode(DirectoryMetadata.self, from: Data(bytes)) else {
+                throw CacheError(.unsupportedFormat, "the cache's metadata file is not valid", path: layout.metadataPath)
+            }
+            guard metadata.format <= DirectoryMetadata.currentFormat else {
+                throw CacheError(.unsupportedFormat, "the directory has format \(metadata.format); this Larder reads up to \(DirectoryMetadata.currentFormat)", path: layout.metadataPath)
+            }
+            guard metadata.keyEncoding == requested else {
+                throw CacheError(.keyEncodingMismatch, "the directory was created with key encoding '\(metadata.keyEncoding)', not '\(requested)'", path: layout.root)
+            }
+            return
+        }
+        // No metadata: a new directory, or SPTPersistentCache's records (which use verbatim keys).
+        let entries: [(name: String, isDirectory: Bool?)]
+        do { entries = try io.listDirectory(layout.root) } catch {
+            throw CacheError(.ioFailure, "cannot list the cache directory", path: layout.root, errno: error.rawValue)
+        }
+        let holdsRecords = entries.contains { !DiskLayout.isReserved($0.name) }
+        if holdsRecords, case .verbatim = options.keyEncoding {} else if holdsRecords {
+            throw CacheError(.keyEncodingMismatch, "the directory holds records without Larder metadata, which read as SPTPersistentCache records with verbatim keys, not '\(requested)'", path: layout.root)
+        }
+        guard !options.isReadOnly else { return }
+        let metadata = DirectoryMetadata(keyEncoding: requested)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        do {
+            let data = try encoder.encode(metadata)
+            try io.writeFileAtomically(layout.metadataPath, Array(data))
+        } catch let error as Errno {
+            throw CacheError(.ioFailure, "cannot write the cache's metadata", path: layout.metadataPath, errno: error.rawValue)
+        } catch {
+            throw CacheError(.ioFailure, "cannot encode the cache's metadata", path: layout.metadataPath)
+        }
+    }
+
+    /// Creates the temporary folder and removes what a crashed writer left in it.
+    static func prepareTemporaryFolder(layout: DiskLayout, io: FileIO) throws(CacheError) {
+        do {
+            try io.mkdir(layout.temporaryFolder)
+            for entry in try io.listDirectory(layout.temporaryFolder) {
+                _ = try? io.unlink(layout.temporaryFolder + "/" + entry.name)
+            }
+        } catch {
+            throw CacheError(.ioFailure, "cannot prepare the temporary folder", path: layout.temporaryFolder, errno: error.rawValue)
+        }
+    }
+
+    /// Blocks until the background index build has finished.
+    func waitForIndex() {
+        indexBuild.wait()
+    }
+
+    /// Whether the index holds every record yet.
+    public var isIndexReady: Bool { state.withLock { $0.isIndexReady } }
+
+    /// Builds the index: from the snapshot, reconciled with a listing of the folders, or from
+    /// every record's header when there is no snapshot. Runs on ``ioQueue`` at open.
+    func buildIndex() {
+        var events: [CacheEvent] = []
+        var snapshot: [IndexEntry]?
+        if let bytes = try? io.readFile(layout.snapshotPath, limit: 1 << 31) {
+            snapshot = IndexSnapshot.decode(bytes)
+            // A snapshot is only trusted once: a crash from now on must not leave a stale one.
+            if !options.isReadOnly { _ = try? io.unlink(layout.snapshotPath) }
+        }
+        let names = listRecordNames(events: &events)
+        var entries: [IndexEntry] = []
+        entries.reserveCapacity(names.count)
+        var unknown: [String] = []
+        if let snapshot {
+            var onDisk = Set(names)
+            for entry in snapshot where onDisk.remove(entry.name) != nil {
+                entries.append(entry)
+            }
+            unknown = Array(onDisk)
+        } else {
+            unknown = names
+        }
+        var scanned: [IndexEntry] = []
+        for name in unknown {
+            guard case .record(let contents)? = try? records.read(layout.path(for: name), readPayload: false) else { continue }
+            let header = contents.header
+            scanned.append(IndexEntry(
+                name: name, key: contents.storedKey ?? (options.keyEncoding.storesKey ? nil : name),
+                diskSize: diskSize(contents.fileSize), updateTime: header.updateTimeSec,
+                lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000,
+                ttl: header.ttl, lockCount: header.refCount))
+        }
+        if snapshot == nil {
+            entries = scanned.sorted { $0.lastAccessMs < $1.lastAccessMs }
+        } else if !scanned.isEmpty {
+            entries = (entries + scanned).sorted { $0.lastAccessMs < $1.lastAccessMs }
+        }
+        let count: Int = state.withLock { s in
+            let fresh = s.touchedDuringBuild.isEmpty ? entries : entries.filter { !s.touchedDuringBuild.contains($0.name) }
+            s.index.prependOlder(fresh)
+            s.touchedDuringBuild = []
+            s.isIndexReady = true
+            return s.index.count
+        }
+        events.append(.indexReady(recordCount: count))
+        emit(events)
+        if !options.isReadOnly, !state.withLock({ $0.isClosed }) {
+            emit(enforceLimits(excluding: nil))
+        }
+    }
+
+    /// The file names of every record on disk: files in the two-character shard folders whose
+    /// names start with their folder's name, and files at the root with one-character names.
+    func listRecordNames(events: inout [CacheEvent]) -> [String] {
+        guard let top = try? io.listDirectory(layout.root) else {
+            events.append(.ioError(operation: "list", path: layout.root, errno: errno))
+            return []
+        }
+        var names: [String] = []
+        for entry in top where !DiskLayout.isReserved(entry.name) {
+            if DiskLayout.shard(for: entry.name) == nil {
+                if entry.isDirectory != true { names.append(entry.name) }
+                continue
+            }
+            guard entry.name.count == 2, entry.isDirectory != false else { continue }
+            let folder = layout.root + "/" + entry.name
+            guard let files = try? io.listDirectory(folder) else { continue }
+            for file in files where DiskLayout.shard(for: file.name) == entry.name && !DiskLayout.isReserved(file.name) {
+                names.append(file.name)
+            }
+        }
+        return names
+    }
+
+    /// Writes access times held only by the index back into their headers, a batch at a time.
+    /// - Returns: Events for headers that could not be written.
+    func writeBackAccessTimes() -> [CacheEvent] {
+        guard !options.isReadOnly else { return [] }
+        var events: [CacheEvent] = []
+        while true {
+            let batch: [String] = state.withLock { s in Array(s.dirtyNames.prefix(256)) }
+            if batch.isEmpty { break }
+            for name in batch {
+                let path = layout.path(for: name)
+                withStripe(name) {
+                    let entry = state.withLock { $0.index[name] }
+                    defer {
+                        state.withLock { s in
+                            s.dirtyNames.remove(name)
+                            s.index.modify(name) { $0.isAccessDirty = false }
+                        }
+                    }
+                    guard let entry, entry.isAccessDirty,
+                          case .record(let contents)? = try? records.read(path, readPayload: false)
+                    else { return }
+                    var header = contents.header
+                    _mergeAccessTimes(into: &header, from: entry)
+                    guard header != contents.header else { return }
+                    do throws(Errno) {
+                        _ = try records.rewriteHeader(header, at: path, sync: false)
+                    } catch {
+                        events.append(.ioError(operation: "write-back", path: path, errno: error.rawValue))
+                    }
+                }
+            }
+        }
+        return events
+    }
+
+    /// Writes the index snapshot atomically.
+    func writeSnapshot() -> [CacheEvent] {
+        guard !options.isReadOnly else { return [] }
+        let entries: [IndexEntry]? = state.withLock { s in s.isIndexReady ? s.index.entriesLeastRecentFirst : nil }
+        guard let entries else { return [] }
+        do {
+            try io.writeFileAtomically(layout.snapshotPath, IndexSnapshot.encode(entries))
+            return []
+        } catch {
+            return [.ioError(operation: "snapshot", path: layout.snapshotPath, errno: error.rawValue)]
+        }
+    }
+
+    /// Flushes access times and the index snapshot, stops scheduled collection, and releases the
+    /// directory. Later calls throw ``CacheError/Code/closed``. Closing twice is harmless; the
+    /// cache also closes when it goes away.
+    public func close() {
+        closeNow()
+    }
+
+    func closeNow() {
+        let timer: (any DispatchSourceTimer)? = state.withLock { s in
+            defer { s.timer = nil }
+            return s.isClosed ? nil : s.timer
+        }
+        timer?.cancel()
+        guard !state.withLock({ $0.isClosed }) else { return }
+        waitForIndex()
+        var events: [CacheEvent] = []
+        collectionGate.withLock { _ in
+            events += writeBackAccessTimes()
+            events += writeSnapshot()
+        }
+        let alreadyClosed = state.withLock { s in
+            defer { s.isClosed = true }
+            return s.isClosed
+        }
+        if !alreadyClosed { directoryLock?.release() }
+        emit(events)
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+/// Where a cache's files live: `<root>/<2-char shard>/<file name>` (SPTPersistentCache's
+/// "directory separation"; names shorter than 2 characters sit at the root), and Larder's own
+/// files, all hidden: the metadata `.larder`, the lock `.larder.lock`, the index snapshot
+/// `.larder-index`, and temporary files in `.larder-tmp/`.
+package struct DiskLayout: Sendable {
+    /// The root folder's path, without a trailing slash.
+    package let root: String
+
+    package static let metadataName = ".larder"
+    package static let lockName = ".larder.lock"
+    package static let snapshotName = ".larder-index"
+    package static let temporaryFolderName = ".larder-tmp"
+
+    package init(root: String) {
+        var root = root
+        while root.count > 1, root.hasSuffix("/") { root.removeLast() }
+        self.root = root
+    }
+
+    package var metadataPath: String { root + "/" + Self.metadataName }
+    package var lockPath: String { root + "/" + Self.lockName }
+    package var snapshotPath: String { root + "/" + Self.snapshotName }
+    package var temporaryFolder: String { root + "/" + Self.temporaryFolderName }
+
+    /// The shard folder name for a file name: its first two characters, or `nil` for shorter names.
+    package static func shard(for name: String) -> String? {
+        var index = name.startIndex
+        for _ in 0 ..< 2 {
+            guard index < name.endIndex else { return nil }
+            index = name.index(after: index)
+        }
+        return String(name[..<index])
+    }
+
+    /// The folder that holds a record file.
+    package func folder(for name: String) -> String {
+        if let shard = Self.shard(for: name) { return root + "/" + shard }
+        return root
+    }
+
+    /// The path of a record file.
+    package func path(for name: String) -> String {
+        if let shard = Self.shard(for: name) { return root + "/" + shard + "/" + name }
+        return root + "/" + name
+    }
+
+    /// Whether a name in the root is one of Larder's own files or folders (or any hidden name).
+    package static func isReserved(_ name: String) -> Bool { name.hasPrefix(".") }
+}
+
+/// The small file that records the settings a directory's layout depends on.
+package struct DirectoryMetadata: Codable, Sendable, Equatable {
+    /// The format version; this version of Larder reads and writes 1.
+    package var format: Int
+    /// The key encoding's description: `sha256`, `verbatim` or `custom:NAME`.
+    package var keyEncoding: String
+    /// The layout: `shard2` (two-character shard folders).
+    package var layout: String
+
+    package static let currentFormat = 1
+
+    package init(keyEncoding: String) {
+        format = Self.currentFormat
+        self.keyEncoding = keyEncoding
+        layout = "shard2"
+    }
+}

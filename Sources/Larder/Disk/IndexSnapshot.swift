@@ -1,0 +1,83 @@
+/// The persisted index: every entry in least-recently-used order, so a reopened cache knows its
+/// records, totals and LRU order without reading each header.
+///
+/// Layout (little-endian): magic "LRDX", version u32 (1), count u32, then per entry:
+/// name length u16, name, key length u32 (`0xFFFF_FFFF` for none), key, diskSize u64,
+/// updateTime u64, lastAccessMs u64, ttl u64, lockCount u32; last, a CRC-32 of everything before it.
+enum IndexSnapshot {
+    static let magic: UInt32 = 0x5844_524C  // "LRDX"
+    static let version: UInt32 = 1
+
+    /// Encodes entries, least recently used first.
+    static func encode(_ entries: [IndexEntry]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(12 + entries.count * 140)
+        func put<T: FixedWidthInteger>(_ value: T) {
+            withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) }
+        }
+        put(magic)
+        put(version)
+        put(UInt32(entries.count))
+        for entry in entries {
+            let name = Array(entry.name.utf8)
+            put(UInt16(name.count))
+            out.append(contentsOf: name)
+            if let key = entry.key {
+                let keyBytes = Array(key.utf8)
+                put(UInt32(keyBytes.count))
+                out.append(contentsOf: keyBytes)
+            } else {
+                put(UInt32.max)
+            }
+            put(UInt64(entry.diskSize))
+            put(entry.updateTime)
+            put(entry.lastAccessMs)
+            put(entry.ttl)
+            put(entry.lockCount)
+        }
+        put(CRC32.checksum(of: out))
+        return out
+    }
+
+    /// Decodes a snapshot, or returns `nil` when it is damaged or of another version.
+    static func decode(_ bytes: [UInt8]) -> [IndexEntry]? {
+        guard bytes.count >= 16 else { return nil }
+        return bytes.withUnsafeBytes { buffer -> [IndexEntry]? in
+            let body = UnsafeRawBufferPointer(rebasing: buffer[0 ..< buffer.count - 4])
+            let crc = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: buffer.count - 4, as: UInt32.self))
+            guard CRC32.checksum(body) == crc else { return nil }
+            var offset = 0
+            func get<T: FixedWidthInteger>(_: T.Type) -> T? {
+                guard offset + MemoryLayout<T>.size <= body.count else { return nil }
+                defer { offset += MemoryLayout<T>.size }
+                return T(littleEndian: body.loadUnaligned(fromByteOffset: offset, as: T.self))
+            }
+            func string(_ length: Int) -> String? {
+                guard length >= 0, offset + length <= body.count else { return nil }
+                defer { offset += length }
+                return String(decoding: UnsafeRawBufferPointer(rebasing: body[offset ..< offset + length]), as: UTF8.self)
+            }
+            guard get(UInt32.self) == magic, get(UInt32.self) == version, let count = get(UInt32.self) else { return nil }
+            var entries: [IndexEntry] = []
+            entries.reserveCapacity(Int(min(count, 10_000_000)))
+            for _ in 0 ..< count {
+                guard let nameLength = get(UInt16.self), let name = string(Int(nameLength)),
+                      let keyLength = get(UInt32.self)
+                else { return nil }
+                var key: String?
+                if keyLength != UInt32.max {
+                    guard let k = string(Int(keyLength)) else { return nil }
+                    key = k
+                }
+                guard let diskSize = get(UInt64.self), let updateTime = get(UInt64.self),
+                      let lastAccessMs = get(UInt64.self), let ttl = get(UInt64.self),
+                      let lockCount = get(UInt32.self), diskSize <= UInt64(Int.max)
+                else { return nil }
+                entries.append(IndexEntry(
+                    name: name, key: key, diskSize: Int(diskSize), updateTime: updateTime,
+                    lastAccessMs: lastAccessMs, ttl: ttl, lockCount: lockCount))
+            }
+            return offset == body.count ? entries : nil
+        }
+    }
+}
