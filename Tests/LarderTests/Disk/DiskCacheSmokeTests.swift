@@ -4,10 +4,10 @@ import Testing
 
 @Suite struct DiskCacheSmokeTests {
     @Test func roundTrip() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("larder-smoke-\(UUID())")
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
         let clock = ManualClock(now: 1_700_000_000)
-        var options = DiskCacheOptions(directory: dir)
+        var options = DiskCacheOptions(directory: dir.url)
         options.clock = clock
         let cache = try DiskCache(options: options)
         try cache.store(Data("hello".utf8), forKey: "a/b?c", ttl: 10)
@@ -23,24 +23,27 @@ import Testing
         #expect(again.count == 0)
     }
 
-    @Test func fixtureOpens() throws {
-        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../../shared/fixtures/spt-cache").standardizedFileURL
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("larder-fixture-\(UUID())")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        try FileManager.default.copyItem(at: fixture, to: dir)
-        var options = DiskCacheOptions(directory: dir)
+    @Test func fixtureReadsAsManifestSays() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let copy = dir.appending("spt")
+        try Fixtures.copySPTCache(to: copy)
+        let manifest = try Fixtures.manifest()
+        var options = DiskCacheOptions(directory: copy)
         options.keyEncoding = .verbatim
-        options.defaultExpiration = 600
-        options.clock = ManualClock(now: 1_700_000_000)
+        options.defaultExpiration = manifest.defaultExpiration
+        options.clock = ManualClock(now: manifest.now)
         let cache = try DiskCache(options: options)
-        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: fixture.deletingLastPathComponent().appendingPathComponent("spt-cache.manifest.json"))) as! [String: Any]
-        for record in manifest["records"] as! [[String: Any]] {
-            let key = record["key"] as! String
-            let loaded = try cache.load(forKey: key)
-            #expect((loaded != nil) == (record["readable"] as! Bool), "\(key) \(record)")
+        for record in manifest.records {
+            let loaded = try cache.load(forKey: record.key)
+            #expect((loaded != nil) == record.readable, "\(record.key)")
             if let loaded {
-                #expect(SHA256Hash.hex(of: String(decoding: loaded.data, as: UTF8.self)).count == 64)
-                #expect(loaded.lockCount == record["refCount"] as! Int)
+                #expect(loaded.data.withUnsafeBytes { SHA256Hash.hex($0) } == record.payloadSha256)
+                #expect(loaded.lockCount == record.refCount)
+                #expect(loaded.ttl == TimeInterval(record.ttl))
+            }
+            if record.corruption != nil {
+                #expect(!FileManager.default.fileExists(atPath: copy.appendingPathComponent(record.file).path))
             }
         }
     }
