@@ -1,0 +1,311 @@
+import Foundation
+import Testing
+@testable import Larder
+
+@Suite struct DiskCacheTests {
+    @Test(arguments: [KeyEncoding.sha256, .verbatim])
+    func roundTripOfEveryCall(encoding: KeyEncoding) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 1_700_000_000)
+        let cache = try DiskCache(options: testOptions(dir.url, clock: clock, encoding: encoding))
+        try cache.store(Data("one".utf8), forKey: "alpha", ttl: 100)
+        try cache.store(Data("two".utf8), forKey: "alpine", locked: true)
+        try cache.store(Data(), forKey: "beta")
+        let one = try #require(try cache.load(forKey: "alpha"))
+        #expect(one.key == "alpha" && one.data == Data("one".utf8) && one.ttl == 100 && !one.isLocked)
+        #expect(one.updateTime == 1_700_000_000 && one.expirationTime == 1_700_000_100)
+        let two = try #require(try cache.load(forKey: "alpine"))
+        #expect(two.lockCount == 1 && two.isLocked && two.expirationTime == nil)
+        #expect(try cache.load(forKey: "beta")?.data == Data())
+        #expect(cache.contains("alpha") && !cache.contains("gamma"))
+        #expect(try cache.touch(forKey: "beta") && !(try cache.touch(forKey: "gamma")))
+        #expect(try cache.keys(withPrefix: "alp") == ["alpha", "alpine"])
+        #expect(try cache.keys(withPrefix: "") == ["alpha", "alpine", "beta"])
+        #expect(try cache.lock(forKeys: ["alpha", "gamma"]) == ["alpha"])
+        #expect(try cache.load(forKey: "alpha")?.lockCount == 1)
+        #expect(try cache.unlock(forKeys: ["alpha", "alpine", "beta"]) == ["alpha", "alpine"])
+        #expect(try cache.load(forKey: "alpine")?.lockCount == 0)
+        try cache.remove(forKeys: ["alpha", "gamma"])
+        #expect(try cache.load(forKey: "alpha") == nil)
+        #expect(cache.count == 2)
+        let stats = cache.statistics
+        #expect(stats.stores == 3 && stats.misses == 1 && stats.hits == 5)
+    }
+
+    @Test func storeReplacesAndLoadsNeverSeeOldBytes() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try DiskCache(options: testOptions(dir.url))
+        for version in 0 ..< 20 {
+            try cache.store(Data("v\(version)".utf8), forKey: "k")
+            #expect(try cache.load(forKey: "k")?.data == Data("v\(version)".utf8))
+        }
+        #expect(cache.count == 1)
+        #expect(recordFiles(in: dir.url).count == 1)
+    }
+
+    // SPT's TTL table: default and explicit TTLs, the strict boundary, locked records surviving
+    // expiry, and the sliding window only for ttl 0.
+    @Test func ttlTable() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 1_000_000)
+        let cache = try DiskCache(options: testOptions(dir.url, clock: clock))  // default expiration 600
+        try cache.store(Data("d".utf8), forKey: "default")
+        try cache.store(Data("e".utf8), forKey: "explicit", ttl: 60)
+        try cache.store(Data("l".utf8), forKey: "locked", ttl: 60, locked: true)
+        try cache.store(Data("s".utf8), forKey: "slides")
+        clock.advance(by: 60)
+        #expect(try cache.load(forKey: "explicit") != nil)  // exactly at the threshold: not expired
+        clock.advance(by: 1)
+        #expect(try cache.load(forKey: "explicit") == nil)  // one second past
+        #expect(try cache.load(forKey: "locked") != nil)
+        clock.advance(by: 400)  // t = 461
+        #expect(try cache.touch(forKey: "slides"))  // slides the ttl 0 record to 461
+        clock.advance(by: 139)  // t = 600
+        #expect(try cache.load(forKey: "default") != nil)  // exactly 600: alive, and now slid to 600
+        clock.advance(by: 601)  // t = 1201: "default" was last used at 600, "slides" at 461
+        #expect(try cache.load(forKey: "default") == nil)
+        #expect(try cache.load(forKey: "slides") == nil)
+        #expect(try cache.load(forKey: "locked")?.data == Data("l".utf8))
+        #expect(cache.statistics.expirations == 3)
+    }
+
+    @Test func explicitTTLDoesNotSlideOnReads() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 5_000)
+        let cache = try DiskCache(options: testOptions(dir.url, clock: clock))
+        try cache.store(Data("x".utf8), forKey: "k", ttl: 100)
+        for _ in 0 ..< 10 {
+            clock.advance(by: 10)
+            #expect(try cache.load(forKey: "k")?.updateTime == 5_000)
+        }
+        clock.advance(by: 1)
+        #expect(try cache.load(forKey: "k") == nil)
+    }
+
+    @Test func lockCountsNeverGoNegativeAndExpiredRecordsCannotBeLocked() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 10_000)
+        let cache = try DiskCache(options: testOptions(dir.url, clock: clock))
+        try cache.store(Data("x".utf8), forKey: "k", ttl: 10)
+        #expect(try cache.lock(forKeys: ["k", "k", "k"]) == ["k", "k", "k"])
+        #expect(try cache.load(forKey: "k")?.lockCount == 3)
+        #expect(try cache.unlock(forKeys: ["k", "k", "k", "k"]) == ["k", "k", "k"])
+        #expect(try cache.load(forKey: "k")?.lockCount == 0)
+        clock.advance(by: 11)
+        #expect(try cache.lock(forKeys: ["k"]) == [])
+        #expect(try cache.load(forKey: "k") == nil)
+    }
+
+    @Test func lockCountsSurviveReopen() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 10_000)
+        do {
+            let cache = try DiskCache(options: testOptions(dir.url, clock: clock))
+            try cache.store(Data("x".utf8), forKey: "k")
+            try cache.lock(forKeys: ["k", "k"])
+            cache.close()
+        }
+        let cache = try DiskCache(options: testOptions(dir.url, clock: clock))
+        #expect(try cache.load(forKey: "k")?.lockCount == 2)
+        #expect(cache.lockedSize == cache.totalSize && cache.totalSize > 0)
+    }
+
+    @Test(arguments: ["", ".", "..", ".hidden", ".larder", "a/b", "../x", "/etc/passwd", "nul\0byte", String(repeating: "k", count: 256)])
+    func verbatimRejectsUnsafeKeys(key: String) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try DiskCache(options: testOptions(dir.url, encoding: .verbatim))
+        #expect { try cache.store(Data("x".utf8), forKey: key) } throws: { ($0 as? CacheError)?.code == .invalidKey }
+        #expect { try cache.load(forKey: key) } throws: { ($0 as? CacheError)?.code == .invalidKey }
+        #expect(recordFiles(in: dir.url).isEmpty)
+    }
+
+    @Test func sha256AcceptsAnyKeyAndStoresIt() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try DiskCache(options: testOptions(dir.url))
+        let keys = ["../x", "/etc/passwd", ".larder", "", String(repeating: "é", count: 1000), "nul\0byte"]
+        for (i, key) in keys.enumerated() { try cache.store(Data([UInt8(i)]), forKey: key) }
+        for (i, key) in keys.enumerated() { #expect(try cache.load(forKey: key)?.data == Data([UInt8(i)])) }
+        #expect(try cache.keys(withPrefix: "") == keys.sorted())
+        let files = recordFiles(in: dir.url)
+        #expect(files.count == keys.count)
+        #expect(files.allSatisfy { $0.count == 67 && $0.dropFirst(3).hasPrefix($0.prefix(2)) })
+    }
+
+    @Test func customEncodingIsRecordedAndValidated() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let upper = KeyEncoding.custom(name: "upper") { $0.uppercased() }
+        let cache = try DiskCache(options: testOptions(dir.url, encoding: upper))
+        try cache.store(Data("x".utf8), forKey: "abc")
+        #expect(FileManager.default.fileExists(atPath: dir.url.appendingPathComponent("AB/ABC").path))
+        #expect { try cache.store(Data("x".utf8), forKey: "a/b") } throws: { ($0 as? CacheError)?.code == .invalidKey }
+        #expect(try cache.keys(withPrefix: "") == ["abc"])
+        cache.close()
+        #expect { try DiskCache(options: testOptions(dir.url, encoding: .custom(name: "lower") { $0 })) } throws: {
+            ($0 as? CacheError)?.code == .keyEncodingMismatch
+        }
+    }
+
+    @Test func openingWithAnotherEncodingIsAnError() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        try DiskCache(options: testOptions(dir.url, encoding: .sha256)).close()
+        #expect { try DiskCache(options: testOptions(dir.url, encoding: .verbatim)) } throws: {
+            ($0 as? CacheError)?.code == .keyEncodingMismatch
+        }
+        // An SPT folder (records, no metadata) is verbatim.
+        let spt = dir.appending("spt")
+        try Fixtures.copySPTCache(to: spt)
+        #expect { try DiskCache(options: testOptions(spt, encoding: .sha256)) } throws: {
+            ($0 as? CacheError)?.code == .keyEncodingMismatch
+        }
+        #expect(try DiskCache(options: testOptions(spt, encoding: .verbatim)).count > 0)
+    }
+
+    @Test func secondWriterGetsDirectoryInUseWithPid() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let first = try DiskCache(options: testOptions(dir.url))
+        try first.store(Data("x".utf8), forKey: "k")
+        #expect { try DiskCache(options: testOptions(dir.url)) } throws: { error in
+            let error = error as? CacheError
+            return error?.code == .directoryInUse && error?.holderPID == getpid()
+        }
+        var readOnly = testOptions(dir.url)
+        readOnly.isReadOnly = true
+        let reader = try DiskCache(options: readOnly)
+        #expect(try reader.load(forKey: "k")?.data == Data("x".utf8))
+        #expect { try reader.store(Data(), forKey: "k") } throws: { ($0 as? CacheError)?.code == .readOnly }
+        first.close()
+        let second = try DiskCache(options: testOptions(dir.url))
+        #expect(try second.load(forKey: "k") != nil)
+    }
+
+    @Test func closedCacheThrowsClosed() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try DiskCache(options: testOptions(dir.url))
+        cache.close()
+        cache.close()
+        #expect { try cache.load(forKey: "k") } throws: { ($0 as? CacheError)?.code == .closed }
+    }
+
+    @Test func verbatimRecordsValidateAsSPTRecords() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try DiskCache(options: testOptions(dir.url, encoding: .verbatim))
+        let payload = Data((0 ..< 3000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try cache.store(payload, forKey: "abcdef", ttl: 77, locked: true)
+        try cache.store(Data("x".utf8), forKey: "z")
+        cache.close()
+        let parsed = try #require(IndependentSPTParser.parse(Array(try Data(contentsOf: dir.url.appendingPathComponent("ab/abcdef")))))
+        #expect(parsed.payload == Array(payload) && parsed.refCount == 1 && parsed.ttl == 77 && parsed.updateTime == 1_700_000_000)
+        #expect(IndependentSPTParser.parse(Array(try Data(contentsOf: dir.url.appendingPathComponent("z"))))?.payload == Array("x".utf8))
+    }
+
+    @Test func fixtureReadsAsManifestSays() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let copy = dir.appending("spt")
+        try Fixtures.copySPTCache(to: copy)
+        let manifest = try Fixtures.manifest()
+        let events = EventLog()
+        var options = testOptions(copy, clock: ManualClock(now: manifest.now), encoding: .verbatim)
+        options.defaultExpiration = manifest.defaultExpiration
+        options.eventHandler = events.handler
+        let cache = try DiskCache(options: options)
+        for record in manifest.records {
+            let loaded = try cache.load(forKey: record.key)
+            #expect((loaded != nil) == record.readable, "\(record.key)")
+            if let loaded {
+                #expect(loaded.data.withUnsafeBytes { SHA256Hash.hex($0) } == record.payloadSha256)
+                #expect(loaded.lockCount == record.refCount && loaded.ttl == TimeInterval(record.ttl))
+            }
+            if record.corruption != nil {
+                #expect(!FileManager.default.fileExists(atPath: copy.appendingPathComponent(record.file).path))
+            }
+        }
+        let corrupt = manifest.records.filter { $0.corruption != nil }
+        #expect(cache.statistics.corruptRecordsRemoved == corrupt.count)
+        let reported = events.all.compactMap { event -> String? in
+            if case .corruptRecordRemoved(let key, _, _) = event { return key }
+            return nil
+        }
+        #expect(Set(reported) == Set(corrupt.map(\.key)))
+    }
+
+    @Test func corruptPayloadIsAMissAndRemoved() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let events = EventLog()
+        var options = testOptions(dir.url)
+        options.eventHandler = events.handler
+        let cache = try DiskCache(options: options)
+        try cache.store(Data(repeating: 7, count: 100), forKey: "k")
+        let file = dir.url.appendingPathComponent(try #require(recordFiles(in: dir.url).first))
+        var bytes = try Data(contentsOf: file)
+        bytes[bytes.count - 1] ^= 0xFF
+        try bytes.write(to: file)
+        #expect(try cache.load(forKey: "k") == nil)
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+        #expect(events.all.contains(.corruptRecordRemoved(key: "k", file: file.path, reason: .badPayloadChecksum)))
+        // Without verification the same damage would be returned, so the flag matters.
+        var unverified = testOptions(dir.appending("u"))
+        unverified.verifiesPayloadChecksum = false
+        let loose = try DiskCache(options: unverified)
+        try loose.store(Data(repeating: 7, count: 100), forKey: "k")
+        let looseFile = dir.appending("u").appendingPathComponent(try #require(recordFiles(in: dir.appending("u")).first))
+        var looseBytes = try Data(contentsOf: looseFile)
+        looseBytes[looseBytes.count - 1] ^= 0xFF
+        try looseBytes.write(to: looseFile)
+        #expect(try loose.load(forKey: "k")?.data.last == 7 ^ 0xFF)
+    }
+
+    @Test func leftoverTemporaryFilesAreRemovedAtOpen() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        try DiskCache(options: testOptions(dir.url)).close()
+        let leftover = dir.url.appendingPathComponent(".larder-tmp/99999-1")
+        try Data("partial".utf8).write(to: leftover)
+        _ = try DiskCache(options: testOptions(dir.url))
+        #expect(!FileManager.default.fileExists(atPath: leftover.path))
+    }
+
+    @Test func invalidOptionsAreTypedErrors() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        var options = testOptions(dir.url)
+        options.sizeLimit = -1
+        #expect { try DiskCache(options: options) } throws: { ($0 as? CacheError)?.code == .invalidOptions }
+        options = testOptions(dir.url)
+        options.garbageCollectionInterval = 0
+        #expect { try DiskCache(options: options) } throws: { ($0 as? CacheError)?.code == .invalidOptions }
+        options = testOptions(dir.url)
+        options.defaultExpiration = -5
+        #expect { try DiskCache(options: options) } throws: { ($0 as? CacheError)?.code == .invalidOptions }
+        let cache = try DiskCache(options: testOptions(dir.url))
+        #expect { try cache.store(Data(), forKey: "k", ttl: -1) } throws: { ($0 as? CacheError)?.code == .invalidOptions }
+        // A directory that cannot be made: its parent is a file.
+        let file = dir.url.appendingPathComponent("file")
+        try Data().write(to: file)
+        #expect { try DiskCache(options: testOptions(file.appendingPathComponent("cache"))) } throws: { ($0 as? CacheError)?.code == .ioFailure }
+    }
+
+    @Test func defaultsAreAsDocumented() {
+        let options = DiskCacheOptions(directory: URL(fileURLWithPath: "/tmp/x"))
+        #expect(options.defaultExpiration == 30 * 24 * 3600)
+        #expect(options.garbageCollectionInterval == 363)
+        #expect(options.verifiesPayloadChecksum && !options.isReadOnly)
+        #expect(options.durability == .atomicRename && options.minimumFreeDiskSpace == .none)
+        #expect(options.sizeLimit == 0 && options.countLimit == 0)
+        if case .sha256 = options.keyEncoding {} else { Issue.record("default key encoding is not sha256") }
+    }
+}

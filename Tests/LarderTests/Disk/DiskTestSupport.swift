@@ -1,0 +1,38 @@
+import Foundation
+@testable import Larder
+
+/// Options for a test cache in `directory` with a manual clock.
+func testOptions(_ directory: URL, clock: ManualClock = ManualClock(now: 1_700_000_000), encoding: KeyEncoding = .sha256) -> DiskCacheOptions {
+    var options = DiskCacheOptions(directory: directory)
+    options.clock = clock
+    options.keyEncoding = encoding
+    options.defaultExpiration = 600
+    return options
+}
+
+/// Collects a cache's events.
+final class EventLog: Sendable {
+    private let events = Mutex<[CacheEvent]>([])
+    var all: [CacheEvent] { events.withLock { $0 } }
+    var handler: @Sendable (CacheEvent) -> Void { { [self] event in events.withLock { $0.append(event) } } }
+}
+
+import Synchronization
+
+/// The record files under a cache folder (not Larder's hidden files), relative to it.
+func recordFiles(in directory: URL) -> [String] {
+    let enumerator = FileManager.default.enumerator(atPath: directory.path)
+    var files: [String] = []
+    while let item = enumerator?.nextObject() as? String {
+        let last = (item as NSString).lastPathComponent
+        if item.hasPrefix(".") || last.hasPrefix(".") { continue }
+        var isDirectory: ObjCBool = false
+        FileManager.default.fileExists(atPath: directory.appendingPathComponent(item).path, isDirectory: &isDirectory)
+        if !isDirectory.boolValue { files.append(item) }
+    }
+    return files.sorted()
+}
+
+extension Data {
+    init(repeating byte: UInt8, count: Int) { self.init([UInt8](repeating: byte, count: count)) }
+}
