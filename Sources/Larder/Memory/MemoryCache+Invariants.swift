@@ -25,6 +25,7 @@ extension LRUStorage {
         precondition((head == Self.none) == (count == 0), "head disagrees with count")
         precondition((tail == Self.none) == (count == 0), "tail disagrees with count")
         precondition(totalCost >= 0, "negative total cost")
+        precondition(buckets.count >= 8 && buckets.count & (buckets.count - 1) == 0, "index size not a power of two")
         guard nodes.count <= Self.fullCheckLimit else { return }
 
         var seen = 0
@@ -36,7 +37,8 @@ extension LRUStorage {
             precondition(node.previous == previous, "broken back link at slot \(slot)")
             guard let key = node.key else { preconditionFailure("free slot \(slot) is linked") }
             precondition(node.value != nil, "live slot \(slot) has no value")
-            precondition(index[key] == slot, "index disagrees at slot \(slot)")
+            precondition(node.hash == key.hashValue, "stale hash at slot \(slot)")
+            precondition(find(key, hash: node.hash).slot == slot, "index disagrees at slot \(slot)")
             precondition(node.cost >= 0, "negative cost at slot \(slot)")
             cost += node.cost
             seen += 1
@@ -57,5 +59,7 @@ extension LRUStorage {
             slot = nodes[Int(slot)].next
         }
         precondition(free + count == nodes.count, "\(free) free + \(count) live != \(nodes.count) slots")
+        precondition(buckets.lazy.filter { $0 != 0 }.count == count, "index holds other than \(count) entries")
+        precondition(count <= buckets.count / 4 * 3, "index over 3/4 full")
     }
 }

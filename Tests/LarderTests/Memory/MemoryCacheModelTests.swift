@@ -173,4 +173,32 @@ struct MemoryCacheModelTests {
         #expect(model.statistics.evictions > 1_000)
         #expect(model.statistics.expirations > 100 || defaultTTL == nil)
     }
+
+    @Test("Growing and shrinking through thousands of keys keeps every lookup right", arguments: [7, 8] as [UInt64])
+    func largeKeySpace(seed: UInt64) {
+        // The reference LRU is too slow for thousands of entries; a dictionary checks membership
+        // and values while the index grows and its probe runs shift on removal.
+        var random = SplitMix64(seed: seed)
+        let cache = MemoryCache<Int, Int>()
+        var reference: [Int: Int] = [:]
+        for step in 0..<100_000 {
+            let key = Int.random(in: 0..<6_000, using: &random)
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<4:
+                let value = Int.random(in: 0..<1_000, using: &random)
+                cache.setValue(value, forKey: key)
+                reference[key] = value
+            case 4..<7:
+                #expect(cache.removeValue(forKey: key) == reference.removeValue(forKey: key), "step \(step)")
+            default:
+                #expect(cache.value(forKey: key) == reference[key], "step \(step)")
+            }
+            if step % 10_000 == 0 {
+                #expect(cache.count == reference.count)
+                #expect(Set(cache.keys) == Set(reference.keys))
+            }
+        }
+        #expect(cache.count == reference.count)
+        #expect(reference.keys.allSatisfy { cache.value(forKey: $0) == reference[$0] })
+    }
 }
