@@ -117,14 +117,15 @@ struct LRUStorage<Key: Hashable, Value> {
 
     /// Doubles the index and reinserts every entry from the hashes kept in the nodes.
     /// - Complexity: O(n).
-    @usableFromInline
+    @inlinable
     mutating func growIndex() {
         var grown = [UInt64](repeating: 0, count: buckets.count * 2)
         let mask = grown.count - 1
-        for (i, node) in nodes.enumerated() where node.key != nil {
-            var bucket = node.hash & mask
+        for i in nodes.indices where nodes[i].key != nil {
+            let hash = nodes[i].hash
+            var bucket = hash & mask
             while grown[bucket] != 0 { bucket = (bucket &+ 1) & mask }
-            grown[bucket] = Self.entry(hash: node.hash, slot: Int32(truncatingIfNeeded: i))
+            grown[bucket] = Self.entry(hash: hash, slot: Int32(truncatingIfNeeded: i))
         }
         buckets = grown
     }
@@ -218,6 +219,19 @@ struct LRUStorage<Key: Hashable, Value> {
         nodes[i] = Node(key: nil, value: nil, cost: 0, deadline: .infinity, hash: 0, previous: Self.none, next: freeHead)
         freeHead = slot
         return (key, value, cost)
+    }
+
+    /// Removes the entry in `slot` like ``remove(_:)``, without handing back its key and value:
+    /// they are released in place, sparing a copy out and back on the eviction path.
+    @inlinable
+    mutating func discard(_ slot: Int32) {
+        unlink(slot)
+        let i = Int(slot)
+        unindex(slot, hash: nodes[i].hash)
+        count -= 1
+        totalCost -= nodes[i].cost
+        nodes[i] = Node(key: nil, value: nil, cost: 0, deadline: .infinity, hash: 0, previous: Self.none, next: freeHead)
+        freeHead = slot
     }
 
     /// Removes every entry.

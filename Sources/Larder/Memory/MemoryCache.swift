@@ -354,8 +354,12 @@ extension MemoryCache.State {
         reason: EvictionReason, collecting: Bool, into evicted: inout MemoryCache.Evicted
     ) {
         guard let slot = storage.leastRecentlyUsed else { preconditionFailure("evicting from an empty cache") }
-        let removed = storage.remove(slot)
         statistics.evictions += 1
-        if collecting { evicted.append((removed.key, removed.value, reason)) }
+        if collecting {
+            let removed = storage.remove(slot)
+            evicted.append((removed.key, removed.value, reason))
+        } else {
+            storage.discard(slot)
+        }
     }
 }
