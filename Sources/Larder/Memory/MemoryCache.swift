@@ -39,7 +39,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     // The hot paths are `@inlinable` so that callers in other modules get them specialized for
     // their key and value types: unspecialized, a String-keyed read took about 480 ns instead
-    // of 30 (see BENCHMARKS.md). Everything they touch is therefore `@usableFromInline`.
+    // of about 65 (see BENCHMARKS.md). Everything they touch is therefore `@usableFromInline`.
     @usableFromInline let state: Mutex<State>
     @usableFromInline let clock: any CacheClock
     @usableFromInline let evictionHandler: EvictionHandler?
