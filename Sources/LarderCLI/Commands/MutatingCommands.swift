@@ -16,15 +16,22 @@ enum GcCommand: Subcommand {
         let countLimit = try arguments.integer("count-limit") ?? 0
         let context = try CacheContext(arguments, io: io, mustExist: true)
         let removals = EventLog()
-        let cache = try context.openWritable { options in
-            options.sizeLimit = sizeLimit
-            options.countLimit = countLimit
-            options.eventHandler = { removals.append($0) }
-        }
-        defer { cache.close() }
-        let report: CollectionReport
-        do { report = try cache.collectGarbage() } catch {
-            throw CacheContext.failure(for: error as? CacheError ?? CacheError(.ioFailure, "\(error)"), root: context.layout.root)
+        var report: CollectionReport?
+        // Expired records go first, in a pass without limits: a cache opened with limits trims
+        // to them at once, least recently used first, before it would look at expiry.
+        let passes = sizeLimit > 0 || countLimit > 0 ? [false, true] : [false]
+        for withLimits in passes {
+            let cache = try context.openWritable { options in
+                if withLimits {
+                    options.sizeLimit = sizeLimit
+                    options.countLimit = countLimit
+                }
+                options.eventHandler = { removals.append($0) }
+            }
+            defer { cache.close() }
+            do { report = try cache.collectGarbage() } catch {
+                throw CacheContext.failure(for: error as? CacheError ?? CacheError(.ioFailure, "\(error)"), root: context.layout.root)
+            }
         }
         // Opening with limits may already have trimmed; the event log holds every removal.
         let removed = removals.evictions
@@ -33,7 +40,7 @@ enum GcCommand: Subcommand {
         let reasons = EvictionCause.allCases.compactMap { cause in byReason[cause].map { "\($0) \(cause.rawValue)" } }
         io.out("removed \(removed.count) record\(removed.count == 1 ? "" : "s")" + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: ", ")))") + "\n")
         for (key, reason) in removed { io.out("  \(key)  \(reason.rawValue)\n") }
-        io.out("remaining: \(report.remainingCount) records, \(HumanFormat.size(report.remainingSize))\n")
+        if let report { io.out("remaining: \(report.remainingCount) records, \(HumanFormat.size(report.remainingSize))\n") }
         return .success
     }
 }

@@ -9,7 +9,7 @@ enum ReportCommand: Subcommand {
         discussion: """
             The page needs no network: CSS and SVG charts are inline, and PNG, JPEG and GIF payloads
             (by their magic bytes) appear as thumbnails from data: URIs, at most \(ReportPage.maximumThumbnails), each at most
-            \(ReportPage.maximumThumbnailBytes / 1024) KiB. Reads without taking the directory's lock.
+            \(ReportPage.maximumThumbnailBytes / 1024) KiB. Checks every record's checksums like 'larder verify', without taking the directory's lock.
             """)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
@@ -18,17 +18,22 @@ enum ReportCommand: Subcommand {
         }
         let context = try CacheContext(arguments, io: io, mustExist: true)
         let inspector = CacheInspector(context)
-        let total = try inspector.recordNames().count
-        var progress = ProgressBar(io: io, label: "report", total: total)
-        let entries = try inspector.entries(readPayload: false) { done, total in progress.update(done, of: total) }
-        progress.finish()
+        let names = try inspector.recordNames()
+        var progress = ProgressBar(io: io, label: "report", total: names.count)
+        var entries: [RecordEntry] = []
         var thumbnails: [ReportPage.Thumbnail] = []
-        for entry in entries.sorted(by: { $0.displayKey < $1.displayKey }) where thumbnails.count < ReportPage.maximumThumbnails {
-            guard entry.corruption == nil, let size = entry.payloadSize, size > 0, size <= ReportPage.maximumThumbnailBytes,
-                  let full = inspector.entry(named: entry.file, readPayload: true), let payload = full.payload,
-                  let mime = PayloadKind.of(payload).imageMIMEType else { continue }
-            thumbnails.append(.init(key: entry.displayKey, mimeType: mime, data: payload))
+        // Payloads are read (and checked) one at a time; only thumbnails keep theirs.
+        for (i, name) in names.enumerated() {
+            defer { progress.update(i + 1, of: names.count) }
+            guard var entry = inspector.entry(named: name, readPayload: true) else { continue }
+            if let payload = entry.payload, thumbnails.count < ReportPage.maximumThumbnails,
+               payload.count <= ReportPage.maximumThumbnailBytes, let mime = PayloadKind.of(payload).imageMIMEType {
+                thumbnails.append(.init(key: entry.displayKey, mimeType: mime, data: payload))
+            }
+            entry.payload = nil
+            entries.append(entry)
         }
+        progress.finish()
         let page = ReportPage(
             directory: context.layout.root, format: context.formatDescription, now: context.now,
             defaultExpiration: context.defaultExpiration, summary: CacheSummary(entries: entries), thumbnails: thumbnails)
