@@ -1,5 +1,6 @@
 import Foundation
 import Larder
+import Synchronization
 
 /// `larder demo`: exercises the cache on a real directory and says what happened.
 enum DemoCommand: Subcommand {
@@ -7,7 +8,8 @@ enum DemoCommand: Subcommand {
         name: "demo", summary: "Create (or reuse) a demo cache and exercise every feature on it.",
         options: [.value("dir", "DIR", "Where (default: $XDG_CACHE_HOME/larder/demo, else ~/.cache/larder/demo).")],
         discussion: """
-            Stores text, JSON and PNG images, reads them back, lets a short TTL expire, locks a
+            Stores text, JSON and PNG images on disk and reads them back, shows the memory tier's
+            LRU eviction and TTL, lets a short TTL expire on disk, locks a
             record, collects garbage with a size limit (the locked record survives), and prints
             the statistics. Its clock is a manual one that starts an hour in the past, so expiry
             happens in an instant. Running it again reuses the directory. Afterwards try
@@ -23,8 +25,8 @@ enum DemoCommand: Subcommand {
     }
 }
 
-/// One run of the demo. Each feature is one step; the memory-tier and promotion steps wait for
-/// `MemoryCache` and `HybridCache`, which are not in this build yet.
+/// One run of the demo. Each feature is one step; the promotion step waits for `HybridCache`,
+/// which is not in this build yet.
 struct DemoRun {
     let directory: URL
     let io: CommandIO
@@ -86,10 +88,28 @@ struct DemoRun {
         say("  load never/stored: \(missing == nil ? "miss, as expected" : "hit?")")
     }
 
-    /// Memory tier: pending until `MemoryCache` lands in this branch.
-    private func memoryTier() {
+    /// Memory tier: an LRU with a count limit of 3 and a TTL, on the same manual clock.
+    private mutating func memoryTier() {
         section("Memory tier")
-        say("  pending: MemoryCache is not in this build yet")
+        let evicted = Mutex<[String]>([])
+        let memory = MemoryCache<String, Data>(countLimit: 3, clock: clock) { key, _, reason in
+            evicted.withLock { $0.append("\(key) (\(reason))") }
+        }
+        let items: [(String, Data)] = [
+            ("text/greeting.txt", DemoData.greeting), ("api/playlist.json", DemoData.json(items: 40)),
+            ("api/profile.json", DemoData.json(items: 2)),
+        ]
+        for (key, data) in items { memory.setValue(data, forKey: key, cost: data.count) }
+        say("  set \(items.count) values in a memory cache with a count limit of 3 (\(HumanFormat.size(memory.totalCost)))")
+        _ = memory.value(forKey: "text/greeting.txt")
+        memory.setValue(DemoData.json(items: 1), forKey: "api/settings.json", cost: 64)
+        say("  read text/greeting.txt, then set a 4th value: evicted \(evicted.withLock { $0 }.joined(separator: ", "))")
+        memory.setValue(Data("42".utf8), forKey: "counter", cost: 2, ttl: 5)
+        let before = memory.value(forKey: "counter") != nil
+        tick(6)
+        let after = memory.value(forKey: "counter") != nil
+        say("  counter with ttl 5 s: \(before ? "hit" : "miss") now, \(after ? "hit?" : "miss (expired)") 6 s later")
+        say("  memory statistics: \(memory.statistics)")
     }
 
     /// TTL: a record stored with a 30 s TTL is gone 31 s later.

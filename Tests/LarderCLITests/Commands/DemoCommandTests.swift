@@ -10,10 +10,11 @@ import Testing
         for run in 1 ... 2 {
             let result = larder(["demo", "--dir", dir])
             #expect(result.code == 0, "run \(run): \(result.stderr)")
-            for section in ["Disk tier", "TTL", "Lock", "Collection with a size limit", "Statistics"] {
+            for section in ["Disk tier", "Memory tier", "TTL", "Lock", "Collection with a size limit", "Statistics"] {
                 #expect(result.stdout.contains("\n\(section)\n"), "run \(run): \(section)")
             }
             #expect(result.stdout.contains("miss (expired)"))
+            #expect(result.stdout.contains("evicted api/playlist.json (countLimit)"), "the least recently used value goes")
             #expect(result.stdout.contains("survived"))
             #expect(result.stdout.contains("(sizeLimit)"))
         }
