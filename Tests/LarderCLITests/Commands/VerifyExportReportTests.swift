@@ -127,3 +127,25 @@ import Testing
         #expect(larder(["report", "--dir", dir]).code == 2, "--html is required")
     }
 }
+
+@Suite struct ReportThumbnailTests {
+    @Test func thumbnailsAreCappedInCountAndSize() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let cache = try DiskCache(options: DiskCacheOptions(directory: temp.url.appendingPathComponent("c")))
+        for i in 0 ..< ReportPage.maximumThumbnails + 2 {
+            try cache.store(DemoData.gradientPNG(width: 4, height: 4, seed: i), forKey: "img-\(i).png")
+        }
+        // An image over the size cap: a PNG signature followed by padding.
+        var large = DemoData.gradientPNG(width: 4, height: 4, seed: 0)
+        large.append(Data(count: ReportPage.maximumThumbnailBytes))
+        try cache.store(large, forKey: "aaa-large.png")
+        cache.close()
+        let page = temp.appending("r.html")
+        #expect(larder(["report", "--dir", temp.appending("c"), "--html", page]).code == 0)
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(html.components(separatedBy: "data:image/png;base64,").count - 1 == ReportPage.maximumThumbnails)
+        #expect(ReportPage.maximumThumbnails == 48 && ReportPage.maximumThumbnailBytes == 256 * 1024, "the numbers in 'larder report --help'")
+        #expect(!html.contains("alt=\"aaa-large.png\""))
+    }
+}
