@@ -28,7 +28,7 @@ let package = Package(
         .executableTarget(name: "larder-stress", dependencies: ["Larder"]),
 
         .testTarget(name: "LarderTests", dependencies: ["Larder"]),
-        .testTarget(name: "LarderCLITests", dependencies: ["LarderCLI", "Larder"]),
+        .testTarget(name: "LarderCLITests", dependencies: ["LarderCLI", "Larder", "larder"]),
     ]
 )
 

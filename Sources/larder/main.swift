@@ -1,1 +1,10 @@
-print("larder: not yet built")
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import LarderCLI
+
+exit(LarderCommand.run(arguments: CommandLine.arguments, io: .standard))

@@ -22,7 +22,7 @@ public enum KeyEncoding: Sendable, CustomStringConvertible {
     }
 
     /// Whether records written under this encoding carry their original key.
-    var storesKey: Bool {
+    package var storesKey: Bool {
         if case .verbatim = self { return false }
         return true
     }
@@ -30,7 +30,7 @@ public enum KeyEncoding: Sendable, CustomStringConvertible {
     /// The file name for `key`.
     /// - Throws: ``CacheError/Code/invalidKey`` when the key (or, for custom encodings, the name
     ///   it produces) is not a safe file name.
-    func fileName(for key: String) throws(CacheError) -> String {
+    package func fileName(for key: String) throws(CacheError) -> String {
         switch self {
         case .sha256:
             return SHA256Hash.hex(of: key)

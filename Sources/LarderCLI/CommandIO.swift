@@ -1,0 +1,95 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Synchronization
+
+/// Where a command reads and writes: its output streams, standard input, the environment, and
+/// whether each stream is a terminal. Tests pass a capturing value; `main.swift` passes ``standard``.
+public struct CommandIO: Sendable {
+    /// Writes bytes to standard output.
+    public var writeOut: @Sendable (Data) -> Void
+    /// Writes bytes to standard error.
+    public var writeErr: @Sendable (Data) -> Void
+    /// Reads all of standard input.
+    public var readIn: @Sendable () -> Data
+    /// Whether standard output is a terminal (tables get colour only then).
+    public var isStdoutTerminal: Bool
+    /// Whether standard error is a terminal (progress bars are drawn only then).
+    public var isStderrTerminal: Bool
+    /// The environment variables the tool consults (`HOME`, `XDG_CACHE_HOME`, `LARDER_NOW`, `NO_COLOR`).
+    public var environment: [String: String]
+
+    /// Creates streams from closures.
+    public init(
+        writeOut: @escaping @Sendable (Data) -> Void, writeErr: @escaping @Sendable (Data) -> Void,
+        readIn: @escaping @Sendable () -> Data = { Data() }, isStdoutTerminal: Bool = false,
+        isStderrTerminal: Bool = false, environment: [String: String] = [:]
+    ) {
+        self.writeOut = writeOut
+        self.writeErr = writeErr
+        self.readIn = readIn
+        self.isStdoutTerminal = isStdoutTerminal
+        self.isStderrTerminal = isStderrTerminal
+        self.environment = environment
+    }
+
+    /// The process's own standard streams and environment.
+    public static var standard: CommandIO {
+        CommandIO(
+            writeOut: { writeAll(STDOUT_FILENO, $0) }, writeErr: { writeAll(STDERR_FILENO, $0) },
+            readIn: { FileHandle.standardInput.readDataToEndOfFile() },
+            isStdoutTerminal: isatty(STDOUT_FILENO) == 1, isStderrTerminal: isatty(STDERR_FILENO) == 1,
+            environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// Writes text to standard output.
+    func out(_ text: String) { writeOut(Data(text.utf8)) }
+    /// Writes text to standard error.
+    func err(_ text: String) { writeErr(Data(text.utf8)) }
+
+    private static func writeAll(_ fd: Int32, _ data: Data) {
+        data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                offset += n
+            }
+        }
+    }
+}
+
+/// Collects what a command writes, for tests and embedding.
+public final class OutputCapture: Sendable {
+    private let buffers = Mutex((out: Data(), err: Data()))
+
+    /// Creates an empty capture.
+    public init() {}
+
+    /// Streams that write into this capture, with `input` as standard input.
+    /// - Parameters:
+    ///   - input: What standard input holds.
+    ///   - environment: The environment the command sees.
+    ///   - terminal: Whether both streams claim to be terminals.
+    public func io(input: Data = Data(), environment: [String: String] = [:], terminal: Bool = false) -> CommandIO {
+        CommandIO(
+            writeOut: { data in self.buffers.withLock { $0.out.append(data) } },
+            writeErr: { data in self.buffers.withLock { $0.err.append(data) } },
+            readIn: { input }, isStdoutTerminal: terminal, isStderrTerminal: terminal, environment: environment)
+    }
+
+    /// Everything written to standard output, as bytes.
+    public var stdoutData: Data { buffers.withLock { $0.out } }
+    /// Everything written to standard output, as UTF-8 text.
+    public var stdout: String { String(decoding: stdoutData, as: UTF8.self) }
+    /// Everything written to standard error, as UTF-8 text.
+    public var stderr: String { String(decoding: buffers.withLock { $0.err }, as: UTF8.self) }
+}

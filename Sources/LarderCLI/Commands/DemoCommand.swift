@@ -1,0 +1,233 @@
+import Foundation
+import Larder
+import Synchronization
+
+/// `larder demo`: exercises the cache on a real directory and says what happened.
+enum DemoCommand: Subcommand {
+    static let spec = CommandSpec(
+        name: "demo", summary: "Create (or reuse) a demo cache and exercise every feature on it.",
+        options: [.value("dir", "DIR", "Where (default: $XDG_CACHE_HOME/larder/demo, else ~/.cache/larder/demo).")],
+        discussion: """
+            Stores text, JSON and PNG images on disk and reads them back, shows the memory tier's
+            LRU eviction and TTL, lets a short TTL expire on disk, locks a
+            record, collects garbage with a size limit (the locked record survives), and prints
+            the statistics. Its clock is a manual one that starts an hour in the past, so expiry
+            happens in an instant. Running it again reuses the directory. Afterwards try
+            'larder ls', 'larder stats' and 'larder report --html report.html'.
+            """)
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
+        let directory = arguments.value("dir").map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? CacheContext.defaultDirectory(environment: io.environment)
+        var demo = DemoRun(directory: directory, io: io)
+        try demo.run()
+        return .success
+    }
+}
+
+/// One run of the demo. Each feature is one step; the promotion step waits for `HybridCache`,
+/// which is not in this build yet.
+struct DemoRun {
+    let directory: URL
+    let io: CommandIO
+    /// Starts an hour ago, so that every time the demo writes is in the past.
+    let clock = ManualClock(now: (Date().timeIntervalSince1970 - 3600).rounded(.down))
+    private let events = EventLog()
+    private var statistics: [DiskCacheStatistics] = []
+    private var cachedKeys: [String] = []
+
+    init(directory: URL, io: CommandIO) {
+        self.directory = directory
+        self.io = io
+    }
+
+    static let pinnedKey = "config/pinned.json"
+    static let tokenKey = "session/token"
+    static let newsKey = "api/news.json"
+    static let logSize = 48 * 1024
+    static let logCount = 6
+
+    mutating func run() throws(CommandFailure) {
+        say("Larder demo in \(directory.path)")
+        var cache = try open(sizeLimit: 0)
+        say("Opened the disk cache (\(cache.count) records from earlier runs).\n")
+        try diskTier(cache)
+        memoryTier()
+        try ttl(cache)
+        try lock(cache)
+        try storeLogs(cache)
+        statistics.append(cache.statistics)
+        cache.close()
+        cache = try collection()
+        promotion()
+        statistics.append(cache.statistics)
+        summary(cache)
+        cache.close()
+        say("\nNext: larder ls --dir \(shellQuoted(directory.path)); larder stats; larder report --html report.html\n")
+    }
+
+    // MARK: Steps
+
+    /// Disk tier: stores and loads real payloads.
+    private mutating func diskTier(_ cache: DiskCache) throws(CommandFailure) {
+        section("Disk tier")
+        var items: [(String, Data)] = [("text/greeting.txt", DemoData.greeting), ("api/playlist.json", DemoData.json(items: 40))]
+        items += DemoData.images(environment: io.environment, count: 4)
+        for (key, data) in items {
+            try attempt { try cache.store(data, forKey: key) }
+            say("  stored \(key) (\(HumanFormat.size(data.count)), \(PayloadKind.describe(data).prefix(40)))")
+            cachedKeys.append(key)
+        }
+        tick(1)
+        for (key, data) in items.prefix(2) {
+            let record = try attempt { try cache.load(forKey: key) }
+            let same = record?.data == data
+            say("  load \(key): \(record == nil ? "miss" : "hit")\(same ? ", payload intact" : "")")
+        }
+        let missing = try attempt { try cache.load(forKey: "never/stored") }
+        say("  load never/stored: \(missing == nil ? "miss, as expected" : "hit?")")
+    }
+
+    /// Memory tier: an LRU with a count limit of 3 and a TTL, on the same manual clock.
+    private mutating func memoryTier() {
+        section("Memory tier")
+        let evicted = Mutex<[String]>([])
+        let memory = MemoryCache<String, Data>(countLimit: 3, clock: clock) { key, _, reason in
+            evicted.withLock { $0.append("\(key) (\(reason))") }
+        }
+        let items: [(String, Data)] = [
+            ("text/greeting.txt", DemoData.greeting), ("api/playlist.json", DemoData.json(items: 40)),
+            ("api/profile.json", DemoData.json(items: 2)),
+        ]
+        for (key, data) in items { memory.setValue(data, forKey: key, cost: data.count) }
+        say("  set \(items.count) values in a memory cache with a count limit of 3 (\(HumanFormat.size(memory.totalCost)))")
+        _ = memory.value(forKey: "text/greeting.txt")
+        memory.setValue(DemoData.json(items: 1), forKey: "api/settings.json", cost: 64)
+        say("  read text/greeting.txt, then set a 4th value: evicted \(evicted.withLock { $0 }.joined(separator: ", "))")
+        memory.setValue(Data("42".utf8), forKey: "counter", cost: 2, ttl: 5)
+        let before = memory.value(forKey: "counter") != nil
+        tick(6)
+        let after = memory.value(forKey: "counter") != nil
+        say("  counter with ttl 5 s: \(before ? "hit" : "miss") now, \(after ? "hit?" : "miss (expired)") 6 s later")
+        say("  memory statistics: \(memory.statistics)")
+    }
+
+    /// TTL: a record stored with a 30 s TTL is gone 31 s later.
+    private mutating func ttl(_ cache: DiskCache) throws(CommandFailure) {
+        section("TTL")
+        try attempt { try cache.store(Data("token-\(Int(clock.now))".utf8), forKey: Self.tokenKey, ttl: 30) }
+        let before = try attempt { try cache.load(forKey: Self.tokenKey) }
+        say("  stored \(Self.tokenKey) with ttl 30 s; load now: \(before == nil ? "miss" : "hit")")
+        tick(31)
+        let after = try attempt { try cache.load(forKey: Self.tokenKey) }
+        say("  31 s later: \(after == nil ? "miss (expired)" : "hit?")")
+    }
+
+    /// A lock: a locked record with a short TTL outlives it, and survives a collection.
+    private mutating func lock(_ cache: DiskCache) throws(CommandFailure) {
+        section("Lock")
+        try attempt { try cache.store(DemoData.json(items: 3), forKey: Self.pinnedKey, ttl: 10, locked: true) }
+        try attempt { try cache.store(DemoData.json(items: 5), forKey: Self.newsKey, ttl: 10) }
+        say("  stored \(Self.pinnedKey) locked and \(Self.newsKey) unlocked, both with ttl 10 s")
+        tick(60)
+        let report = try attempt { try cache.collectGarbage() }
+        let pinned = try attempt { try cache.load(forKey: Self.pinnedKey) }
+        let removed = report.removed.map { $0.key ?? $0.file }.joined(separator: ", ")
+        say("  60 s later a collection removed \(report.count(for: .expired)) expired record(s) (\(removed)); \(Self.pinnedKey) is \(pinned != nil ? "still there (lock count \(pinned!.lockCount))" : "gone?")")
+    }
+
+    /// Log blobs to push the cache over the size limit of the next step; then the earlier
+    /// records are read again so that the logs are the least recently used.
+    private mutating func storeLogs(_ cache: DiskCache) throws(CommandFailure) {
+        section("Filling up")
+        for day in 0 ..< Self.logCount {
+            try attempt { try cache.store(DemoData.log(day: day, bytes: Self.logSize), forKey: "logs/day-\(day).log") }
+        }
+        tick(1)
+        for key in cachedKeys { _ = try attempt { try cache.load(forKey: key) } }
+        say("  stored \(Self.logCount) logs of \(HumanFormat.size(Self.logSize)), then read the earlier records again")
+    }
+
+    /// Collection with a size limit: reopen with a limit half a log-batch below the total.
+    private mutating func collection() throws(CommandFailure) -> DiskCache {
+        section("Collection with a size limit")
+        let probe = try open(sizeLimit: 0)
+        let total = probe.totalSize
+        probe.close()
+        let limit = max(4096, total - Self.logCount * Self.logSize / 2)
+        events.removeAll()
+        let cache = try open(sizeLimit: limit)
+        let report = try attempt { try cache.collectGarbage() }
+        let evicted = events.evictions
+        say("  size limit \(HumanFormat.size(limit)) (the cache held \(HumanFormat.size(total))): removed \(evicted.count) least recently used record(s):")
+        for (key, cause) in evicted { say("    \(key) (\(cause.rawValue))") }
+        let pinned = try attempt { try cache.load(forKey: Self.pinnedKey) }
+        say("  now \(report.remainingCount) records, \(HumanFormat.size(report.remainingSize)); locked \(Self.pinnedKey) \(pinned != nil ? "survived" : "was removed?")")
+        return cache
+    }
+
+    /// Promotion from disk to memory: pending until `HybridCache` lands in this branch.
+    private func promotion() {
+        section("Promotion")
+        say("  pending: HybridCache is not in this build yet")
+    }
+
+    private func summary(_ cache: DiskCache) {
+        section("Statistics")
+        var total = DiskCacheStatistics()
+        for s in statistics {
+            total.hits += s.hits
+            total.misses += s.misses
+            total.expirations += s.expirations
+            total.stores += s.stores
+            total.bytesWritten += s.bytesWritten
+            total.bytesRead += s.bytesRead
+            total.collections += s.collections
+            total.corruptRecordsRemoved += s.corruptRecordsRemoved
+            for (cause, n) in s.evictions { total.evictions[cause, default: 0] += n }
+        }
+        var fields = FieldList()
+        fields.add("  stores", "\(total.stores) (\(HumanFormat.size(total.bytesWritten)))")
+        fields.add("  hits", "\(total.hits) (\(HumanFormat.size(total.bytesRead)))")
+        fields.add("  misses", "\(total.misses) (\(total.expirations) expired)")
+        fields.add("  collections", "\(total.collections)")
+        fields.add("  evictions", EvictionCause.allCases.map { "\($0.rawValue) \(total.evictions[$0] ?? 0)" }.joined(separator: ", "))
+        fields.add("  on disk", "\(cache.count) records, \(HumanFormat.size(cache.totalSize)), locked \(HumanFormat.size(cache.lockedSize))")
+        io.out(fields.render())
+    }
+
+    // MARK: Helpers
+
+    private func open(sizeLimit: Int) throws(CommandFailure) -> DiskCache {
+        var options = DiskCacheOptions(directory: directory)
+        options.clock = clock
+        options.sizeLimit = sizeLimit
+        options.eventHandler = { [events] in events.append($0) }
+        do {
+            return try DiskCache(options: options)
+        } catch let error as CacheError {
+            if error.code == .keyEncodingMismatch {
+                throw CommandFailure(.cacheError, "'\(directory.path)' is not a demo cache (\(error.message)); pass another --dir")
+            }
+            throw CacheContext.failure(for: error, root: directory.path)
+        } catch {
+            throw CommandFailure(.cacheError, "cannot open '\(directory.path)': \(error)")
+        }
+    }
+
+    private func tick(_ seconds: Double) { clock.advance(by: seconds) }
+    private func say(_ line: String) { io.out(line + "\n") }
+    private func section(_ title: String) { io.out("\n\(title)\n") }
+
+    private func attempt<T>(_ body: () throws -> T) throws(CommandFailure) -> T {
+        do { return try body() } catch let error as CacheError {
+            throw CacheContext.failure(for: error, root: directory.path)
+        } catch {
+            throw CommandFailure(.cacheError, "\(error)")
+        }
+    }
+
+    private func shellQuoted(_ path: String) -> String {
+        path.allSatisfy { $0.isLetter || $0.isNumber || "/._-".contains($0) } ? path : "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import Larder
+import Synchronization
+
+/// `larder gc`: one collection.
+enum GcCommand: Subcommand {
+    static let spec = CommandSpec(
+        name: "gc", summary: "Collect garbage: remove expired records, then trim to the size limit.",
+        options: CacheContext.options + [
+            .value("size-limit", "BYTES", "Trim least recently used records until the cache fits (locked ones last)."),
+            .value("count-limit", "N", "Trim least recently used records until at most N remain."),
+        ])
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
+        let sizeLimit = try arguments.integer("size-limit") ?? 0
+        let countLimit = try arguments.integer("count-limit") ?? 0
+        let context = try CacheContext(arguments, io: io, mustExist: true)
+        let removals = EventLog()
+        var report: CollectionReport?
+        // Expired records go first, in a pass without limits: a cache opened with limits trims
+        // to them at once, least recently used first, before it would look at expiry.
+        let passes = sizeLimit > 0 || countLimit > 0 ? [false, true] : [false]
+        for withLimits in passes {
+            let cache = try context.openWritable { options in
+                if withLimits {
+                    options.sizeLimit = sizeLimit
+                    options.countLimit = countLimit
+                }
+                options.eventHandler = { removals.append($0) }
+            }
+            defer { cache.close() }
+            do { report = try cache.collectGarbage() } catch {
+                throw CacheContext.failure(for: error as? CacheError ?? CacheError(.ioFailure, "\(error)"), root: context.layout.root)
+            }
+        }
+        // Opening with limits may already have trimmed; the event log holds every removal.
+        let removed = removals.evictions
+        var byReason: [EvictionCause: Int] = [:]
+        for item in removed { byReason[item.1, default: 0] += 1 }
+        let reasons = EvictionCause.allCases.compactMap { cause in byReason[cause].map { "\($0) \(cause.rawValue)" } }
+        io.out("removed \(removed.count) record\(removed.count == 1 ? "" : "s")" + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: ", ")))") + "\n")
+        for (key, reason) in removed { io.out("  \(key)  \(reason.rawValue)\n") }
+        if let report { io.out("remaining: \(report.remainingCount) records, \(HumanFormat.size(report.remainingSize))\n") }
+        return .success
+    }
+}
+
+/// Collects events from a cache's handler, which may run on any thread.
+final class EventLog: Sendable {
+    private let storage = Mutex<[CacheEvent]>([])
+
+    /// Records an event; pass this as (or from) the cache's event handler.
+    func append(_ event: CacheEvent) { storage.withLock { $0.append(event) } }
+    /// Forgets what was recorded.
+    func removeAll() { storage.withLock { $0.removeAll() } }
+    /// Every record evicted so far: its key (or file name) and why.
+    var evictions: [(String, EvictionCause)] {
+        storage.withLock { list in
+            list.compactMap { if case .recordEvicted(let key, let file, let cause) = $0 { (key ?? file, cause) } else { nil } }
+        }
+    }
+}
+
+/// `larder put KEY [FILE]`: stores a record.
+enum PutCommand: Subcommand {
+    static let spec = CommandSpec(
+        name: "put", summary: "Store FILE (or standard input) under KEY.",
+        positionalUsage: "KEY [FILE]", minimumPositionals: 1, maximumPositionals: 2,
+        options: CacheContext.options + [
+            .value("ttl", "SECONDS", "Expire this many seconds after the store (default 0: the default expiration, sliding with reads)."),
+            .flag("locked", "Store it locked (lock count 1), so it does not expire until unlocked."),
+        ],
+        discussion: "Creates the directory when missing (with sha256 keys, or --keys). Fails with exit 3 while another process holds the directory.")
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
+        let key = arguments.positionals[0]
+        let ttl = try arguments.number("ttl") ?? 0
+        let data: Data
+        if arguments.positionals.count > 1, arguments.positionals[1] != "-" {
+            let path = arguments.positionals[1]
+            do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+                throw CommandFailure(.failure, "cannot read '\(path)': \((error as NSError).localizedDescription)")
+            }
+        } else {
+            data = io.readIn()
+        }
+        let context = try CacheContext(arguments, io: io, mustExist: false)
+        let cache = try context.openWritable()
+        defer { cache.close() }
+        do {
+            try cache.store(data, forKey: key, ttl: ttl, locked: arguments.flag("locked"))
+        } catch {
+            throw CacheContext.failure(for: error as? CacheError ?? CacheError(.ioFailure, "\(error)"), root: context.layout.root)
+        }
+        io.out("stored '\(key)' (\(HumanFormat.size(data.count)))\(arguments.flag("locked") ? ", locked" : "")\(ttl > 0 ? ", ttl \(HumanFormat.duration(ttl))" : "")\n")
+        return .success
+    }
+}
+
+/// `larder rm KEY...`: removes records.
+enum RmCommand: Subcommand {
+    static let spec = CommandSpec(
+        name: "rm", summary: "Remove the records stored under the keys.",
+        positionalUsage: "KEY...", minimumPositionals: 1, maximumPositionals: nil,
+        options: CacheContext.options,
+        discussion: "Exits 1 when some key had no record (the others are still removed).")
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
+        let context = try CacheContext(arguments, io: io, mustExist: true)
+        let cache = try context.openWritable()
+        defer { cache.close() }
+        var missing: [String] = []
+        for key in arguments.positionals {
+            let name = try? context.keyEncoding?.fileName(for: key)
+            guard let name, FileManager.default.fileExists(atPath: context.layout.path(for: name)) else {
+                missing.append(key)
+                continue
+            }
+            do { try cache.remove(forKeys: [key]) } catch {
+                throw CacheContext.failure(for: error as? CacheError ?? CacheError(.ioFailure, "\(error)"), root: context.layout.root)
+            }
+            io.out("removed '\(key)'\n")
+        }
+        for key in missing { io.err("larder rm: no record for key '\(key)'\n") }
+        return missing.isEmpty ? .success : .failure
+    }
+}
+
+/// `larder lock KEY...`.
+enum LockCommand: Subcommand {
+    static let spec = CommandSpec(
+        name: "lock", summary: "Lock records against expiry and collection (increments the lock count).",
+        positionalUsage: "KEY...", minimumPositionals: 1, maximumPositionals: nil,
+        options: CacheContext.options,
+        discussion: "Exits 1 when some key could not be locked (absent, expired or corrupt).")
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
+        try changeLocks(arguments, io: io, locking: true)
+    }
+
+    static func changeLocks(_ arguments: ParsedArguments, io: CommandIO, locking: Bool) throws(CommandFailure) -> ExitCode {
+        let context = try CacheContext(arguments, io: io, mustExist: true)
+        let cache = try context.openWritable()
+        defer { cache.close() }
+        let keys = arguments.positionals
+        let changed: [String]
+        do { changed = locking ? try cache.lock(forKeys: keys) : try cache.unlock(forKeys: keys) } catch {
+            throw CacheContext.failure(for: error as? CacheError ?? CacheError(.ioFailure, "\(error)"), root: context.layout.root)
+        }
+        let verb = locking ? "locked" : "unlocked"
+        for key in changed { io.out("\(verb) '\(key)'\n") }
+        let failed = keys.filter { !changed.contains($0) }
+        for key in failed {
+            io.err("larder \(locking ? "lock" : "unlock"): not \(verb) '\(key)' (\(locking ? "absent, expired or corrupt" : "absent, corrupt or not locked"))\n")
+        }
+        return failed.isEmpty ? .success : .failure
+    }
+}
+
+/// `larder unlock KEY...`.
+enum UnlockCommand: Subcommand {
+    static let spec = CommandSpec(
+        name: "unlock", summary: "Unlock records (decrements the lock count, never below 0).",
+        positionalUsage: "KEY...", minimumPositionals: 1, maximumPositionals: nil,
+        options: CacheContext.options,
+        discussion: "Exits 1 when some key could not be unlocked (absent, corrupt or not locked).")
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
+        try LockCommand.changeLocks(arguments, io: io, locking: false)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Larder
+
+/// `larder show KEY`: every header field, decoded.
+enum ShowCommand: Subcommand {
+    static let spec = CommandSpec(
+        name: "show", summary: "Print every header field of one record, decoded.",
+        positionalUsage: "KEY", minimumPositionals: 1, maximumPositionals: 1,
+        options: CacheContext.options,
+        discussion: "KEY may also be a record's file name (as 'larder ls' shows for records whose key is not stored).")
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
+        let key = arguments.positionals[0]
+        let context = try CacheContext(arguments, io: io, mustExist: true)
+        guard let entry = try CacheInspector(context).entry(forKey: key, readPayload: true) else {
+            throw CommandFailure(.failure, "no record for key '\(key)' in '\(context.layout.root)'")
+        }
+        io.out(describe(entry, context: context))
+        return entry.status == .corrupt ? .failure : .success
+    }
+
+    static func describe(_ entry: RecordEntry, context: CacheContext) -> String {
+        let now = context.now
+        var fields = FieldList()
+        fields.add("key", entry.key ?? "(not stored)")
+        fields.add("file", entry.relativePath)
+        fields.add("path", entry.path)
+        fields.add("file size", "\(entry.fileSize) bytes (\(HumanFormat.size(entry.fileSize)))")
+        fields.add("status", LsCommand.statusText(entry))
+        guard let header = entry.header else {
+            var text = fields.render()
+            text += "\nThe header failed validation; its first bytes:\n" + hexDump(path: entry.path)
+            return text
+        }
+        func hex(_ value: UInt32) -> String { "0x" + String(value, radix: 16).leftPadded(to: 8) }
+        fields.add("magic", "0x46545053 (SPTF)")
+        fields.add("headerSize", "\(RecordHeader.size)")
+        fields.add("refCount", "\(header.refCount)" + (header.refCount > 0 ? " (locked)" : " (unlocked)"))
+        fields.add("reserved1", hex(header.reserved1) + (header.payloadChecksum != nil ? " (payload CRC-32)" : ""))
+        fields.add("ttl", header.ttl == 0
+            ? "0 (default expiration: \(HumanFormat.duration(context.defaultExpiration)), from the last update)"
+            : "\(header.ttl) (\(HumanFormat.duration(Double(header.ttl))))")
+        fields.add("updateTimeSec", "\(header.updateTimeSec) (\(HumanFormat.date(Double(header.updateTimeSec))), \(HumanFormat.relative(Double(header.updateTimeSec), now: now)))")
+        fields.add("payloadSizeBytes", "\(header.payloadSizeBytes) (\(HumanFormat.size(Int(header.payloadSizeBytes))))")
+        if let ms = header.lastAccessMilliseconds {
+            let time = Double(ms) / 1000
+            fields.add("reserved2", "\(ms) (last access: \(HumanFormat.date(time)), \(HumanFormat.relative(time, now: now)))")
+        } else {
+            fields.add("reserved2", "\(header.reserved2)")
+        }
+        fields.add("reserved3", "\(header.reserved3)" + (header.flags.contains(.storedKey) ? " (stored key length)" : ""))
+        fields.add("reserved4", hex(header.reserved4) + (header.flags.contains(.storedKey) ? " (stored key CRC-32)" : ""))
+        fields.add("flags", hex(header.flags.rawValue) + " (\(flagNames(header.flags)))")
+        fields.add("crc", "valid (CRC-32 of bytes 0..<60)")
+        if let expiration = entry.expirationTime(defaultExpiration: context.defaultExpiration) {
+            let verb = expiration < now ? "expired" : "expires"
+            fields.add(verb, "\(HumanFormat.date(expiration)) (\(HumanFormat.relative(expiration, now: now)))")
+        } else {
+            fields.add("expires", "never while locked")
+        }
+        if let payload = entry.payload {
+            fields.add("payload", PayloadKind.describe(payload))
+        }
+        return fields.render()
+    }
+
+    static func flagNames(_ flags: RecordFlags) -> String {
+        var names: [String] = []
+        if flags.contains(.streamIncomplete) { names.append("streamIncomplete") }
+        if flags.contains(.payloadChecksum) { names.append("payloadChecksum") }
+        if flags.contains(.accessTime) { names.append("accessTime") }
+        if flags.contains(.storedKey) { names.append("storedKey") }
+        return names.isEmpty ? "none" : names.joined(separator: ", ")
+    }
+
+    /// A hex dump of a file's first 64 bytes.
+    static func hexDump(path: String) -> String {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return "  (unreadable)\n" }
+        defer { try? handle.close() }
+        let bytes = Array((try? handle.read(upToCount: RecordHeader.size)) ?? Data())
+        var text = ""
+        for row in stride(from: 0, to: bytes.count, by: 16) {
+            let slice = bytes[row ..< min(row + 16, bytes.count)]
+            text += "  " + String(row, radix: 16).leftPadded(to: 4) + "  "
+            text += slice.map { String($0, radix: 16).leftPadded(to: 2) }.joined(separator: " ") + "\n"
+        }
+        return text
+    }
+}
+
+/// `larder cat KEY`: the payload alone.
+enum CatCommand: Subcommand {
+    static let spec = CommandSpec(
+        name: "cat", summary: "Write one record's payload, without its header, to standard output.",
+        positionalUsage: "KEY", minimumPositionals: 1, maximumPositionals: 1,
+        options: CacheContext.options,
+        discussion: "Expired records are written too, with a note on standard error. Corrupt records are not (exit 1).")
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
+        let key = arguments.positionals[0]
+        let context = try CacheContext(arguments, io: io, mustExist: true)
+        guard let entry = try CacheInspector(context).entry(forKey: key, readPayload: true) else {
+            throw CommandFailure(.failure, "no record for key '\(key)' in '\(context.layout.root)'")
+        }
+        if let corruption = entry.corruption {
+            throw CommandFailure(.failure, "the record for '\(key)' is corrupt (\(corruption)); 'larder verify --repair' removes it")
+        }
+        if entry.status == .expired { io.err("larder cat: note: the record for '\(key)' has expired\n") }
+        io.writeOut(entry.payload ?? Data())
+        return .success
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int, with pad: Character = "0") -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
+    }
+}

@@ -1,0 +1,78 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Larder
+
+/// Totals over a directory's records, shared by `stats` and `report`.
+struct CacheSummary {
+    var entries: [RecordEntry]
+    var count: Int { entries.count }
+    var totalSize: Int { entries.reduce(0) { $0 + $1.fileSize } }
+    func count(_ status: RecordEntry.Status) -> Int { entries.count { $0.status == status } }
+    var locked: [RecordEntry] { entries.filter { ($0.lockCount ?? 0) > 0 && $0.corruption == nil } }
+    var lockedSize: Int { locked.reduce(0) { $0 + $1.fileSize } }
+    var oldestUpdate: Double? { entries.compactMap(\.updateTime).min() }
+    var newestUpdate: Double? { entries.compactMap(\.updateTime).max() }
+}
+
+/// `larder stats`: totals for a directory.
+enum StatsCommand: Subcommand {
+    static let spec = CommandSpec(
+        name: "stats", summary: "Print totals: records, sizes, locked, expired, corrupt.",
+        options: CacheContext.options + [.flag("json", "Print the totals as a JSON object.")],
+        discussion: "Reads without taking the directory's lock; checks headers, not payload checksums (see 'larder verify').")
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
+        let context = try CacheContext(arguments, io: io, mustExist: true)
+        let summary = CacheSummary(entries: try CacheInspector(context).entries(readPayload: false))
+        let holder = lockHolder(context.layout)
+        if arguments.flag("json") {
+            io.out(JSONValue.object([
+                ("directory", .string(context.layout.root)),
+                ("keyEncoding", .string(context.encodingName)),
+                ("hasMetadata", .bool(context.metadata != nil)),
+                ("records", .int(summary.count)),
+                ("totalSize", .int(summary.totalSize)),
+                ("ok", .int(summary.count(.ok))),
+                ("expired", .int(summary.count(.expired))),
+                ("corrupt", .int(summary.count(.corrupt))),
+                ("locked", .int(summary.locked.count)),
+                ("lockedSize", .int(summary.lockedSize)),
+                ("oldestUpdate", .double(summary.oldestUpdate)),
+                ("newestUpdate", .double(summary.newestUpdate)),
+                ("defaultExpiration", .double(context.defaultExpiration)),
+                ("writerPID", .int(holder.map(Int.init))),
+            ]).render() + "\n")
+            return .success
+        }
+        var fields = FieldList()
+        fields.add("directory", context.layout.root)
+        fields.add("format", context.formatDescription)
+        fields.add("records", "\(summary.count) (\(summary.count(.ok)) ok, \(summary.count(.expired)) expired, \(summary.count(.corrupt)) corrupt)")
+        fields.add("total size", HumanFormat.size(summary.totalSize) + " (\(summary.totalSize) bytes)")
+        fields.add("locked", "\(summary.locked.count) records, \(HumanFormat.size(summary.lockedSize))")
+        fields.add("unlocked", "\(summary.count - summary.locked.count) records, \(HumanFormat.size(summary.totalSize - summary.lockedSize))")
+        if let oldest = summary.oldestUpdate, let newest = summary.newestUpdate {
+            fields.add("oldest update", "\(HumanFormat.date(oldest)) (\(HumanFormat.relative(oldest, now: context.now)))")
+            fields.add("newest update", "\(HumanFormat.date(newest)) (\(HumanFormat.relative(newest, now: context.now)))")
+        }
+        fields.add("default expiration", HumanFormat.duration(context.defaultExpiration))
+        fields.add("writer", holder.map { "process \($0) holds the directory" } ?? "none")
+        io.out(fields.render())
+        return .success
+    }
+
+    /// The pid in `.larder.lock`, when that process is alive. (A hint: it does not test the lock,
+    /// because taking it, even briefly, could make a starting writer fail.)
+    static func lockHolder(_ layout: DiskLayout) -> Int32? {
+        guard let bytes = try? FileIO().readFile(layout.lockPath, limit: 64),
+              let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
+              pid > 0, pid != getpid() else { return nil }
+        return kill(pid, 0) == 0 || errno == EPERM ? pid : nil
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import Larder
+
+/// `larder verify`: checks every header and payload checksum.
+enum VerifyCommand: Subcommand {
+    static let spec = CommandSpec(
+        name: "verify", summary: "Check every record's header and payload checksums; list the corrupt ones.",
+        options: CacheContext.options + [
+            .flag("json", "Print the result as a JSON object."),
+            .flag("repair", "Remove the corrupt records (takes the directory's write lock)."),
+        ],
+        discussion: """
+            Checks magic, header size, header CRC, flags, file length, stored key, and payload CRC
+            (for records that carry one; SPT records do not). Exits 1 when any record is corrupt,
+            also after --repair removed them, and 0 when all are sound.
+            """)
+
+    static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
+        let repair = arguments.flag("repair")
+        let context = try CacheContext(arguments, io: io, mustExist: true)
+        // Take the lock before reading, so nothing changes between the check and the removal.
+        let cache = repair ? try context.openWritable() : nil
+        defer { cache?.close() }
+        let inspector = CacheInspector(context)
+        let names = try inspector.recordNames()
+        var progress = ProgressBar(io: io, label: "verify", total: names.count)
+        var corrupt: [RecordEntry] = []
+        var checked = 0
+        for (i, name) in names.enumerated() {
+            if let entry = inspector.entry(named: name, readPayload: true) {
+                checked += 1
+                if entry.corruption != nil { corrupt.append(entry) }
+            }
+            progress.update(i + 1, of: names.count)
+        }
+        progress.finish()
+
+        var removed: [String] = []
+        var failures: [String] = []
+        if let cache {
+            for entry in corrupt {
+                do {
+                    // Through the cache when the key maps to this file, so its index stays right;
+                    // otherwise (the key is unknown) the file alone, under the cache's lock.
+                    if let key = entry.key, let encoding = context.keyEncoding, (try? encoding.fileName(for: key)) == entry.file {
+                        try cache.remove(forKeys: [key])
+                    } else {
+                        try FileManager.default.removeItem(atPath: entry.path)
+                    }
+                    removed.append(entry.relativePath)
+                } catch {
+                    failures.append("\(entry.relativePath): \(error)")
+                }
+            }
+        }
+
+        if arguments.flag("json") {
+            let value = JSONValue.object([
+                ("directory", .string(context.layout.root)),
+                ("checked", .int(checked)),
+                ("corruptCount", .int(corrupt.count)),
+                ("corrupt", .array(corrupt.map { entry in
+                    .object([
+                        ("key", .text(entry.key)), ("file", .string(entry.relativePath)),
+                        ("size", .int(entry.fileSize)), ("reason", .text(entry.corruption?.rawValue)),
+                        ("removed", .bool(removed.contains(entry.relativePath))),
+                    ])
+                })),
+            ])
+            io.out(value.render() + "\n")
+        } else {
+            io.out("checked \(checked) record\(checked == 1 ? "" : "s") in \(context.layout.root): \(checked - corrupt.count) sound, \(corrupt.count) corrupt\n")
+            if !corrupt.isEmpty {
+                var table = TextTable([.init(title: "KEY"), .init(title: "FILE"), .init(title: "SIZE", alignment: .right), .init(title: "REASON")])
+                for entry in corrupt {
+                    table.append([entry.key ?? "-", entry.relativePath, HumanFormat.size(entry.fileSize), entry.corruption?.rawValue ?? "?"], colour: "31")
+                }
+                io.out(table.render(colour: LsCommand.useColour(io)))
+            }
+            if repair { io.out("removed \(removed.count) corrupt record\(removed.count == 1 ? "" : "s")\n") }
+            for failure in failures { io.err("larder verify: cannot remove \(failure)\n") }
+        }
+        if !failures.isEmpty { return .cacheError }
+        return corrupt.isEmpty ? .success : .failure
+    }
+}

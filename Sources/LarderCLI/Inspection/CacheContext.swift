@@ -1,0 +1,168 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Larder
+
+/// The cache directory a command works on, and how to read it: its key encoding, the time, and
+/// the default expiration. Built from the options every cache command shares.
+struct CacheContext {
+    /// The options shared by every command that opens a cache.
+    static let options: [OptionSpec] = [
+        .value("dir", "DIR", "The cache directory (default: $XDG_CACHE_HOME/larder/demo, else ~/.cache/larder/demo)."),
+        .value("keys", "verbatim|sha256", "How keys map to file names, for directories without Larder metadata (SPT directories are verbatim)."),
+        .value("default-expiration", "SECONDS", "Expiry of ttl-0 records (default 2592000, 30 days, SPT's default)."),
+        .value("now", "SECONDS", "Pretend the time is this Unix time (testing aid; also $LARDER_NOW).", hidden: true),
+    ]
+
+    let directory: URL
+    let layout: DiskLayout
+    /// The directory's Larder metadata; `nil` for SPT directories and new ones.
+    let metadata: DirectoryMetadata?
+    /// The key encoding's name: `sha256`, `verbatim` or `custom:NAME`.
+    let encodingName: String
+    /// The encoding, when this tool can compute it (not for custom encodings).
+    let keyEncoding: KeyEncoding?
+    let clock: any CacheClock
+    let defaultExpiration: Double
+    let io: CommandIO
+
+    var now: Double { clock.now }
+    /// A short description of the directory's format.
+    var formatDescription: String {
+        metadata == nil
+            ? "SPTPersistentCache (no Larder metadata), keys \(encodingName)"
+            : "Larder format \(metadata!.format), keys \(encodingName)"
+    }
+
+    /// The demo directory: `$XDG_CACHE_HOME/larder/demo`, else `~/.cache/larder/demo`.
+    static func defaultDirectory(environment: [String: String]) -> URL {
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg).appendingPathComponent("larder/demo", isDirectory: true)
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home).appendingPathComponent(".cache/larder/demo", isDirectory: true)
+    }
+
+    /// Resolves the shared options.
+    /// - Parameter mustExist: Whether a missing directory is an error (inspecting) or will be created (changing).
+    init(_ arguments: ParsedArguments, io: CommandIO, mustExist: Bool) throws(CommandFailure) {
+        self.io = io
+        directory = arguments.value("dir").map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? Self.defaultDirectory(environment: io.environment)
+        let layout = DiskLayout(root: directory.standardizedFileURL.path)
+        self.layout = layout
+        let fileIO = FileIO()
+
+        if let text = arguments.value("now") ?? io.environment["LARDER_NOW"] {
+            guard let now = Double(text), now.isFinite else { throw .usage("'--now' (or LARDER_NOW) needs a Unix time in seconds, not '\(text)'") }
+            clock = ManualClock(now: now)
+        } else {
+            clock = SystemClock()
+        }
+        let expiration = try arguments.number("default-expiration") ?? DiskCacheOptions(directory: directory).defaultExpiration
+        guard expiration > 0 else { throw .usage("'--default-expiration' must be positive") }
+        defaultExpiration = expiration
+
+        var holdsRecords = false
+        let root = layout.root
+        switch Result(catching: { () throws(Errno) in try fileIO.lstat(root) }) {
+        case .success(nil):
+            if mustExist {
+                throw CommandFailure(.cacheError, "cache directory '\(layout.root)' does not exist (create one with 'larder demo' or 'larder put', or pass --dir)")
+            }
+        case .success(let info?):
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw CommandFailure(.cacheError, "'\(layout.root)' is not a directory")
+            }
+            do {
+                holdsRecords = try fileIO.listDirectory(layout.root).contains { !DiskLayout.isReserved($0.name) }
+            } catch {
+                throw CommandFailure(.cacheError, "cannot read cache directory '\(layout.root)': \(String(cString: strerror(error.rawValue)))")
+            }
+        case .failure(let error):
+            throw CommandFailure(.cacheError, "cannot open cache directory '\(layout.root)': \(String(cString: strerror(error.rawValue)))")
+        }
+
+        do {
+            let bytes = try fileIO.readFile(layout.metadataPath, limit: 64 * 1024)
+            guard let decoded = try? JSONDecoder().decode(DirectoryMetadata.self, from: Data(bytes)) else {
+                throw CommandFailure(.cacheError, "the metadata file '\(layout.metadataPath)' is not valid")
+            }
+            metadata = decoded
+        } catch let error as Errno where error.rawValue == ENOENT {
+            metadata = nil
+        } catch let error as Errno {
+            throw CommandFailure(.cacheError, "cannot read '\(layout.metadataPath)': \(String(cString: strerror(error.rawValue)))")
+        } catch let failure as CommandFailure {
+            throw failure
+        } catch {
+            throw CommandFailure(.cacheError, "cannot read '\(layout.metadataPath)'")
+        }
+
+        let requested = arguments.value("keys")
+        if let requested, requested != "verbatim", requested != "sha256" {
+            throw .usage("'--keys' must be 'verbatim' or 'sha256', not '\(requested)'")
+        }
+        if let metadata {
+            if let requested, requested != metadata.keyEncoding {
+                throw .usage("'--keys \(requested)' contradicts the directory's metadata, which says '\(metadata.keyEncoding)'")
+            }
+            encodingName = metadata.keyEncoding
+        } else {
+            // Records without metadata are SPTPersistentCache's, whose keys are file names.
+            encodingName = requested ?? (holdsRecords ? "verbatim" : "sha256")
+        }
+        keyEncoding = switch encodingName {
+        case "sha256": .sha256
+        case "verbatim": .verbatim
+        default: nil
+        }
+    }
+
+    /// Options for a `DiskCache` on this directory.
+    func cacheOptions(readOnly: Bool) throws(CommandFailure) -> DiskCacheOptions {
+        guard let keyEncoding else {
+            throw CommandFailure(.cacheError, "the directory uses the custom key encoding '\(encodingName)', which only its application can compute; this tool can inspect it but not change it")
+        }
+        var options = DiskCacheOptions(directory: URL(fileURLWithPath: layout.root, isDirectory: true))
+        options.keyEncoding = keyEncoding
+        options.defaultExpiration = defaultExpiration
+        options.clock = clock
+        options.isReadOnly = readOnly
+        return options
+    }
+
+    /// Opens the directory for writing, taking its lock.
+    /// - Throws: Exit code 3 naming the process that holds the directory, or the failure.
+    func openWritable(configure: (inout DiskCacheOptions) -> Void = { _ in }) throws(CommandFailure) -> DiskCache {
+        var options = try cacheOptions(readOnly: false)
+        configure(&options)
+        do {
+            return try DiskCache(options: options)
+        } catch let error as CacheError {
+            throw Self.failure(for: error, root: layout.root)
+        } catch {
+            throw CommandFailure(.cacheError, "cannot open '\(layout.root)': \(error)")
+        }
+    }
+
+    /// The message and exit code for a cache error.
+    static func failure(for error: CacheError, root: String) -> CommandFailure {
+        if error.code == .directoryInUse {
+            let holder = error.holderPID.map { "process \($0)" } ?? "another process"
+            return CommandFailure(.cacheError, "cache directory '\(root)' is in use by \(holder); commands that change it must wait until that process closes it (inspecting commands still work)")
+        }
+        if error.code == .invalidKey || error.code == .invalidOptions {
+            return CommandFailure(.usage, error.message + (error.key.map { " (key '\($0)')" } ?? ""))
+        }
+        var message = error.message
+        if let path = error.path { message += " (\(path))" }
+        if let errno = error.errno { message += ": \(String(cString: strerror(errno)))" }
+        return CommandFailure(.cacheError, message)
+    }
+}

@@ -1,0 +1,129 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Larder
+
+/// Reads a cache directory's records with `RecordFile`, without the directory's lock and without
+/// removing anything, so corrupt records are reported rather than cleaned away.
+struct CacheInspector {
+    let context: CacheContext
+    let records = RecordFile(io: FileIO())
+    private var io: FileIO { records.io }
+
+    init(_ context: CacheContext) { self.context = context }
+
+    /// The file names of every record, the way `DiskCache` finds them: files in the two-character
+    /// shard folders whose names start with the folder's name, and one-character names at the root.
+    /// Hidden names are Larder's own files and are skipped.
+    func recordNames() throws(CommandFailure) -> [String] {
+        let root = context.layout.root
+        let top: [(name: String, isDirectory: Bool?)]
+        do { top = try io.listDirectory(root) } catch {
+            throw CommandFailure(.cacheError, "cannot read cache directory '\(root)': \(String(cString: strerror(error.rawValue)))")
+        }
+        var names: [String] = []
+        for entry in top where !DiskLayout.isReserved(entry.name) {
+            if DiskLayout.shard(for: entry.name) == nil {
+                if entry.isDirectory != true { names.append(entry.name) }
+                continue
+            }
+            guard entry.name.count == 2, entry.isDirectory != false else { continue }
+            guard let files = try? io.listDirectory(root + "/" + entry.name) else { continue }
+            for file in files where DiskLayout.shard(for: file.name) == entry.name && !DiskLayout.isReserved(file.name) {
+                names.append(file.name)
+            }
+        }
+        return names.sorted()
+    }
+
+    /// Reads one record.
+    /// - Parameters:
+    ///   - name: Its file name.
+    ///   - readPayload: Whether to read (and with `verify`, check) the payload, or only header and key.
+    func entry(named name: String, readPayload: Bool, verify: Bool = true) -> RecordEntry? {
+        let path = context.layout.path(for: name)
+        let relative = String(path.dropFirst(context.layout.root.count + 1))
+        var entry = RecordEntry(
+            file: name, relativePath: relative, path: path, key: context.encodingName == "verbatim" ? name : nil,
+            fileSize: 0, header: nil, corruption: nil, status: .ok, payload: nil)
+        let result: RecordReadResult
+        do {
+            result = try records.read(path, readPayload: readPayload, verifyPayload: verify)
+        } catch {
+            // Unreadable (permissions, I/O): report it as corrupt with what stat says.
+            entry.corruption = .truncated
+            entry.status = .corrupt
+            return entry
+        }
+        switch result {
+        case .missing:
+            return nil
+        case .corrupt(let reason):
+            entry.corruption = reason
+            entry.status = .corrupt
+            entry.fileSize = (try? io.lstat(path)).flatMap { $0 }.map { Int($0.st_size) } ?? 0
+            // Show what the header says where the header itself is sound.
+            if reason == .badPayloadChecksum || reason == .badStoredKey,
+               case .record(let contents)? = try? records.read(path, readPayload: false) {
+                entry.header = contents.header
+                entry.key = contents.storedKey ?? entry.key
+            }
+        case .record(let contents):
+            entry.header = contents.header
+            entry.fileSize = contents.fileSize
+            entry.payload = contents.payload
+            if let stored = contents.storedKey {
+                entry.key = stored
+                // A stored key that does not name this file is what DiskCache calls a bad stored key.
+                if let encoding = context.keyEncoding, (try? encoding.fileName(for: stored)) != name {
+                    entry.corruption = .badStoredKey
+                    entry.status = .corrupt
+                    return entry
+                }
+            }
+            entry.status = contents.header.isExpired(now: context.now, defaultExpiration: context.defaultExpiration) ? .expired : .ok
+        }
+        return entry
+    }
+
+    /// Every record, read with `readPayload`.
+    /// - Parameter progress: Called after each record with (done, total).
+    func entries(readPayload: Bool, progress: ((Int, Int) -> Void)? = nil) throws(CommandFailure) -> [RecordEntry] {
+        let names = try recordNames()
+        var result: [RecordEntry] = []
+        result.reserveCapacity(names.count)
+        for (i, name) in names.enumerated() {
+            if var entry = entry(named: name, readPayload: readPayload) {
+                if !readPayload { entry.payload = nil }
+                result.append(entry)
+            }
+            progress?(i + 1, names.count)
+        }
+        return result
+    }
+
+    /// Finds the record for a key: through the directory's key encoding, else (custom encodings)
+    /// by scanning stored keys; a record's file name is accepted too, for records whose key is unknown.
+    func entry(forKey key: String, readPayload: Bool, verify: Bool = true) throws(CommandFailure) -> RecordEntry? {
+        if let encoding = context.keyEncoding, let name = try? encoding.fileName(for: key),
+           let found = entry(named: name, readPayload: readPayload, verify: verify) {
+            return found
+        }
+        if context.keyEncoding == nil {
+            for name in try recordNames() {
+                if let found = entry(named: name, readPayload: false), found.key == key {
+                    return entry(named: name, readPayload: readPayload, verify: verify)
+                }
+            }
+        }
+        if (try? KeyEncoding.verbatim.fileName(for: key)) != nil {
+            return entry(named: key, readPayload: readPayload, verify: verify)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import Testing
+@testable import LarderCLI
+
+@Suite struct DemoCommandTests {
+    @Test func demoRunsTwiceOnTheSameDirectory() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let dir = temp.appending("demo")
+        for run in 1 ... 2 {
+            let result = larder(["demo", "--dir", dir])
+            #expect(result.code == 0, "run \(run): \(result.stderr)")
+            for section in ["Disk tier", "Memory tier", "TTL", "Lock", "Collection with a size limit", "Statistics"] {
+                #expect(result.stdout.contains("\n\(section)\n"), "run \(run): \(section)")
+            }
+            #expect(result.stdout.contains("miss (expired)"))
+            #expect(result.stdout.contains("evicted api/playlist.json (countLimit)"), "the least recently used value goes")
+            #expect(result.stdout.contains("survived"))
+            #expect(result.stdout.contains("(sizeLimit)"))
+        }
+        let rows = try #require(try parseJSON(larder(["ls", "--dir", dir, "--json"]).stdout) as? [[String: Any]])
+        let pinned = try #require(rows.first { $0["key"] as? String == DemoRun.pinnedKey })
+        #expect(pinned["lockCount"] as? Int == 1)
+        #expect(rows.allSatisfy { $0["status"] as? String == "ok" })
+        #expect(!rows.contains { $0["key"] as? String == DemoRun.tokenKey })
+        #expect(larder(["verify", "--dir", dir]).code == 0)
+    }
+
+    @Test func demoDefaultsToTheXDGCacheDirectory() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let result = larder(["demo"], environment: ["XDG_CACHE_HOME": temp.path])
+        #expect(result.code == 0)
+        #expect(FileManager.default.fileExists(atPath: temp.path + "/larder/demo/.larder"))
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Larder
+import Testing
+@testable import LarderCLI
+
+/// `put`, `rm`, `lock`, `unlock`, `gc`, and a directory held by another writer.
+@Suite struct MutatingCommandTests {
+    @Test func putThenCatRoundTripsFromFileAndStdin() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let dir = temp.appending("c")
+        let file = temp.appending("payload.bin")
+        let bytes = Data((0 ..< 5000).map { UInt8(truncatingIfNeeded: $0 * 7) })
+        try bytes.write(to: URL(fileURLWithPath: file))
+        #expect(larder(["put", "--dir", dir, "blob", file]).code == 0)
+        #expect(larder(["put", "--dir", dir, "note", "--ttl", "60", "--locked"], input: Data("from stdin".utf8)).code == 0)
+        #expect(larder(["cat", "--dir", dir, "blob"]).stdoutData == bytes)
+        #expect(larder(["cat", "--dir", dir, "note"]).stdout == "from stdin")
+        let rows = try #require(try parseJSON(larder(["ls", "--dir", dir, "--json"]).stdout) as? [[String: Any]])
+        let note = try #require(rows.first { $0["key"] as? String == "note" })
+        #expect(note["ttl"] as? Int == 60)
+        #expect(note["lockCount"] as? Int == 1)
+        #expect(rows.count == 2)
+    }
+
+    @Test func rmRemovesAndReportsMissingKeys() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let dir = temp.appending("c")
+        #expect(larder(["put", "--dir", dir, "a"], input: Data("1".utf8)).code == 0)
+        #expect(larder(["put", "--dir", dir, "b"], input: Data("2".utf8)).code == 0)
+        let result = larder(["rm", "--dir", dir, "a", "zzz"])
+        #expect(result.code == 1)
+        #expect(result.stderr.contains("'zzz'"))
+        #expect(larder(["cat", "--dir", dir, "a"]).code == 1)
+        #expect(larder(["cat", "--dir", dir, "b"]).stdout == "2")
+        #expect(larder(["rm", "--dir", dir, "b"]).code == 0)
+    }
+
+    @Test func lockAndUnlockChangeTheLockCount() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let dir = temp.appending("c")
+        #expect(larder(["put", "--dir", dir, "k"], input: Data("v".utf8)).code == 0)
+        func lockCount() throws -> Int? {
+            let rows = try #require(try parseJSON(larder(["ls", "--dir", dir, "--json"]).stdout) as? [[String: Any]])
+            return rows.first?["lockCount"] as? Int
+        }
+        #expect(larder(["lock", "--dir", dir, "k"]).code == 0)
+        #expect(larder(["lock", "--dir", dir, "k"]).code == 0)
+        #expect(try lockCount() == 2)
+        #expect(larder(["unlock", "--dir", dir, "k"]).code == 0)
+        #expect(try lockCount() == 1)
+        #expect(larder(["unlock", "--dir", dir, "k"]).code == 0)
+        let extra = larder(["unlock", "--dir", dir, "k"])
+        #expect(extra.code == 1)
+        #expect(try lockCount() == 0)
+        #expect(larder(["lock", "--dir", dir, "missing"]).code == 1)
+    }
+
+    @Test func gcRemovesExpiredAndTrimsToTheSizeLimitKeepingLockedRecords() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let dir = temp.appending("c")
+        let now = 1_700_000_000
+        let at = ["--now", String(now)]
+        #expect(larder(["put", "--dir", dir, "short", "--ttl", "10"] + at, input: Data("x".utf8)).code == 0)
+        #expect(larder(["put", "--dir", dir, "pinned", "--locked"] + at, input: Data(count: 8192)).code == 0)
+        for i in 0 ..< 4 {
+            #expect(larder(["put", "--dir", dir, "big-\(i)"] + ["--now", String(now + i)], input: Data(count: 8192)).code == 0)
+        }
+        let later = ["--now", String(now + 100)]
+        let result = larder(["gc", "--dir", dir, "--size-limit", String(3 * 8192 + 3 * 4096)] + later)
+        #expect(result.code == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("short  expired"), "\(result.stdout)")
+        #expect(result.stdout.contains("big-0  sizeLimit"))
+        let rows = try #require(try parseJSON(larder(["ls", "--dir", dir, "--json"] + later).stdout) as? [[String: Any]])
+        let keys = Set(rows.compactMap { $0["key"] as? String })
+        #expect(keys.contains("pinned"))
+        #expect(!keys.contains("short"))
+        #expect(!keys.contains("big-0"), "the least recently used goes first")
+        #expect(keys.contains("big-3"))
+    }
+
+    @Test func changingAHeldDirectoryFailsWithExitCode3NamingThePID() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let writer = try DiskCache(options: DiskCacheOptions(directory: temp.url.appendingPathComponent("c")))
+        defer { writer.close() }
+        try writer.store(Data("v".utf8), forKey: "k")
+        let dir = temp.appending("c")
+        for arguments in [["put", "--dir", dir, "k2"], ["rm", "--dir", dir, "k"], ["lock", "--dir", dir, "k"], ["gc", "--dir", dir], ["verify", "--dir", dir, "--repair"]] {
+            let result = larder(arguments, input: Data("x".utf8))
+            #expect(result.code == 3, "\(arguments)")
+            #expect(result.stderr.contains("in use by process \(getpid())"), "\(arguments): \(result.stderr)")
+        }
+        #expect(larder(["cat", "--dir", dir, "k"]).stdout == "v", "reading still works")
+    }
+
+    @Test func keysOptionOnlyWhereMetadataIsSilent() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let dir = temp.appending("c")
+        #expect(larder(["put", "--dir", dir, "--keys", "verbatim", "plain-key"], input: Data("v".utf8)).code == 0)
+        #expect(FileManager.default.fileExists(atPath: dir + "/pl/plain-key"))
+        let contradiction = larder(["ls", "--dir", dir, "--keys", "sha256"])
+        #expect(contradiction.code == 2)
+        #expect(contradiction.stderr.contains("metadata"))
+    }
+}
