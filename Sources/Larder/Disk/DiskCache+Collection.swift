@@ -281,16 +281,20 @@ extension DiskCache {
     func enforceLimits(excluding name: String?) -> [CacheEvent] {
         guard options.sizeLimit > 0 || options.countLimit > 0 || options.minimumFreeDiskSpace != .none else { return [] }
         let limit = effectiveSizeLimit(forceRefresh: false)
-        let isOver = state.withLock { s in
-            s.isIndexReady && (s.index.totalSize > limit || (options.countLimit > 0 && s.index.count > options.countLimit))
-        }
-        guard isOver else { return [] }
+        guard isOverLimits(limit) else { return [] }
         var events: [CacheEvent] = []
         collectionGate.withLock { _ in
             var report = CollectionReport()
             prune(sizeLimit: limit, countLimit: options.countLimit, excluding: name, cause: nil, report: &report, events: &events)
         }
         return events
+    }
+
+    /// Whether the index is complete and over `sizeLimit` or the count limit.
+    func isOverLimits(_ sizeLimit: Int) -> Bool {
+        state.withLock { s in
+            s.isIndexReady && (s.index.totalSize > sizeLimit || (options.countLimit > 0 && s.index.count > options.countLimit))
+        }
     }
 
     /// Frees at least `bytes` by removing least recently used records, unlocked first, after a

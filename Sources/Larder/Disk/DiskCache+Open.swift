@@ -120,10 +120,16 @@ extension DiskCache {
             return s.index.count
         }
         events.append(.indexReady(recordCount: count))
-        emit(events)
-        if !options.isReadOnly, !state.withLock({ $0.isClosed }) {
-            emit(enforceLimits(excluding: nil))
+        if !options.isReadOnly, !state.withLock({ $0.isClosed }), isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
+            // Reopened over its limits (smaller limits, or files added behind its back): expired
+            // records go first, as in a collection, before any live one.
+            var report = CollectionReport()
+            collectionGate.withLock { _ in
+                removeExpired(report: &report, events: &events)
+                prune(sizeLimit: effectiveSizeLimit(forceRefresh: false), countLimit: options.countLimit, excluding: nil, cause: nil, report: &report, events: &events)
+            }
         }
+        emit(events)
     }
 
     /// The file names of every record on disk: files in the two-character shard folders whose

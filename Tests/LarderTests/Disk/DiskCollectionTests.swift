@@ -64,6 +64,24 @@ import Testing
         #expect(evicted == ["u2", "u3", "u1", "l1"])
     }
 
+    @Test func reopeningOverTheLimitRemovesExpiredRecordsFirst() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 100_000)
+        let cache = try makeCache(dir, clock: clock)
+        try cache.store(Data("old".utf8), forKey: "live-old")
+        clock.advance(by: 1)
+        try cache.store(Data("exp".utf8), forKey: "expiring", ttl: 5)
+        clock.advance(by: 1)
+        try cache.store(Data("new".utf8), forKey: "live-new")
+        cache.close()
+        clock.advance(by: 10)
+        // Room for two records: the expired one goes, not the least recently used live one.
+        let reopened = try makeCache(dir, clock: clock, sizeLimit: 2 * cache.blockSize)
+        #expect(try reopened.keys(withPrefix: "") == ["live-new", "live-old"])
+        #expect(reopened.statistics.evictions == [.expired: 1])
+    }
+
     @Test func storeOverTheLimitTrimsAtOnceAndKeepsTheNewRecord() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }

@@ -28,11 +28,15 @@ enum Fixtures {
         if let override = ProcessInfo.processInfo.environment["LARDER_FIXTURES"] {
             return URL(fileURLWithPath: override, isDirectory: true)
         }
-        // Tests/LarderTests/Support/<this file> → the checkout's parent folder.
-        return URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("shared/fixtures", isDirectory: true)
+        // The nearest `shared/fixtures` above this file: beside the checkout in CI, and beside
+        // the main checkout for work trees kept elsewhere.
+        var folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while folder.path != "/" {
+            let candidate = folder.appendingPathComponent("shared/fixtures", isDirectory: true)
+            if FileManager.default.fileExists(atPath: candidate.path) { return candidate }
+            folder.deleteLastPathComponent()
+        }
+        return URL(fileURLWithPath: "/work/shared/fixtures", isDirectory: true)
     }
 
     /// The SPT cache fixture's manifest.
