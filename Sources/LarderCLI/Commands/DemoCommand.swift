@@ -9,9 +9,9 @@ enum DemoCommand: Subcommand {
         options: [.value("dir", "DIR", "Where (default: $XDG_CACHE_HOME/larder/demo, else ~/.cache/larder/demo).")],
         discussion: """
             Stores text, JSON and PNG images on disk and reads them back, shows the memory tier's
-            LRU eviction and TTL, lets a short TTL expire on disk, locks a
-            record, collects garbage with a size limit (the locked record survives), and prints
-            the statistics. Its clock is a manual one that starts an hour in the past, so expiry
+            LRU eviction and TTL, lets a short TTL expire on disk, locks a record, collects
+            garbage with a size limit (the locked record survives), promotes a disk hit into
+            memory through a HybridCache, and prints the statistics. Its clock is a manual one that starts an hour in the past, so expiry
             happens in an instant. Running it again reuses the directory. Afterwards try
             'larder ls', 'larder stats' and 'larder report --html report.html'.
             """)
@@ -25,8 +25,7 @@ enum DemoCommand: Subcommand {
     }
 }
 
-/// One run of the demo. Each feature is one step; the promotion step waits for `HybridCache`,
-/// which is not in this build yet.
+/// One run of the demo. Each feature is one step.
 struct DemoRun {
     let directory: URL
     let io: CommandIO
@@ -59,7 +58,7 @@ struct DemoRun {
         statistics.append(cache.statistics)
         cache.close()
         cache = try collection()
-        promotion()
+        try promotion(cache)
         statistics.append(cache.statistics)
         summary(cache)
         cache.close()
@@ -166,10 +165,29 @@ struct DemoRun {
         return cache
     }
 
-    /// Promotion from disk to memory: pending until `HybridCache` lands in this branch.
-    private func promotion() {
+    /// Promotion: a `HybridCache` puts memory in front of the disk cache; a disk hit is copied
+    /// into memory, so the next read of that key touches no file.
+    private mutating func promotion(_ cache: DiskCache) throws(CommandFailure) {
         section("Promotion")
-        say("  pending: HybridCache is not in this build yet")
+        let memory = MemoryCache<String, Data>(countLimit: 100, clock: clock)
+        let hybrid = HybridCache(memory: memory, disk: cache)
+        let key = "text/greeting.txt"
+        let fromMemoryBefore = try attempt { try hybrid.data(forKey: key, from: .memory) }
+        say("  memory alone before: \(fromMemoryBefore == nil ? "miss" : "hit?")")
+        let loadsBefore = cache.statistics.hits
+        let first = try attempt { try hybrid.data(forKey: key) }
+        say("  read through both tiers: \(first == nil ? "miss?" : "disk hit (\(HumanFormat.size(first!.count))), promoted to memory")")
+        let second = try attempt { try hybrid.data(forKey: key) }
+        let diskReads = cache.statistics.hits - loadsBefore
+        say("  read again: \(second == first && second != nil ? "memory hit" : "mismatch?"); disk loads for both reads: \(diskReads)")
+        try attempt { try hybrid.store(Data("written through".utf8), forKey: "hybrid/note.txt") }
+        let inMemory = memory.value(forKey: "hybrid/note.txt") != nil
+        let onDisk = try attempt { try cache.load(forKey: "hybrid/note.txt") } != nil
+        say("  stored hybrid/note.txt through the hybrid: memory \(inMemory ? "yes" : "no"), disk \(onDisk ? "yes" : "no")")
+        try attempt { try hybrid.remove(forKey: "hybrid/note.txt") }
+        let gone = try attempt { try hybrid.data(forKey: "hybrid/note.txt") } == nil
+        say("  removed it: \(gone ? "gone from both tiers" : "still there?")")
+        say("  memory statistics: \(memory.statistics)")
     }
 
     private func summary(_ cache: DiskCache) {

@@ -27,7 +27,7 @@ func recordFiles(in directory: URL) -> [String] {
         let last = (item as NSString).lastPathComponent
         if item.hasPrefix(".") || last.hasPrefix(".") { continue }
         var isDirectory: ObjCBool = false
-        FileManager.default.fileExists(atPath: directory.appendingPathComponent(item).path, isDirectory: &isDirectory)
+        _ = FileManager.default.fileExists(atPath: directory.appendingPathComponent(item).path, isDirectory: &isDirectory)
         if !isDirectory.boolValue { files.append(item) }
     }
     return files.sorted()
