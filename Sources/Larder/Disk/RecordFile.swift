@@ -118,6 +118,9 @@ package struct RecordFile: Sendable {
 
     /// Writes a record to `temporaryPath`, then renames it to `path`, creating `path`'s folder
     /// when it is missing. Either the old file or the new one is at `path` at every moment.
+    /// With `sync`, the file is synced before the rename; the folder is not (the caller syncs it
+    /// with ``syncFolder(_:)`` once it has recorded that the new file is in place, since a failure
+    /// then no longer means the old record is there).
     /// - Returns: The new file's length.
     package func write(
         header: RecordHeader, keyBytes: [UInt8], payload: Data, temporaryPath: String, path: String,
@@ -160,7 +163,6 @@ package struct RecordFile: Sendable {
                 try io.mkdir(folder)
                 try io.rename(temporaryPath, path)
             }
-            if sync { try syncFolder(folder) }
         } catch {
             _ = try? io.unlink(temporaryPath)
             throw error
