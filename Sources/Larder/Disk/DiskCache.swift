@@ -493,6 +493,9 @@ public final class DiskCache: Sendable {
                     do throws(Errno) {
                         guard try records.rewriteHeader(header, at: path, sync: options.durability == .fsync) else { return false }
                     } catch {
+                        // The new header may be written even though the call failed (a failed
+                        // fsync); put the old one back, so that a failed call changes no lock count.
+                        _ = try? records.rewriteHeader(contents.header, at: path, sync: false)
                         throw CacheError(.ioFailure, "cannot update the record's lock count", key: key, path: path, errno: error.rawValue)
                     }
                     state.withLock { s in
