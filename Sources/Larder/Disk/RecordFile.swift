@@ -61,12 +61,23 @@ package struct RecordFile: Sendable {
         let fileSize = Int(info.st_size)
         guard fileSize >= RecordHeader.size else { return .corrupt(.truncated) }
 
-        // Small records come in one read; larger ones read the header first so that a lying
-        // header costs nothing.
+        // Small records come in one read; larger ones have their header read and checked against
+        // the file's length first, so that a lying header or a garbage file costs nothing.
         let wanted = readPayload ? fileSize : min(fileSize, RecordHeader.size + 4096)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: wanted, alignment: 16)
+        if wanted > RecordHeader.size + 4096 {
+            var head = [UInt8](repeating: 0, count: RecordHeader.size)
+            let got = try head.withUnsafeMutableBytes { b in
+                Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) }
+            }.get()
+            guard got == head.count else { return .corrupt(.truncated) }
+            do { try RecordHeader.decode(head).validate(fileSize: UInt64(fileSize)) } catch { return .corrupt(error) }
+        }
+        // A valid header may still describe a file larger than memory (a sparse one): fail the
+        // read with ENOMEM rather than trap in the allocator.
+        guard let memory = malloc(wanted) else { throw Errno(ENOMEM) }
+        let buffer = UnsafeMutableRawBufferPointer(start: memory, count: wanted)
         var handedOff = false
-        defer { if !handedOff { buffer.deallocate() } }
+        defer { if !handedOff { free(memory) } }
         let n = try io.pread(fd, into: buffer, at: 0)
         guard n == wanted else { return .corrupt(.truncated) }
 
@@ -111,8 +122,8 @@ package struct RecordFile: Sendable {
             ? Data()
             : Data(
                 bytesNoCopy: base + header.payloadOffset, count: payloadBuffer.count,
-                deallocator: .custom { _, _ in base.deallocate() })
-        if payloadBuffer.count == 0 { buffer.deallocate() }
+                deallocator: .custom { _, _ in free(base) })
+        if payloadBuffer.count == 0 { free(memory) }
         return .record(RecordContents(header: header, storedKey: storedKey, payload: payload, fileSize: fileSize))
     }
 
