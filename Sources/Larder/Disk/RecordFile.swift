@@ -137,7 +137,15 @@ package struct RecordFile: Sendable {
         header: RecordHeader, keyBytes: [UInt8], payload: Data, temporaryPath: String, path: String,
         folder: String, sync: Bool
     ) throws(Errno) -> Int {
-        let fd = try io.open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        let fd: Int32
+        do {
+            fd = try io.open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        } catch where error.rawValue == ENOENT {
+            // The temporary folder is gone (the cache's folder was deleted and made again while
+            // the cache ran): make it again, but not the root, which someone chose to remove.
+            if let slash = temporaryPath.lastIndex(of: "/") { try io.mkdir(String(temporaryPath[..<slash])) }
+            fd = try io.open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        }
         var fileSize = 0
         do {
             fileSize = header.payloadOffset + payload.count
