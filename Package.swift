@@ -27,7 +27,7 @@ let package = Package(
         .executableTarget(name: "larder-bench", dependencies: ["Larder", "CSQLite", "CZlib"]),
         .executableTarget(name: "larder-stress", dependencies: ["Larder"]),
 
-        .testTarget(name: "LarderTests", dependencies: ["Larder"]),
+        .testTarget(name: "LarderTests", dependencies: ["Larder", "larder-stress"]),
         .testTarget(name: "LarderCLITests", dependencies: ["LarderCLI", "Larder", "larder"]),
     ]
 )

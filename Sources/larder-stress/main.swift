@@ -1,1 +1,260 @@
-print("larder-stress: not yet built")
+// larder-stress: a helper process for the reliability tests (crash consistency, multi-process).
+//
+//   larder-stress churn --dir D --seed S --keys N [--fsync-log FILE] [--size-limit BYTES]
+//       Opens D writable (durability .fsync, a small size limit), prints "ready <pid>", then loops
+//       forever over stores, loads, locks, unlocks, removes, touches and collections with
+//       self-verifying payloads. After a store of a durable key (locked, .fsync) returns it
+//       appends "D\t<key>\t<version>" to the log and fsyncs it; after a pinned key's lock
+//       returns, "P\t<key>\t<version>"; before unpinning one, "U\t<key>". Exits 3 on a wrong byte.
+//   larder-stress hold --dir D
+//       Opens D writable, prints "ready <pid>", and sleeps until killed.
+//   larder-stress read --dir D --keys N [--count LOADS]
+//       Opens D read-only and loads random keys, verifying every payload; prints
+//       "ok hits=H misses=M errors=E" and exits 0, or exits 3 on a wrong byte.
+//
+// Payloads are "key\tversion\tlength\n" followed by `length` bytes derived from key and version
+// (SplitMix64 seeded by FNV-1a of the key xor the scrambled version); the tests' copy of this
+// codec is `Tests/LarderTests/Support/ReliabilityRandom.swift` and must stay identical.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Larder
+
+struct SeededRandom: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+enum StampedPayload {
+    static func make(key: String, version: UInt64, length: Int) -> [UInt8] {
+        var out = Array("\(key)\t\(version)\t\(length)\n".utf8)
+        out.reserveCapacity(out.count + length)
+        var random = SeededRandom(seed: fnv1a(key) ^ version &* 0x9E37_79B9_7F4A_7C15)
+        var word: UInt64 = 0
+        for i in 0 ..< length {
+            if i % 8 == 0 { word = random.next() }
+            out.append(UInt8(truncatingIfNeeded: word >> (UInt64(i % 8) * 8)))
+        }
+        return out
+    }
+
+    static func version(of bytes: some Collection<UInt8>, key: String) -> UInt64? {
+        let bytes = Array(bytes)
+        guard let newline = bytes.firstIndex(of: 0x0A) else { return nil }
+        let fields = String(decoding: bytes[..<newline], as: UTF8.self).split(separator: "\t", omittingEmptySubsequences: false)
+        guard fields.count == 3, fields[0] == key, let version = UInt64(fields[1]), let length = Int(fields[2]),
+              length >= 0, length == bytes.count - newline - 1
+        else { return nil }
+        return make(key: key, version: version, length: length) == bytes ? version : nil
+    }
+
+    static func fnv1a(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        return hash
+    }
+}
+
+struct Arguments {
+    var command: String
+    var values: [String: String]
+
+    init(_ argv: [String]) {
+        command = argv.count > 1 ? argv[1] : ""
+        values = [:]
+        var i = 2
+        while i < argv.count {
+            let name = argv[i]
+            if name.hasPrefix("--"), i + 1 < argv.count {
+                values[String(name.dropFirst(2))] = argv[i + 1]
+                i += 2
+            } else {
+                fail("unexpected argument \(name)")
+            }
+        }
+    }
+
+    func string(_ name: String) -> String {
+        guard let value = values[name] else { fail("missing --\(name)") }
+        return value
+    }
+
+    func int(_ name: String, default value: Int? = nil) -> Int {
+        if let text = values[name] {
+            guard let n = Int(text) else { fail("--\(name) must be a number") }
+            return n
+        }
+        guard let value else { fail("missing --\(name)") }
+        return value
+    }
+}
+
+func fail(_ message: String, status: Int32 = 2) -> Never {
+    FileHandle.standardError.write(Data("larder-stress: \(message)\n".utf8))
+    exit(status)
+}
+
+func announceReady() {
+    FileHandle.standardOutput.write(Data("ready \(getpid())\n".utf8))
+}
+
+/// Checks a loaded record's bytes; exits 3 when they are not a payload written for `key`.
+@discardableResult
+func verify(_ record: CacheRecord?, key: String) -> UInt64? {
+    guard let record else { return nil }
+    guard let version = StampedPayload.version(of: record.data, key: key) else {
+        fail("WRONG BYTES for key \(key): \(record.data.count) bytes, starting \(Array(record.data.prefix(40)))", status: 3)
+    }
+    return version
+}
+
+/// An append-only log whose lines are on disk (fsync'd) before `append` returns.
+struct DurableLog {
+    let fd: Int32
+
+    init?(path: String?) {
+        guard let path else { return nil }
+        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        if fd < 0 { fail("cannot open the log \(path): errno \(errno)") }
+    }
+
+    func append(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard n == bytes.count, fsync(fd) == 0 else { fail("cannot write the log: errno \(errno)") }
+    }
+}
+
+func churn(_ args: Arguments) -> Never {
+    let directory = URL(fileURLWithPath: args.string("dir"), isDirectory: true)
+    let seed = UInt64(args.int("seed"))
+    let keyCount = max(1, args.int("keys"))
+    let log = DurableLog(path: args.values["fsync-log"])
+    var options = DiskCacheOptions(directory: directory)
+    options.durability = .fsync
+    options.sizeLimit = args.int("size-limit", default: 384 * 1024)
+    let cache: DiskCache
+    do { cache = try DiskCache(options: options) } catch { fail("cannot open: \(error)") }
+    announceReady()
+
+    var random = SeededRandom(seed: seed)
+    var counter: UInt64 = 0
+    func nextVersion() -> UInt64 {
+        counter += 1
+        return seed &* 1_000_000 &+ counter
+    }
+    let churnKeys = (0 ..< keyCount).map { "c\($0)" }
+    let durableKeys = (0 ..< 16).map { "d\($0)" }
+    let pinnedKeys = (0 ..< 16).map { "p\($0)" }
+
+    // Locks on churn keys left by a killed run would pile up; release them first, so that locked
+    // bytes stay far below the size limit (which would otherwise evict locked records too).
+    for key in churnKeys {
+        while let record = try? cache.load(forKey: key), record.lockCount > 0 {
+            _ = try? cache.unlock(forKeys: [key])
+        }
+    }
+
+    while true {
+        let roll = Int(random.next() % 100)
+        let key = churnKeys[Int(random.next() % UInt64(keyCount))]
+        do {
+            switch roll {
+            case 0 ..< 36:
+                let version = nextVersion()
+                let length = Int(random.next() % 32_000)
+                let ttl: TimeInterval = random.next() % 10 == 0 ? 1 : 0
+                try cache.store(Data(StampedPayload.make(key: key, version: version, length: length)), forKey: key, ttl: ttl)
+            case 36 ..< 56:
+                verify(try cache.load(forKey: key), key: key)
+            case 56 ..< 64:
+                if try !cache.lock(forKeys: [key]).isEmpty { try cache.unlock(forKeys: [key]) }
+            case 64 ..< 74:
+                try cache.remove(forKeys: [key])
+            case 74 ..< 78:
+                try cache.collectGarbage()
+            case 78 ..< 86:
+                _ = try cache.touch(forKey: key)
+                _ = cache.contains(key)
+            case 86 ..< 94:
+                let durable = durableKeys[Int(random.next() % UInt64(durableKeys.count))]
+                let version = nextVersion()
+                let length = Int(random.next() % 1500)
+                try cache.store(Data(StampedPayload.make(key: durable, version: version, length: length)), forKey: durable, locked: true)
+                log?.append("D\t\(durable)\t\(version)")
+            default:
+                let pinned = pinnedKeys[Int(random.next() % UInt64(pinnedKeys.count))]
+                let record = try cache.load(forKey: pinned)
+                if let record, let version = verify(record, key: pinned) {
+                    if record.lockCount == 0 {
+                        // Stored by a run killed before it could lock it.
+                        if try !cache.lock(forKeys: [pinned]).isEmpty { log?.append("P\t\(pinned)\t\(version)") }
+                    } else if random.next() % 4 == 0 {
+                        log?.append("U\t\(pinned)")
+                        while try !cache.unlock(forKeys: [pinned]).isEmpty {}
+                        try cache.remove(forKeys: [pinned])
+                    }
+                } else {
+                    let version = nextVersion()
+                    let length = Int(random.next() % 1500)
+                    try cache.store(Data(StampedPayload.make(key: pinned, version: version, length: length)), forKey: pinned)
+                    if try !cache.lock(forKeys: [pinned]).isEmpty { log?.append("P\t\(pinned)\t\(version)") }
+                }
+            }
+        } catch {
+            fail("operation failed: \(error)", status: 4)
+        }
+    }
+}
+
+func hold(_ args: Arguments) -> Never {
+    let options = DiskCacheOptions(directory: URL(fileURLWithPath: args.string("dir"), isDirectory: true))
+    let cache: DiskCache
+    do { cache = try DiskCache(options: options) } catch { fail("cannot open: \(error)") }
+    announceReady()
+    while true {
+        withExtendedLifetime(cache) { _ = sleep(60) }
+    }
+}
+
+func read(_ args: Arguments) -> Never {
+    var options = DiskCacheOptions(directory: URL(fileURLWithPath: args.string("dir"), isDirectory: true))
+    options.isReadOnly = true
+    let keyCount = max(1, args.int("keys"))
+    let loads = args.int("count", default: 2000)
+    let cache: DiskCache
+    do { cache = try DiskCache(options: options) } catch { fail("cannot open: \(error)") }
+    var random = SeededRandom(seed: UInt64(getpid()))
+    var hits = 0, misses = 0, errors = 0
+    for _ in 0 ..< loads {
+        let n = Int(random.next() % UInt64(keyCount + 16))
+        let key = n < keyCount ? "c\(n)" : "d\(n - keyCount)"
+        do {
+            if verify(try cache.load(forKey: key), key: key) != nil { hits += 1 } else { misses += 1 }
+        } catch {
+            errors += 1
+        }
+    }
+    FileHandle.standardOutput.write(Data("ok hits=\(hits) misses=\(misses) errors=\(errors)\n".utf8))
+    exit(0)
+}
+
+let arguments = Arguments(CommandLine.arguments)
+switch arguments.command {
+case "churn": churn(arguments)
+case "hold": hold(arguments)
+case "read": read(arguments)
+default: fail("usage: larder-stress churn|hold|read --dir D ...")
+}

@@ -17,7 +17,9 @@ extension DiskCache {
     /// still exceed the size limit, the least recently used locked records too.
     ///
     /// The pass takes the cache's lock a batch at a time, so loads and stores of other keys go on
-    /// meanwhile. Access times held by the index are written back and the snapshot is refreshed.
+    /// meanwhile. Access times held by the index are written back. The index snapshot is only
+    /// written by ``close()``: one written here would go stale with the next store and be trusted
+    /// by the open after a crash.
     /// - Returns: What was removed, and why.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/closed``.
     /// - Complexity: Memory work linear in the records for the expiry check; file work
@@ -39,7 +41,6 @@ extension DiskCache {
                 report.remainingSize = s.index.totalSize
             }
             report.effectiveSizeLimit = limit == Int.max ? 0 : limit
-            events += writeSnapshot()
             return report
         }
         events.append(.collectionFinished(report))

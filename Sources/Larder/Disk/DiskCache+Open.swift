@@ -54,12 +54,19 @@ extension DiskCache {
         }
     }
 
-    /// Creates the temporary folder and removes what a crashed writer left in it.
+    /// Creates the temporary folder and removes what a crashed writer left in it, and the
+    /// temporary files of metadata and snapshot writes it left at the root.
     static func prepareTemporaryFolder(layout: DiskLayout, io: FileIO) throws(CacheError) {
         do {
             try io.mkdir(layout.temporaryFolder)
             for entry in try io.listDirectory(layout.temporaryFolder) {
                 _ = try? io.unlink(layout.temporaryFolder + "/" + entry.name)
+            }
+            // `FileIO.writeFileAtomically` writes `<path>.tmp-<pid>-<n>` beside its target; the
+            // caller holds the directory lock, so no live writer owns one.
+            for entry in try io.listDirectory(layout.root) where entry.isDirectory != true
+                && (entry.name.hasPrefix(DiskLayout.metadataName + ".tmp-") || entry.name.hasPrefix(DiskLayout.snapshotName + ".tmp-")) {
+                _ = try? io.unlink(layout.root + "/" + entry.name)
             }
         } catch {
             throw CacheError(.ioFailure, "cannot prepare the temporary folder", path: layout.temporaryFolder, errno: error.rawValue)

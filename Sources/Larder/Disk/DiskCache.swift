@@ -121,7 +121,10 @@ public final class DiskCache: Sendable {
     ///   - locked: Whether to store it with a lock count of 1, so that it never expires until unlocked.
     /// - Throws: ``CacheError``: ``CacheError/Code/invalidKey``, ``CacheError/Code/invalidOptions``
     ///   for a negative TTL, ``CacheError/Code/diskFull`` when the volume stays full after the
-    ///   cache freed room, ``CacheError/Code/ioFailure``. A failed store leaves the previous record intact.
+    ///   cache freed room, ``CacheError/Code/ioFailure``. A failed store leaves the previous record
+    ///   intact, with one exception: with ``Durability/fsync``, when only the final sync of the
+    ///   record's folder fails, the new record is already in place (and indexed) but may not
+    ///   survive a power loss; the error says so.
     public func store(_ data: Data, forKey key: String, ttl: TimeInterval = 0, locked: Bool = false) throws {
         try checkWritable(key: key)
         guard ttl.isFinite, ttl >= 0 else {
@@ -170,6 +173,13 @@ public final class DiskCache: Sendable {
             } catch {
                 emit(events)
                 throw CacheError(.ioFailure, "cannot write the record", key: key, path: path, errno: error.rawValue)
+            }
+        }
+        // After the index records the new file: from here a failure no longer means the old record is there.
+        if options.durability == .fsync {
+            do throws(Errno) { try records.syncFolder(layout.folder(for: name)) } catch {
+                emit(events)
+                throw CacheError(.ioFailure, "the record was stored, but its folder could not be synced, so it may not survive a power loss", key: key, path: path, errno: error.rawValue)
             }
         }
         events += enforceLimits(excluding: name)
@@ -483,6 +493,9 @@ public final class DiskCache: Sendable {
                     do throws(Errno) {
                         guard try records.rewriteHeader(header, at: path, sync: options.durability == .fsync) else { return false }
                     } catch {
+                        // The new header may be written even though the call failed (a failed
+                        // fsync); put the old one back, so that a failed call changes no lock count.
+                        _ = try? records.rewriteHeader(contents.header, at: path, sync: false)
                         throw CacheError(.ioFailure, "cannot update the record's lock count", key: key, path: path, errno: error.rawValue)
                     }
                     state.withLock { s in

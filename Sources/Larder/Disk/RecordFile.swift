@@ -61,12 +61,23 @@ package struct RecordFile: Sendable {
         let fileSize = Int(info.st_size)
         guard fileSize >= RecordHeader.size else { return .corrupt(.truncated) }
 
-        // Small records come in one read; larger ones read the header first so that a lying
-        // header costs nothing.
+        // Small records come in one read; larger ones have their header read and checked against
+        // the file's length first, so that a lying header or a garbage file costs nothing.
         let wanted = readPayload ? fileSize : min(fileSize, RecordHeader.size + 4096)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: wanted, alignment: 16)
+        if wanted > RecordHeader.size + 4096 {
+            var head = [UInt8](repeating: 0, count: RecordHeader.size)
+            let got = try head.withUnsafeMutableBytes { b in
+                Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) }
+            }.get()
+            guard got == head.count else { return .corrupt(.truncated) }
+            do { try RecordHeader.decode(head).validate(fileSize: UInt64(fileSize)) } catch { return .corrupt(error) }
+        }
+        // A valid header may still describe a file larger than memory (a sparse one): fail the
+        // read with ENOMEM rather than trap in the allocator.
+        guard let memory = malloc(wanted) else { throw Errno(ENOMEM) }
+        let buffer = UnsafeMutableRawBufferPointer(start: memory, count: wanted)
         var handedOff = false
-        defer { if !handedOff { buffer.deallocate() } }
+        defer { if !handedOff { free(memory) } }
         let n = try io.pread(fd, into: buffer, at: 0)
         guard n == wanted else { return .corrupt(.truncated) }
 
@@ -111,19 +122,30 @@ package struct RecordFile: Sendable {
             ? Data()
             : Data(
                 bytesNoCopy: base + header.payloadOffset, count: payloadBuffer.count,
-                deallocator: .custom { _, _ in base.deallocate() })
-        if payloadBuffer.count == 0 { buffer.deallocate() }
+                deallocator: .custom { _, _ in free(base) })
+        if payloadBuffer.count == 0 { free(memory) }
         return .record(RecordContents(header: header, storedKey: storedKey, payload: payload, fileSize: fileSize))
     }
 
     /// Writes a record to `temporaryPath`, then renames it to `path`, creating `path`'s folder
     /// when it is missing. Either the old file or the new one is at `path` at every moment.
+    /// With `sync`, the file is synced before the rename; the folder is not (the caller syncs it
+    /// with ``syncFolder(_:)`` once it has recorded that the new file is in place, since a failure
+    /// then no longer means the old record is there).
     /// - Returns: The new file's length.
     package func write(
         header: RecordHeader, keyBytes: [UInt8], payload: Data, temporaryPath: String, path: String,
         folder: String, sync: Bool
     ) throws(Errno) -> Int {
-        let fd = try io.open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        let fd: Int32
+        do {
+            fd = try io.open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        } catch where error.rawValue == ENOENT {
+            // The temporary folder is gone (the cache's folder was deleted and made again while
+            // the cache ran): make it again, but not the root, which someone chose to remove.
+            if let slash = temporaryPath.lastIndex(of: "/") { try io.mkdir(String(temporaryPath[..<slash])) }
+            fd = try io.open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        }
         var fileSize = 0
         do {
             fileSize = header.payloadOffset + payload.count
@@ -160,7 +182,6 @@ package struct RecordFile: Sendable {
                 try io.mkdir(folder)
                 try io.rename(temporaryPath, path)
             }
-            if sync { try syncFolder(folder) }
         } catch {
             _ = try? io.unlink(temporaryPath)
             throw error
