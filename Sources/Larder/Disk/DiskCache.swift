@@ -30,13 +30,13 @@ public final class DiskCache: Sendable {
     let io: FileIO
     let records: RecordFile
     let blockSize: Int
-    let state: Mutex<State>
+    let state: LarderMutex<State>
     /// Entered at open, left when the background index build ends.
     let indexBuild = DispatchGroup()
     /// The cache's own threads for blocking work: the index build, collections, async calls.
     package let ioQueue: DispatchQueue
     /// Held for the duration of a collection or a limit-enforcing trim.
-    let collectionGate = Mutex(())
+    let collectionGate = LarderMutex(())
     private let stripes: [KeyStripe]
     let directoryLock: DirectoryLock?
     private let temporaryCounter = Atomic<UInt64>(0)
@@ -55,7 +55,7 @@ public final class DiskCache: Sendable {
     }
 
     final class KeyStripe: Sendable {
-        let mutex = Mutex(())
+        let mutex = LarderMutex(())
     }
 
     /// Opens (creating when needed) the cache in `options.directory`.
@@ -95,7 +95,7 @@ public final class DiskCache: Sendable {
         self.io = io
         self.records = RecordFile(io: io)
         self.blockSize = max(512, Int(rootInfo?.st_blksize ?? 4096))
-        self.state = Mutex(State())
+        self.state = LarderMutex(State())
         self.ioQueue = DispatchQueue(label: "larder.disk", qos: .utility, attributes: .concurrent)
         self.stripes = (0 ..< 64).map { _ in KeyStripe() }
         self.directoryLock = lock

@@ -36,6 +36,9 @@ package struct RecordFile: Sendable {
 
     package init(io: FileIO) { self.io = io }
 
+    /// Files up to this length are read with one `pread`, header and payload together.
+    static let singleReadLimit = 64 * 1024
+
     /// Reads a record file.
     /// - Parameters:
     ///   - path: The file.
@@ -61,10 +64,10 @@ package struct RecordFile: Sendable {
         let fileSize = Int(info.st_size)
         guard fileSize >= RecordHeader.size else { return .corrupt(.truncated) }
 
-        // Small records come in one read; larger ones have their header read and checked against
-        // the file's length first, so that a lying header or a garbage file costs nothing.
+        // Records up to 64 KiB come in one read; larger ones have their header read and checked
+        // against the file's length first, so that a garbage file costs no large allocation.
         let wanted = readPayload ? fileSize : min(fileSize, RecordHeader.size + 4096)
-        if wanted > RecordHeader.size + 4096 {
+        if wanted > Self.singleReadLimit {
             var head = [UInt8](repeating: 0, count: RecordHeader.size)
             let got = try head.withUnsafeMutableBytes { b in
                 Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) }

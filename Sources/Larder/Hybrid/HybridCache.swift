@@ -44,7 +44,7 @@ public final class HybridCache: Sendable {
 
     /// A lock serialising the hybrid's operations on the keys that hash to it.
     private final class KeyStripe: Sendable {
-        let mutex = Mutex(())
+        let mutex = LarderMutex(())
     }
 
     /// Puts a memory tier in front of an already open disk tier.

@@ -40,10 +40,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     // The hot paths are `@inlinable` so that callers in other modules get them specialized for
     // their key and value types: unspecialized, a String-keyed read took about 480 ns instead
     // of about 65 (see BENCHMARKS.md). Everything they touch is therefore `@usableFromInline`.
-    @usableFromInline let state: Mutex<State>
+    @usableFromInline let state: LarderMutex<State>
     @usableFromInline let clock: any CacheClock
     @usableFromInline let evictionHandler: EvictionHandler?
-    private let pressureMonitor = Mutex<MemoryPressureMonitor?>(nil)
+    private let pressureMonitor = LarderMutex<MemoryPressureMonitor?>(nil)
 
     /// The time to live given to values written without one; `nil` means they never expire.
     public let defaultTTL: TimeInterval?
@@ -66,7 +66,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ) {
         precondition(countLimit >= 0, "countLimit must not be negative")
         precondition(totalCostLimit >= 0, "totalCostLimit must not be negative")
-        state = Mutex(State(countLimit: countLimit, totalCostLimit: totalCostLimit))
+        state = LarderMutex(State(countLimit: countLimit, totalCostLimit: totalCostLimit))
         self.defaultTTL = defaultTTL
         self.clock = clock
         self.evictionHandler = evictionHandler

@@ -33,7 +33,7 @@ public enum MemoryPressureLevel: Hashable, Sendable {
 /// The monitor stops when ``stop()`` is called or when it is freed.
 public final class MemoryPressureMonitor: Sendable {
     #if canImport(Darwin)
-    private let source: Mutex<(any DispatchSourceMemoryPressure)?>
+    private let source: LarderMutex<(any DispatchSourceMemoryPressure)?>
     #else
     private let watcher: PressureStallWatcher?
     #endif
@@ -59,7 +59,7 @@ public final class MemoryPressureMonitor: Sendable {
             }
         }
         source.activate()
-        self.source = Mutex(source)
+        self.source = LarderMutex(source)
         #else
         watcher = PressureStallWatcher.start(paths: paths, handler: handler)
         #endif
@@ -105,12 +105,12 @@ final class PressureStallWatcher: Sendable {
         var thread: pthread_t?
     }
 
-    private let state: Mutex<State>
+    private let state: LarderMutex<State>
     /// Signalled once when the thread exits (and re-signalled by each waiter, so `stop()` can repeat).
     private let exited = DispatchSemaphore(value: 0)
 
     private init(wakeFD: Int32) {
-        state = Mutex(State(wakeFD: wakeFD))
+        state = LarderMutex(State(wakeFD: wakeFD))
     }
 
     /// Whether the thread is still watching.

@@ -26,12 +26,12 @@ public struct SystemClock: CacheClock {
 /// clock.advance(by: 61)
 /// ```
 public final class ManualClock: CacheClock {
-    private let storage: Mutex<Double>
+    private let storage: LarderMutex<Double>
 
     /// Creates a clock that reads `now` until it is moved.
     /// - Parameter now: The starting time, in seconds since the Unix epoch.
     public init(now: Double = 1_700_000_000) {
-        storage = Mutex(now)
+        storage = LarderMutex(now)
     }
 
     /// The clock's current time, in seconds since the Unix epoch.

@@ -220,7 +220,7 @@ import Testing
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock(now: 100_000)
-        let failures = Mutex(0)
+        let failures = LarderMutex(0)
         var calls = SystemCalls.live
         calls.write = { fd, buffer, count in
             let fail = failures.withLock { n -> Bool in
@@ -282,7 +282,7 @@ import Testing
         let clock = ManualClock(now: 100_000)
         let cache = try makeCache(dir, clock: clock, sizeLimit: 40 * 4096) { $0.keyEncoding = .sha256 }
         for i in 0 ..< 30 { try cache.store(Data(repeating: 9, count: 10), forKey: "pinned\(i)", locked: i < 5) }
-        let wrongBytes = Mutex(0)
+        let wrongBytes = LarderMutex(0)
         DispatchQueue.concurrentPerform(iterations: 3) { worker in
             for i in 0 ..< 300 {
                 if worker == 0 {

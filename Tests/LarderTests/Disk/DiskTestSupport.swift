@@ -12,7 +12,7 @@ func testOptions(_ directory: URL, clock: ManualClock = ManualClock(now: 1_700_0
 
 /// Collects a cache's events.
 final class EventLog: Sendable {
-    private let events = Mutex<[CacheEvent]>([])
+    private let events = LarderMutex<[CacheEvent]>([])
     var all: [CacheEvent] { events.withLock { $0 } }
     var handler: @Sendable (CacheEvent) -> Void { { [self] event in events.withLock { $0.append(event) } } }
 }

@@ -24,7 +24,7 @@ private final class OperationLog: Sendable {
         var misses = 0
     }
     private let clock = Atomic<Int>(0)
-    private let state = Mutex(State())
+    private let state = LarderMutex(State())
 
     func tick() -> Int { clock.add(1, ordering: .sequentiallyConsistent).newValue }
 

@@ -38,7 +38,7 @@ struct MarkedQueue: Sendable {
 /// Starts a callback-style call and blocks until its completion runs; returns the response and
 /// the marked queue it ran on.
 func awaitCallback<T: Sendable>(_ start: (@escaping @Sendable (CacheResponse<T>) -> Void) -> Void) -> (response: CacheResponse<T>, queue: String?) {
-    let box = Mutex<(CacheResponse<T>, String?)?>(nil)
+    let box = LarderMutex<(CacheResponse<T>, String?)?>(nil)
     let done = DispatchSemaphore(value: 0)
     start { response in
         box.withLock { $0 = (response, MarkedQueue.current) }

@@ -271,7 +271,7 @@ struct MemoryCacheTests {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("larder-psi-\(UUID().uuidString)").path
         #expect(FileManager.default.createFile(atPath: path, contents: nil))
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let calls = Mutex(0)
+        let calls = LarderMutex(0)
         let monitor = MemoryPressureMonitor(paths: [path]) { _ in calls.withLock { $0 += 1 } }
         #expect(monitor.isActive)
         monitor.stop()
@@ -306,8 +306,8 @@ struct MemoryCacheTests {
 
     @Test("The eviction handler runs outside the lock, so it may use the cache")
     func handlerOutsideLock() {
-        let seen = Mutex<[Int]>([])
-        let box = Mutex<MemoryCache<Int, Int>?>(nil)
+        let seen = LarderMutex<[Int]>([])
+        let box = LarderMutex<MemoryCache<Int, Int>?>(nil)
         let cache = MemoryCache<Int, Int>(countLimit: 2) { key, _, _ in
             // Reentering would deadlock if the handler ran under the cache's lock.
             let count = box.withLock { $0 }?.count ?? -1
@@ -327,8 +327,8 @@ struct MemoryCacheTests {
         let cache = MemoryCache<Int, Int>(countLimit: 64, totalCostLimit: 300, evictionHandler: recorder.handler)
         let threads = 4
         let operations = 20_000
-        let reads = Mutex(0)
-        let writes = Mutex(0)
+        let reads = LarderMutex(0)
+        let writes = LarderMutex(0)
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             var random = SplitMix64(seed: UInt64(thread))
             var (myReads, myWrites) = (0, 0)

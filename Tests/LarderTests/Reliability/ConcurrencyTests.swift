@@ -15,7 +15,7 @@ import Testing
 
     final class Log: Sendable {
         struct State { var stored: [String: Set<UInt64>] = [:]; var removed: Set<String> = []; var wrongBytes = 0; var ops = 0 }
-        let state = Mutex(State())
+        let state = LarderMutex(State())
     }
 
     static func work(cache: DiskCache, worker: Int, log: Log) {

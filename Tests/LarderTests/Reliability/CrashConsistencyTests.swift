@@ -49,7 +49,7 @@ import Testing
         var random = SeededRandom(seed: Self.seed)
         var kills = 0, killedBeforeReady = 0, recordsChecked = 0, durableChecked = 0, pinnedChecked = 0
         var failures = 0
-        let corruptEvents = Mutex<[CacheEvent]>([])
+        let corruptEvents = LarderMutex<[CacheEvent]>([])
 
         for iteration in 0 ..< Self.iterations where failures < 5 {
             let helper = try StressProcess([

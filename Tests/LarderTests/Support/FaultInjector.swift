@@ -58,7 +58,7 @@ final class FaultInjector: Sendable {
         var fired = 0
     }
 
-    private let state = Mutex(State())
+    private let state = LarderMutex(State())
 
     /// Resets the counters and fails the `nth` (1-based) call of `kind` from now on.
     func arm(_ kind: Kind, nth: Int = 1, _ fault: Fault, persistent: Bool = false, onlyPaths: (@Sendable (String) -> Bool)? = nil) {

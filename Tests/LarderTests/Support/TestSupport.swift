@@ -1,4 +1,4 @@
-import Larder
+@testable import Larder
 import Synchronization
 
 /// SplitMix64: a tiny seeded generator, so a failing randomized test can be replayed from its seed.
@@ -27,7 +27,7 @@ final class EvictionRecorder<Key: Sendable & Equatable, Value: Sendable & Equata
         var description: String { "(\(key), \(value), \(reason))" }
     }
 
-    private let storage = Mutex<[Event]>([])
+    private let storage = LarderMutex<[Event]>([])
 
     /// A handler to pass to a cache.
     var handler: @Sendable (Key, Value, EvictionReason) -> Void {
