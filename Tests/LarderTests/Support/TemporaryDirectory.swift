@@ -70,7 +70,7 @@ enum Fixtures {
         while let item = enumerator?.nextObject() as? String {
             let path = directory.appendingPathComponent(item).path
             var isDirectory: ObjCBool = false
-            FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            _ = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
             try FileManager.default.setAttributes([.posixPermissions: isDirectory.boolValue ? 0o755 : 0o644], ofItemAtPath: path)
         }
     }
