@@ -17,9 +17,8 @@ extension DiskCache {
     /// still exceed the size limit, the least recently used locked records too.
     ///
     /// The pass takes the cache's lock a batch at a time, so loads and stores of other keys go on
-    /// meanwhile. Access times held by the index are written back. The index snapshot is only
-    /// written by ``close()``: one written here would go stale with the next store and be trusted
-    /// by the open after a crash.
+    /// meanwhile. Access times held by the index are written back, and the index snapshot is
+    /// rewritten (it is withdrawn again by the next change, so a crash never leaves a stale one).
     /// - Returns: What was removed, and why.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/closed``.
     /// - Complexity: Memory work linear in the records for the expiry check; file work
@@ -41,6 +40,7 @@ extension DiskCache {
                 report.remainingSize = s.index.totalSize
             }
             report.effectiveSizeLimit = limit == Int.max ? 0 : limit
+            events += writeSnapshot()
             return report
         }
         events.append(.collectionFinished(report))
@@ -90,7 +90,7 @@ extension DiskCache {
         var failure: CacheError?
         for name in names {
             let path = layout.path(for: name)
-            withStripe(name) {
+            withStripe(name, changing: true) {
                 do throws(Errno) {
                     try io.unlink(path)
                     state.withLock { _forget(name, in: &$0) }
@@ -155,7 +155,7 @@ extension DiskCache {
         var events: [CacheEvent] = []
         for name in names {
             let path = layout.path(for: name)
-            withStripe(name) {
+            withStripe(name, changing: true) {
                 // The header is the truth for the lock count; the index may lag a snapshot.
                 switch try? records.read(path, readPayload: false) {
                 case .record(let contents)?:
@@ -243,7 +243,7 @@ extension DiskCache {
         events: inout [CacheEvent], qualifies: (RecordHeader, IndexEntry) -> Bool
     ) -> Bool {
         let path = layout.path(for: name)
-        return withStripe(name) { () -> Bool in
+        return withStripe(name, changing: true) { () -> Bool in
             guard let entry = state.withLock({ $0.index[name] }) else { return true }
             switch try? records.read(path, readPayload: false) {
             case .record(let contents)?:

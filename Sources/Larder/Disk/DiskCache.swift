@@ -37,6 +37,8 @@ public final class DiskCache: Sendable {
     package let ioQueue: DispatchQueue
     /// Held for the duration of a collection or a limit-enforcing trim.
     let collectionGate = LarderMutex(())
+    /// Whether the index snapshot on disk is exact, and how many changes to records are under way.
+    let snapshotGate = LarderMutex(SnapshotState())
     private let stripes: [KeyStripe]
     let directoryLock: DirectoryLock?
     private let temporaryCounter = Atomic<UInt64>(0)
@@ -52,6 +54,11 @@ public final class DiskCache: Sendable {
         var isClosed = false
         var timer: (any DispatchSourceTimer)?
         var freeSpace: (checkedAt: Double, volumeSize: Int, available: Int)?
+    }
+
+    struct SnapshotState {
+        var isOnDisk = false
+        var changesInFlight = 0
     }
 
     final class KeyStripe: Sendable {
@@ -148,7 +155,7 @@ public final class DiskCache: Sendable {
         var events: [CacheEvent] = []
         for attempt in 0 ... 1 {
             do {
-                try withStripe(name) { () throws(Errno) in
+                try withStripe(name, changing: true) { () throws(Errno) in
                     let fileSize = try records.write(
                         header: header, keyBytes: keyBytes, payload: data, temporaryPath: nextTemporaryPath(),
                         path: path, folder: layout.folder(for: name), sync: options.durability == .fsync)
@@ -279,7 +286,7 @@ public final class DiskCache: Sendable {
             try checkWritable(key: key)
             let name = try options.keyEncoding.fileName(for: key)
             let path = layout.path(for: name)
-            try withStripe(name) { () throws(CacheError) in
+            try withStripe(name, changing: true) { () throws(CacheError) in
                 do throws(Errno) { try io.unlink(path) } catch {
                     throw CacheError(.ioFailure, "cannot remove the record", key: key, path: path, errno: error.rawValue)
                 }
@@ -333,7 +340,10 @@ public final class DiskCache: Sendable {
     static func seconds(_ time: Double) -> UInt64 { UInt64(max(0, time.rounded(.down))) }
     static func milliseconds(_ time: Double) -> UInt64 { UInt64(max(0, (time * 1000).rounded(.down))) }
 
-    func withStripe<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T {
+    /// Runs `body` holding the stripe lock of `name`. With `changing`, `body` changes records on
+    /// disk and in the index, so the index snapshot is withdrawn first (see ``changingRecords(_:)``).
+    func withStripe<T, E: Error>(_ name: String, changing: Bool = false, _ body: () throws(E) -> T) throws(E) -> T {
+        if changing { return try changingRecords { () throws(E) -> T in try withStripe(name, body) } }
         var hasher = Hasher()
         hasher.combine(name)
         let stripe = stripes[Int(UInt(bitPattern: hasher.finalize()) % UInt(stripes.count))]
@@ -399,18 +409,20 @@ public final class DiskCache: Sendable {
 
     /// Removes a corrupt record's file (unless read-only) and counts it. Expects the key's stripe held.
     func _removeCorrupt(name: String, key: String?, path: String, reason: CorruptionReason) -> CacheEvent {
-        if !options.isReadOnly {
-            if reason == .notARegularFile {
-                // A folder or a link where a record should be: remove the link, leave folders alone.
-                if let info = try? io.lstat(path), (info.st_mode & S_IFMT) == S_IFLNK { _ = try? io.unlink(path) }
-            } else {
-                _ = try? io.unlink(path)
+        changingRecords {
+            if !options.isReadOnly {
+                if reason == .notARegularFile {
+                    // A folder or a link where a record should be: remove the link, leave folders alone.
+                    if let info = try? io.lstat(path), (info.st_mode & S_IFMT) == S_IFLNK { _ = try? io.unlink(path) }
+                } else {
+                    _ = try? io.unlink(path)
+                }
             }
-        }
-        state.withLock { s in
-            s.statistics.misses += 1
-            s.statistics.corruptRecordsRemoved += 1
-            _forget(name, in: &s)
+            state.withLock { s in
+                s.statistics.misses += 1
+                s.statistics.corruptRecordsRemoved += 1
+                _forget(name, in: &s)
+            }
         }
         return .corruptRecordRemoved(key: key, file: path, reason: reason)
     }
@@ -447,8 +459,10 @@ public final class DiskCache: Sendable {
             return (false, newUpdateTime, nowMs)
         }
         if outcome.expired {
-            if !options.isReadOnly { _ = try? io.unlink(path) }
-            state.withLock { _forget(name, in: &$0) }
+            changingRecords {
+                if !options.isReadOnly { _ = try? io.unlink(path) }
+                state.withLock { _forget(name, in: &$0) }
+            }
             return nil
         }
         let threshold = header.ttl > 0 ? Double(header.ttl) : options.defaultExpiration.rounded(.down)
@@ -468,7 +482,7 @@ public final class DiskCache: Sendable {
             try checkWritable(key: key)
             let name = try options.keyEncoding.fileName(for: key)
             let path = layout.path(for: name)
-            let didChange = try withStripe(name) { () throws(CacheError) -> Bool in
+            let didChange = try withStripe(name, changing: true) { () throws(CacheError) -> Bool in
                 switch try readHeader(path: path, key: key) {
                 case .missing:
                     state.withLock { _forget(name, in: &$0) }

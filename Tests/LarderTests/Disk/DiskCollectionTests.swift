@@ -168,6 +168,34 @@ import Testing
         }
     }
 
+    @Test func snapshotIsWrittenByCollectionAndWithdrawnByTheNextChange() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 100_000)
+        let cache = try makeCache(dir, clock: clock)
+        let snapshot = dir.url.appendingPathComponent(".larder-index").path
+        try cache.store(Data("a".utf8), forKey: "a")
+        #expect(!FileManager.default.fileExists(atPath: snapshot))
+        try cache.collectGarbage()
+        #expect(FileManager.default.fileExists(atPath: snapshot))
+        _ = try cache.load(forKey: "a")  // a read changes no record: the snapshot stays
+        #expect(FileManager.default.fileExists(atPath: snapshot))
+        // A read-only reader (what another process would see after a crash now) trusts it.
+        var readOnly = testOptions(dir.url, clock: clock)
+        readOnly.isReadOnly = true
+        #expect(try DiskCache(options: readOnly).keys(withPrefix: "") == ["a"])
+        try cache.store(Data("b".utf8), forKey: "b")
+        #expect(!FileManager.default.fileExists(atPath: snapshot), "a store withdraws the snapshot before it writes")
+        try cache.collectGarbage()
+        try cache.lock(forKeys: ["a"])
+        #expect(!FileManager.default.fileExists(atPath: snapshot), "so does a lock")
+        try cache.collectGarbage()
+        try cache.remove(forKeys: ["b"])
+        #expect(!FileManager.default.fileExists(atPath: snapshot), "and a remove")
+        cache.close()
+        #expect(FileManager.default.fileExists(atPath: snapshot))
+    }
+
     @Test func restartSeesFilesAddedAndDeletedBehindItsBack() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
