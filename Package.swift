@@ -25,10 +25,13 @@ let package = Package(
         .target(name: "LarderCLI", dependencies: ["Larder"]),
         .executableTarget(name: "larder", dependencies: ["LarderCLI"]),
         .executableTarget(name: "larder-bench", dependencies: ["Larder", "CSQLite", "CZlib"]),
-        .executableTarget(name: "larder-stress", dependencies: ["Larder"]),
+        .executableTarget(name: "larder-stress", dependencies: ["Larder", "LarderTestSupport"]),
+        // Seeded randomness, self-verifying payloads, temporary folders and fixtures, shared by
+        // the tests, the stress helper and the benchmarks. Not a product.
+        .target(name: "LarderTestSupport"),
 
-        .testTarget(name: "LarderTests", dependencies: ["Larder", "larder-stress"]),
-        .testTarget(name: "LarderCLITests", dependencies: ["LarderCLI", "Larder", "larder"]),
+        .testTarget(name: "LarderTests", dependencies: ["Larder", "LarderTestSupport", "larder-stress"]),
+        .testTarget(name: "LarderCLITests", dependencies: ["LarderCLI", "Larder", "LarderTestSupport", "larder"]),
     ]
 )
 

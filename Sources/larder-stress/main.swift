@@ -13,8 +13,7 @@
 //       "ok hits=H misses=M errors=E" and exits 0, or exits 3 on a wrong byte.
 //
 // Payloads are "key\tversion\tlength\n" followed by `length` bytes derived from key and version
-// (SplitMix64 seeded by FNV-1a of the key xor the scrambled version); the tests' copy of this
-// codec is `Tests/LarderTests/Support/ReliabilityRandom.swift` and must stay identical.
+// (`StampedPayload` in the LarderTestSupport target, which the tests use to check them).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -24,48 +23,7 @@ import Darwin
 #endif
 import Foundation
 import Larder
-
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-enum StampedPayload {
-    static func make(key: String, version: UInt64, length: Int) -> [UInt8] {
-        var out = Array("\(key)\t\(version)\t\(length)\n".utf8)
-        out.reserveCapacity(out.count + length)
-        var random = SeededRandom(seed: fnv1a(key) ^ version &* 0x9E37_79B9_7F4A_7C15)
-        var word: UInt64 = 0
-        for i in 0 ..< length {
-            if i % 8 == 0 { word = random.next() }
-            out.append(UInt8(truncatingIfNeeded: word >> (UInt64(i % 8) * 8)))
-        }
-        return out
-    }
-
-    static func version(of bytes: some Collection<UInt8>, key: String) -> UInt64? {
-        let bytes = Array(bytes)
-        guard let newline = bytes.firstIndex(of: 0x0A) else { return nil }
-        let fields = String(decoding: bytes[..<newline], as: UTF8.self).split(separator: "\t", omittingEmptySubsequences: false)
-        guard fields.count == 3, fields[0] == key, let version = UInt64(fields[1]), let length = Int(fields[2]),
-              length >= 0, length == bytes.count - newline - 1
-        else { return nil }
-        return make(key: key, version: version, length: length) == bytes ? version : nil
-    }
-
-    static func fnv1a(_ text: String) -> UInt64 {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
-        return hash
-    }
-}
+import LarderTestSupport
 
 struct Arguments {
     var command: String
@@ -149,7 +107,7 @@ func churn(_ args: Arguments) -> Never {
     do { cache = try DiskCache(options: options) } catch { fail("cannot open: \(error)") }
     announceReady()
 
-    var random = SeededRandom(seed: seed)
+    var random = SplitMix64(seed: seed)
     var counter: UInt64 = 0
     func nextVersion() -> UInt64 {
         counter += 1
@@ -236,7 +194,7 @@ func read(_ args: Arguments) -> Never {
     let loads = args.int("count", default: 2000)
     let cache: DiskCache
     do { cache = try DiskCache(options: options) } catch { fail("cannot open: \(error)") }
-    var random = SeededRandom(seed: UInt64(getpid()))
+    var random = SplitMix64(seed: UInt64(getpid()))
     var hits = 0, misses = 0, errors = 0
     for _ in 0 ..< loads {
         let n = Int(random.next() % UInt64(keyCount + 16))

@@ -15,7 +15,9 @@ import Testing
                 return candidate
             }
         }
-        let fallback = Fixtures.checkout.appendingPathComponent(".build/debug/larder")
+        // Tests/LarderCLITests/<this file> → the checkout.
+        let checkout = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let fallback = checkout.appendingPathComponent(".build/debug/larder")
         return FileManager.default.isExecutableFile(atPath: fallback.path) ? fallback : nil
     }
 
@@ -41,7 +43,7 @@ import Testing
     @Test func lsJSONAndCatOnTheSPTFixture() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
-        let dir = temp.appending("spt")
+        let dir = temp.path("spt")
         try Fixtures.copySPTCache(to: dir)
         let manifest = try Fixtures.manifest()
         let ls = try Self.run(["ls", "--dir", dir, "--json"] + Fixtures.clockArguments(manifest))
@@ -64,7 +66,7 @@ import Testing
         let verify = try Self.run(["verify", "--dir", dir])
         #expect(verify.code == 1)
         #expect(String(decoding: verify.stdout, as: UTF8.self).contains("payload-crc"))
-        let page = temp.appending("r.html")
+        let page = temp.path("r.html")
         let report = try Self.run(["report", "--dir", dir, "--html", page])
         #expect(report.code == 0)
         let html = try String(contentsOfFile: page, encoding: .utf8)

@@ -53,6 +53,10 @@ package struct DirectoryLock: Sendable {
 
     /// Releases the lock.
     package func release() {
+        // Unlock explicitly before closing: a process being spawned at this moment holds a copy of
+        // the descriptor until it execs (it is close-on-exec), and the lock, which belongs to the
+        // open file description, would outlive this close until then.
+        try? io.flock(fd, LOCK_UN)
         io.close(fd)
     }
 }

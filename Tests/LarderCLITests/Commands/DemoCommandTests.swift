@@ -6,7 +6,7 @@ import Testing
     @Test func demoRunsTwiceOnTheSameDirectory() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
-        let dir = temp.appending("demo")
+        let dir = temp.path("demo")
         for run in 1 ... 2 {
             let result = larder(["demo", "--dir", dir])
             #expect(result.code == 0, "run \(run): \(result.stderr)")

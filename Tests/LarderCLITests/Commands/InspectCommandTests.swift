@@ -8,7 +8,7 @@ import Testing
     @Test func lsJSONAgreesWithTheManifest() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
-        let dir = temp.appending("spt")
+        let dir = temp.path("spt")
         try Fixtures.copySPTCache(to: dir)
         let manifest = try Fixtures.manifest()
         let result = larder(["ls", "--dir", dir, "--json"] + Fixtures.clockArguments(manifest))
@@ -35,7 +35,7 @@ import Testing
     @Test func lsTableSortsAndStaysPlainWithoutATerminal() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
-        let dir = temp.appending("spt")
+        let dir = temp.path("spt")
         try Fixtures.copySPTCache(to: dir)
         let manifest = try Fixtures.manifest()
         let result = larder(["ls", "--dir", dir, "--sort", "size"] + Fixtures.clockArguments(manifest))
@@ -55,7 +55,7 @@ import Testing
     @Test func catWritesThePayloadAlone() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
-        let dir = temp.appending("spt")
+        let dir = temp.path("spt")
         try Fixtures.copySPTCache(to: dir)
         let manifest = try Fixtures.manifest()
         for record in manifest.records where record.corruption == nil {
@@ -78,7 +78,7 @@ import Testing
     @Test func showDecodesEveryHeaderField() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
-        let dir = temp.appending("spt")
+        let dir = temp.path("spt")
         try Fixtures.copySPTCache(to: dir)
         let manifest = try Fixtures.manifest()
         let record = manifest.records.first { $0.corruption == nil && $0.refCount > 0 }!
@@ -100,7 +100,7 @@ import Testing
     @Test func statsCountsWhatTheManifestSays() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
-        let dir = temp.appending("spt")
+        let dir = temp.path("spt")
         try Fixtures.copySPTCache(to: dir)
         let manifest = try Fixtures.manifest()
         let result = larder(["stats", "--dir", dir, "--json"] + Fixtures.clockArguments(manifest))

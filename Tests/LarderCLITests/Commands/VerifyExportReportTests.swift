@@ -6,7 +6,7 @@ import Testing
 @Suite struct VerifyExportReportTests {
     /// A Larder directory with three records, one of whose payload bytes is then flipped.
     static func plantedCorruption(in temp: TemporaryDirectory) throws -> (dir: String, corruptFile: String) {
-        let dir = temp.appending("c")
+        let dir = temp.path("c")
         for (key, value) in [("alpha", "first payload"), ("beta", "second payload"), ("gamma", "third payload")] {
             #expect(larder(["put", "--dir", dir, key], input: Data(value.utf8)).code == 0)
         }
@@ -46,7 +46,7 @@ import Testing
     @Test func verifyOnTheSPTFixtureListsEachPlantedCorruption() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
-        let dir = temp.appending("spt")
+        let dir = temp.path("spt")
         try Fixtures.copySPTCache(to: dir)
         let manifest = try Fixtures.manifest()
         let result = larder(["verify", "--dir", dir, "--json"] + Fixtures.clockArguments(manifest))
@@ -67,12 +67,12 @@ import Testing
     @Test func exportWritesPayloadsUnderNamesThatRoundTrip() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
-        let dir = temp.appending("c")
+        let dir = temp.path("c")
         let items = ["https://img.example/a.png?x=1": "A", ".dotfile": "B", "plain": "C", "ключ": "D"]
         for (key, value) in items {
             #expect(larder(["put", "--dir", dir, key], input: Data(value.utf8)).code == 0)
         }
-        let out = temp.appending("out")
+        let out = temp.path("out")
         let result = larder(["export", out, "--dir", dir])
         #expect(result.code == 0, "\(result.stderr)")
         #expect(result.stdout.contains("exported 4 payloads"))
@@ -88,10 +88,10 @@ import Testing
     @Test func exportSkipsCorruptSPTRecords() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
-        let dir = temp.appending("spt")
+        let dir = temp.path("spt")
         try Fixtures.copySPTCache(to: dir)
         let manifest = try Fixtures.manifest()
-        let out = temp.appending("out")
+        let out = temp.path("out")
         let result = larder(["export", out, "--dir", dir])
         #expect(result.code == 1)
         let sound = manifest.records.filter { $0.corruption == nil }
@@ -105,10 +105,10 @@ import Testing
     @Test func reportIsOneSelfContainedPageWithTheTotals() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
-        let dir = temp.appending("spt")
+        let dir = temp.path("spt")
         try Fixtures.copySPTCache(to: dir)
         let manifest = try Fixtures.manifest()
-        let page = temp.appending("report.html")
+        let page = temp.path("report.html")
         let result = larder(["report", "--dir", dir, "--html", page] + Fixtures.clockArguments(manifest))
         #expect(result.code == 0, "\(result.stderr)")
         let html = try String(contentsOfFile: page, encoding: .utf8)
@@ -141,8 +141,8 @@ import Testing
         large.append(Data(count: ReportPage.maximumThumbnailBytes))
         try cache.store(large, forKey: "aaa-large.png")
         cache.close()
-        let page = temp.appending("r.html")
-        #expect(larder(["report", "--dir", temp.appending("c"), "--html", page]).code == 0)
+        let page = temp.path("r.html")
+        #expect(larder(["report", "--dir", temp.path("c"), "--html", page]).code == 0)
         let html = try String(contentsOfFile: page, encoding: .utf8)
         #expect(html.components(separatedBy: "data:image/png;base64,").count - 1 == ReportPage.maximumThumbnails)
         #expect(ReportPage.maximumThumbnails == 48 && ReportPage.maximumThumbnailBytes == 256 * 1024, "the numbers in 'larder report --help'")

@@ -19,7 +19,7 @@ import Testing
     }
 
     static func work(cache: DiskCache, worker: Int, log: Log) {
-        var random = SeededRandom(seed: 0xC0C0 &+ UInt64(worker))
+        var random = SplitMix64(seed: 0xC0C0 &+ UInt64(worker))
         var counter: UInt64 = 0
         for _ in 0 ..< operations {
             let key = keys[Int(random.next() % UInt64(keys.count))]

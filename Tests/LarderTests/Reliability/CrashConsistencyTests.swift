@@ -46,7 +46,7 @@ import Testing
         defer { dir.remove() }
         let cacheURL = dir.appending("cache")
         let logPath = dir.path + "/fsync.log"
-        var random = SeededRandom(seed: Self.seed)
+        var random = SplitMix64(seed: Self.seed)
         var kills = 0, killedBeforeReady = 0, recordsChecked = 0, durableChecked = 0, pinnedChecked = 0
         var failures = 0
         let corruptEvents = LarderMutex<[CacheEvent]>([])

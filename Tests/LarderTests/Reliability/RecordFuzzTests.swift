@@ -39,7 +39,7 @@ import Testing
         try cache.store(payload, forKey: Self.key)
         let path = cache.layout.path(for: try cache.options.keyEncoding.fileName(for: Self.key))
         let original = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        var random = SeededRandom(seed: 0xF022 &+ UInt64(payloadLength))
+        var random = SplitMix64(seed: 0xF022 &+ UInt64(payloadLength))
         var outcomes: [String: Int] = [:]
         let hostile: [UInt64] = [0, 1, 63, 64, 65, UInt64(original.count), UInt64(original.count) + 1, 1 << 31, 1 << 32, 1 << 60, UInt64(Int.max), UInt64.max]
 

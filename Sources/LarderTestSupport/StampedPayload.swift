@@ -1,28 +1,13 @@
-/// A seeded SplitMix64 generator for the reliability tests: the same seed gives the same run,
-/// so a failure can be replayed. Named apart from other suites' generators on purpose.
-struct SeededRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Self-verifying payloads: `"key\tversion\tlength\n"` then `length` bytes derived from key and
 /// version alone, so a checker can tell from the bytes which key and version they claim and
-/// whether every byte is right. Kept byte-for-byte in step with `Sources/larder-stress/main.swift`,
-/// which writes them from another process.
-enum StampedPayload {
-    static func make(key: String, version: UInt64, length: Int) -> [UInt8] {
+/// whether every byte is right. Written by `larder-stress` in one process, checked by the tests
+/// in another.
+public enum StampedPayload {
+    /// The payload for version `version` of `key`, with `length` derived bytes after its line.
+    public static func make(key: String, version: UInt64, length: Int) -> [UInt8] {
         var out = Array("\(key)\t\(version)\t\(length)\n".utf8)
         out.reserveCapacity(out.count + length)
-        var random = SeededRandom(seed: fnv1a(key) ^ version &* 0x9E37_79B9_7F4A_7C15)
+        var random = SplitMix64(seed: fnv1a(key) ^ version &* 0x9E37_79B9_7F4A_7C15)
         var word: UInt64 = 0
         for i in 0 ..< length {
             if i % 8 == 0 { word = random.next() }
@@ -32,7 +17,7 @@ enum StampedPayload {
     }
 
     /// The version the bytes carry, when they are exactly a payload for `key`; `nil` otherwise.
-    static func version(of bytes: some Collection<UInt8>, key: String) -> UInt64? {
+    public static func version(of bytes: some Collection<UInt8>, key: String) -> UInt64? {
         let bytes = Array(bytes)
         guard let newline = bytes.firstIndex(of: 0x0A) else { return nil }
         let fields = String(decoding: bytes[..<newline], as: UTF8.self).split(separator: "\t", omittingEmptySubsequences: false)
@@ -42,7 +27,8 @@ enum StampedPayload {
         return make(key: key, version: version, length: length) == bytes ? version : nil
     }
 
-    static func fnv1a(_ text: String) -> UInt64 {
+    /// FNV-1a of a string's UTF-8 bytes: a stable seed per key.
+    public static func fnv1a(_ text: String) -> UInt64 {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
         return hash
