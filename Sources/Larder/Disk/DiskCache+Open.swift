@@ -139,27 +139,15 @@ extension DiskCache {
         emit(events)
     }
 
-    /// The file names of every record on disk: files in the two-character shard folders whose
-    /// names start with their folder's name, and files at the root with one-character names.
+    /// The file names of every record on disk (``DiskLayout/recordNames(io:)``); an unreadable
+    /// root is reported as an event and reads as empty.
     func listRecordNames(events: inout [CacheEvent]) -> [String] {
-        guard let top = try? io.listDirectory(layout.root) else {
-            events.append(.ioError(operation: "list", path: layout.root, errno: errno))
+        do {
+            return try layout.recordNames(io: io)
+        } catch {
+            events.append(.ioError(operation: "list", path: layout.root, errno: error.rawValue))
             return []
         }
-        var names: [String] = []
-        for entry in top where !DiskLayout.isReserved(entry.name) {
-            if DiskLayout.shard(for: entry.name) == nil {
-                if entry.isDirectory != true { names.append(entry.name) }
-                continue
-            }
-            guard entry.name.count == 2, entry.isDirectory != false else { continue }
-            let folder = layout.root + "/" + entry.name
-            guard let files = try? io.listDirectory(folder) else { continue }
-            for file in files where DiskLayout.shard(for: file.name) == entry.name && !DiskLayout.isReserved(file.name) {
-                names.append(file.name)
-            }
-        }
-        return names
     }
 
     /// Writes access times held only by the index back into their headers, a batch at a time.

@@ -48,6 +48,27 @@ package struct DiskLayout: Sendable {
 
     /// Whether a name in the root is one of Larder's own files or folders (or any hidden name).
     package static func isReserved(_ name: String) -> Bool { name.hasPrefix(".") }
+
+    /// The file names of every record on disk: files in the two-character shard folders whose
+    /// names start with their folder's name, and files at the root with one-character names.
+    /// Hidden names (Larder's own files) are skipped; an unreadable shard folder is skipped too.
+    /// - Throws: ``Errno`` when the root cannot be listed.
+    /// - Complexity: One directory listing per shard folder; no file is opened.
+    package func recordNames(io: FileIO) throws(Errno) -> [String] {
+        var names: [String] = []
+        for entry in try io.listDirectory(root) where !Self.isReserved(entry.name) {
+            if Self.shard(for: entry.name) == nil {
+                if entry.isDirectory != true { names.append(entry.name) }
+                continue
+            }
+            guard entry.name.count == 2, entry.isDirectory != false else { continue }
+            guard let files = try? io.listDirectory(root + "/" + entry.name) else { continue }
+            for file in files where Self.shard(for: file.name) == entry.name && !Self.isReserved(file.name) {
+                names.append(file.name)
+            }
+        }
+        return names
+    }
 }
 
 /// The small file that records the settings a directory's layout depends on.

@@ -17,28 +17,13 @@ struct CacheInspector {
 
     init(_ context: CacheContext) { self.context = context }
 
-    /// The file names of every record, the way `DiskCache` finds them: files in the two-character
-    /// shard folders whose names start with the folder's name, and one-character names at the root.
-    /// Hidden names are Larder's own files and are skipped.
+    /// The file names of every record, sorted, found the way `DiskCache` finds them.
     func recordNames() throws(CommandFailure) -> [String] {
-        let root = context.layout.root
-        let top: [(name: String, isDirectory: Bool?)]
-        do { top = try io.listDirectory(root) } catch {
-            throw CommandFailure(.cacheError, "cannot read cache directory '\(root)': \(String(cString: strerror(error.rawValue)))")
+        do {
+            return try context.layout.recordNames(io: io).sorted()
+        } catch {
+            throw CommandFailure(.cacheError, "cannot read cache directory '\(context.layout.root)': \(String(cString: strerror(error.rawValue)))")
         }
-        var names: [String] = []
-        for entry in top where !DiskLayout.isReserved(entry.name) {
-            if DiskLayout.shard(for: entry.name) == nil {
-                if entry.isDirectory != true { names.append(entry.name) }
-                continue
-            }
-            guard entry.name.count == 2, entry.isDirectory != false else { continue }
-            guard let files = try? io.listDirectory(root + "/" + entry.name) else { continue }
-            for file in files where DiskLayout.shard(for: file.name) == entry.name && !DiskLayout.isReserved(file.name) {
-                names.append(file.name)
-            }
-        }
-        return names.sorted()
     }
 
     /// Reads one record.
