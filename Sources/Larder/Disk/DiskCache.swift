@@ -263,16 +263,8 @@ public final class DiskCache: Sendable {
         let now = options.clock.now
         var events: [CacheEvent] = []
         let touched = try withStripe(name) { () throws(CacheError) -> Bool in
-            switch try readHeader(path: path, key: key) {
-            case .missing:
-                state.withLock { _forget(name, in: &$0) }
-                return false
-            case .corrupt(let reason):
-                events.append(_removeCorrupt(name: name, key: key, path: path, reason: reason))
-                return false
-            case .record(let contents):
-                return _registerHit(name: name, key: key, path: path, contents: contents, now: now, countsAsLoad: false) != nil
-            }
+            guard let contents = try _readValidHeader(name: name, key: key, path: path, events: &events) else { return false }
+            return _registerHit(name: name, key: key, path: path, contents: contents, now: now, countsAsLoad: false) != nil
         }
         emit(events)
         return touched
@@ -400,6 +392,21 @@ public final class DiskCache: Sendable {
         }
     }
 
+    /// Reads a record's header under the caller's stripe; a missing record is forgotten and a
+    /// corrupt one removed (its event appended), and both return `nil`. Expects the key's stripe held.
+    func _readValidHeader(name: String, key: String, path: String, events: inout [CacheEvent]) throws(CacheError) -> RecordContents? {
+        switch try readHeader(path: path, key: key) {
+        case .missing:
+            state.withLock { _forget(name, in: &$0) }
+            return nil
+        case .corrupt(let reason):
+            events.append(_removeCorrupt(name: name, key: key, path: path, reason: reason))
+            return nil
+        case .record(let contents):
+            return contents
+        }
+    }
+
     /// Drops a name from the index. Expects the state lock held.
     func _forget(_ name: String, in s: inout State) {
         s.index.remove(name)
@@ -483,58 +490,39 @@ public final class DiskCache: Sendable {
             let name = try options.keyEncoding.fileName(for: key)
             let path = layout.path(for: name)
             let didChange = try withStripe(name, changing: true) { () throws(CacheError) -> Bool in
-                switch try readHeader(path: path, key: key) {
-                case .missing:
-                    state.withLock { _forget(name, in: &$0) }
-                    return false
-                case .corrupt(let reason):
-                    events.append(_removeCorrupt(name: name, key: key, path: path, reason: reason))
-                    return false
-                case .record(let contents):
-                    var header = contents.header
-                    let anchor = effectiveUpdateTime(name: name, header: header)
-                    if delta > 0 {
-                        // Locking an expired, unlocked record fails for that key (SPT).
-                        if header.isExpired(now: now, defaultExpiration: options.defaultExpiration, anchor: anchor) { return false }
-                        guard header.refCount < UInt32.max else { return false }
-                        header.refCount += 1
-                    } else {
-                        guard header.refCount > 0 else { return false }
-                        header.refCount -= 1
-                    }
-                    let indexed = state.withLock { $0.index[name] }
-                    _mergeAccessTimes(into: &header, from: indexed)
-                    do throws(Errno) {
-                        guard try records.rewriteHeader(header, at: path, sync: options.durability == .fsync) else { return false }
-                    } catch {
-                        // The new header may be written even though the call failed (a failed
-                        // fsync); put the old one back, so that a failed call changes no lock count.
-                        _ = try? records.rewriteHeader(contents.header, at: path, sync: false)
-                        throw CacheError(.ioFailure, "cannot update the record's lock count", key: key, path: path, errno: error.rawValue)
-                    }
-                    state.withLock { s in
-                        let entry = IndexEntry(
-                            name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize),
-                            updateTime: header.updateTimeSec, lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec * 1000,
-                            ttl: header.ttl, lockCount: header.refCount)
-                        if s.index.contains(name) {
-                            s.index.modify(name) { e in
-                                e.key = entry.key
-                                e.diskSize = entry.diskSize
-                                e.updateTime = entry.updateTime
-                                e.lastAccessMs = entry.lastAccessMs
-                                e.ttl = entry.ttl
-                                e.lockCount = entry.lockCount
-                                e.isAccessDirty = false
-                            }
-                        } else {
-                            s.index.prependOlder([entry])
-                        }
-                        s.dirtyNames.remove(name)
-                        if !s.isIndexReady { s.touchedDuringBuild.insert(name) }
-                    }
-                    return true
+                guard let contents = try _readValidHeader(name: name, key: key, path: path, events: &events) else { return false }
+                var header = contents.header
+                let anchor = effectiveUpdateTime(name: name, header: header)
+                if delta > 0 {
+                    // Locking an expired, unlocked record fails for that key (SPT).
+                    if header.isExpired(now: now, defaultExpiration: options.defaultExpiration, anchor: anchor) { return false }
+                    guard header.refCount < UInt32.max else { return false }
+                    header.refCount += 1
+                } else {
+                    guard header.refCount > 0 else { return false }
+                    header.refCount -= 1
                 }
+                let indexed = state.withLock { $0.index[name] }
+                _mergeAccessTimes(into: &header, from: indexed)
+                do throws(Errno) {
+                    guard try records.rewriteHeader(header, at: path, sync: options.durability == .fsync) else { return false }
+                } catch {
+                    // The new header may be written even though the call failed (a failed
+                    // fsync); put the old one back, so that a failed call changes no lock count.
+                    _ = try? records.rewriteHeader(contents.header, at: path, sync: false)
+                    throw CacheError(.ioFailure, "cannot update the record's lock count", key: key, path: path, errno: error.rawValue)
+                }
+                state.withLock { s in
+                    let entry = IndexEntry(
+                        name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize),
+                        updateTime: header.updateTimeSec, lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec * 1000,
+                        ttl: header.ttl, lockCount: header.refCount)
+                    // A lock is not a use: the record keeps its place in the LRU order.
+                    s.index.replaceKeepingPosition(entry)
+                    s.dirtyNames.remove(name)
+                    if !s.isIndexReady { s.touchedDuringBuild.insert(name) }
+                }
+                return true
             }
             if didChange { changed.append(key) }
         }

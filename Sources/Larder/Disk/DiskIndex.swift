@@ -91,6 +91,18 @@ struct DiskIndex: Sendable {
         }
     }
 
+    /// Replaces an entry without moving it in the LRU order; an absent one is inserted as the
+    /// least recently used.
+    mutating func replaceKeepingPosition(_ entry: IndexEntry) {
+        guard let slot = positions[entry.name] else { return prependOlder([entry]) }
+        account(slots[Int(slot)], sign: -1)
+        let (previous, next) = (slots[Int(slot)].previous, slots[Int(slot)].next)
+        slots[Int(slot)] = entry
+        slots[Int(slot)].previous = previous
+        slots[Int(slot)].next = next
+        account(entry, sign: 1)
+    }
+
     /// Changes an entry in place; `moveToMostRecent` also records a use.
     mutating func modify(_ name: String, moveToMostRecent: Bool = false, _ body: (inout IndexEntry) -> Void) {
         guard let slot = positions[name] else { return }

@@ -50,18 +50,6 @@ struct ReferenceDiskCache {
 }
 
 @Suite struct DiskCollectionModelTests {
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
-
     static func payload(key: String, version: Int, size: Int) -> Data {
         var data = Data("\(key):\(version):".utf8)
         data.append(contentsOf: (0 ..< size).map { UInt8(truncatingIfNeeded: $0 &+ version) })
@@ -84,7 +72,7 @@ struct ReferenceDiskCache {
         let cache = try DiskCache(options: options)
         let block = cache.blockSize
         var model = ReferenceDiskCache(defaultExpiration: 50, sizeLimit: options.sizeLimit, countLimit: options.countLimit)
-        var random = Generator(state: seed)
+        var random = SplitMix64(seed: seed)
         let keys = (0 ..< 40).map { "key-\($0)" }
         var versions: [String: Int] = [:]
 
