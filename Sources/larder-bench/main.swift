@@ -1,1 +1,51 @@
-print("larder-bench: not yet built")
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+let usage = """
+    usage: larder-bench [--json] [--quick] [suite ...]
+
+      --json    print one JSON object per line
+      --quick   use smaller sizes
+      --help    print this help
+
+    suites: \(suites.map(\.name).joined(separator: ", ")) (all when none is named)
+    """
+
+/// Writes a line to standard error.
+func printError(_ message: String) {
+    let line = message + "\n"
+    _ = line.withCString { write(2, $0, strlen($0)) }
+}
+
+var context = BenchContext(quick: false, json: false)
+var chosen: [String] = []
+for argument in CommandLine.arguments.dropFirst() {
+    switch argument {
+    case "--json": context.json = true
+    case "--quick": context.quick = true
+    case "--help", "-h":
+        print(usage)
+        exit(0)
+    case _ where argument.hasPrefix("-"):
+        printError("larder-bench: unknown option \(argument)\n\(usage)")
+        exit(2)
+    default:
+        guard suites.contains(where: { $0.name == argument }) else {
+            printError("larder-bench: unknown suite \(argument)\n\(usage)")
+            exit(2)
+        }
+        chosen.append(argument)
+    }
+}
+
+do {
+    for suite in suites where chosen.isEmpty || chosen.contains(suite.name) {
+        try suite.run(context)
+    }
+} catch {
+    printError("larder-bench: \(error)")
+    exit(1)
+}

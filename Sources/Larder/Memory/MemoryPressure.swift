@@ -1,0 +1,219 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if !canImport(Darwin)
+import Foundation
+#endif
+
+/// How severe a memory pressure event is.
+public enum MemoryPressureLevel: Hashable, Sendable {
+    /// Memory is getting short: caches should give back some of what they hold.
+    case warning
+    /// Memory is critically short: caches should give back everything they can.
+    case critical
+}
+
+/// Delivers the system's memory pressure events to a handler, on a background thread or queue.
+///
+/// On Apple platforms the events come from Dispatch's memory pressure source. On Linux they come
+/// from pressure-stall (PSI) triggers on `/proc/pressure/memory`, or the cgroup v2
+/// `/sys/fs/cgroup/memory.pressure` file, watched by one dedicated thread per monitor:
+/// `.warning` when tasks stalled on memory for 150 ms within one second ("some"), `.critical` when
+/// all tasks stalled for 500 ms within one second ("full"). Where the kernel refuses one-second
+/// windows (unprivileged processes may only use multiples of two seconds), the window and
+/// threshold double. Where the kernel offers neither file, or refuses the triggers, the monitor
+/// is silently inactive (``isActive`` is `false`) and never calls the handler.
+///
+/// The monitor stops when ``stop()`` is called or when it is freed.
+public final class MemoryPressureMonitor: Sendable {
+    #if canImport(Darwin)
+    private let source: Mutex<(any DispatchSourceMemoryPressure)?>
+    #else
+    private let watcher: PressureStallWatcher?
+    #endif
+
+    /// Starts watching for memory pressure.
+    /// - Parameter handler: Called with each event, on a background thread (never concurrently
+    ///   with itself).
+    public convenience init(handler: @escaping @Sendable (MemoryPressureLevel) -> Void) {
+        self.init(paths: ["/proc/pressure/memory", "/sys/fs/cgroup/memory.pressure"], handler: handler)
+    }
+
+    /// Starts watching the first of `paths` that accepts PSI triggers (Linux); Apple platforms
+    /// ignore `paths`. Tests pass paths that do not exist to get an inactive monitor.
+    init(paths: [String], handler: @escaping @Sendable (MemoryPressureLevel) -> Void) {
+        #if canImport(Darwin)
+        let source = DispatchSource.makeMemoryPressureSource(eventMask: [.warning, .critical], queue: .global(qos: .utility))
+        source.setEventHandler { [unowned source] in
+            let event = source.data
+            if event.contains(.critical) {
+                handler(.critical)
+            } else if event.contains(.warning) {
+                handler(.warning)
+            }
+        }
+        source.activate()
+        self.source = Mutex(source)
+        #else
+        watcher = PressureStallWatcher.start(paths: paths, handler: handler)
+        #endif
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Whether the monitor is running and the platform delivers events to it.
+    public var isActive: Bool {
+        #if canImport(Darwin)
+        source.withLock { $0 != nil }
+        #else
+        watcher?.isRunning ?? false
+        #endif
+    }
+
+    /// Stops delivering events. When called from another thread than the handler's, returns once
+    /// the handler will no longer be called. Calling it again does nothing.
+    public func stop() {
+        #if canImport(Darwin)
+        let source = source.withLock { source in
+            defer { source = nil }
+            return source
+        }
+        source?.cancel()
+        #else
+        watcher?.stop()
+        #endif
+    }
+}
+
+#if !canImport(Darwin)
+/// The Linux side of ``MemoryPressureMonitor``: PSI trigger descriptors polled for `POLLPRI` by a
+/// dedicated thread, and a pipe whose other end wakes the thread to stop.
+final class PressureStallWatcher: Sendable {
+    private struct State {
+        /// The pipe's write end, or -1 once the thread has exited and closed it.
+        var wakeFD: Int32
+        var stopRequested = false
+        /// The watching thread, once it has started.
+        var thread: pthread_t?
+    }
+
+    private let state: Mutex<State>
+    /// Signalled once when the thread exits (and re-signalled by each waiter, so `stop()` can repeat).
+    private let exited = DispatchSemaphore(value: 0)
+
+    private init(wakeFD: Int32) {
+        state = Mutex(State(wakeFD: wakeFD))
+    }
+
+    /// Whether the thread is still watching.
+    var isRunning: Bool {
+        state.withLock { $0.wakeFD >= 0 && !$0.stopRequested }
+    }
+
+    /// The `.warning` triggers to try in turn: 150 ms of "some" stall per 1 s window, then the
+    /// two-second form that unprivileged processes may use.
+    static let warningTriggers = ["some 150000 1000000", "some 300000 2000000"]
+    /// The `.critical` triggers to try in turn: 500 ms of "full" stall per 1 s window, then the
+    /// two-second form.
+    static let criticalTriggers = ["full 500000 1000000", "full 1000000 2000000"]
+
+    /// Installs the triggers and starts the thread; `nil` when no path accepts a trigger.
+    static func start(paths: [String], handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> PressureStallWatcher? {
+        for path in paths {
+            guard let warningFD = openTrigger(path: path, triggers: warningTriggers) else { continue }
+            let criticalFD = openTrigger(path: path, triggers: criticalTriggers) ?? -1
+            var pipeFDs: [Int32] = [-1, -1]
+            guard pipe(&pipeFDs) == 0 else {
+                close(warningFD)
+                if criticalFD >= 0 { close(criticalFD) }
+                return nil
+            }
+            let watcher = PressureStallWatcher(wakeFD: pipeFDs[1])
+            let readFD = pipeFDs[0]
+            let thread = Thread {
+                watcher.run(warningFD: warningFD, criticalFD: criticalFD, wakeReadFD: readFD, handler: handler)
+            }
+            thread.name = "Larder memory pressure"
+            thread.start()
+            return watcher
+        }
+        return nil
+    }
+
+    /// Opens `path` and writes the first trigger the kernel accepts; `nil` when none is accepted
+    /// (no such file, no permission, no PSI support).
+    private static func openTrigger(path: String, triggers: [String]) -> Int32? {
+        for trigger in triggers {
+            let fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            // The kernel expects the terminating NUL to be written too.
+            let written = trigger.withCString { write(fd, $0, strlen($0) + 1) }
+            if written > 0 { return fd }
+            close(fd)
+        }
+        return nil
+    }
+
+    /// The thread's body: waits for trigger events or the wake pipe, then closes every descriptor.
+    private func run(
+        warningFD: Int32, criticalFD: Int32, wakeReadFD: Int32,
+        handler: @Sendable (MemoryPressureLevel) -> Void
+    ) {
+        state.withLock { $0.thread = pthread_self() }
+        var fds = [
+            pollfd(fd: wakeReadFD, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: warningFD, events: Int16(POLLPRI), revents: 0),
+            // A negative descriptor is ignored by poll(), which covers a missing critical trigger.
+            pollfd(fd: criticalFD, events: Int16(POLLPRI), revents: 0),
+        ]
+        watching: while true {
+            let ready = poll(&fds, nfds_t(fds.count), -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                break watching
+            }
+            if fds[0].revents != 0 { break watching }
+            // POLLERR means the trigger is gone (for example, its cgroup was removed).
+            if (fds[1].revents | fds[2].revents) & Int16(POLLERR | POLLNVAL) != 0 { break watching }
+            if fds[2].revents & Int16(POLLPRI) != 0 {
+                handler(.critical)
+            } else if fds[1].revents & Int16(POLLPRI) != 0 {
+                handler(.warning)
+            }
+        }
+        close(warningFD)
+        if criticalFD >= 0 { close(criticalFD) }
+        close(wakeReadFD)
+        state.withLock { state in
+            // Closed under the lock, so `stop()` never writes to a closed or reused descriptor.
+            close(state.wakeFD)
+            state.wakeFD = -1
+        }
+        exited.signal()
+    }
+
+    /// Wakes the thread to exit and, unless called on that thread, waits until it has.
+    func stop() {
+        let onWatcherThread = state.withLock { state -> Bool in
+            if !state.stopRequested && state.wakeFD >= 0 {
+                var byte: UInt8 = 1
+                _ = write(state.wakeFD, &byte, 1)
+            }
+            state.stopRequested = true
+            guard let thread = state.thread else { return false }
+            return pthread_equal(thread, pthread_self()) != 0
+        }
+        guard !onWatcherThread else { return }
+        exited.wait()
+        exited.signal()
+    }
+}
+#endif

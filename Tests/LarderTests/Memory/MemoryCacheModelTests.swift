@@ -1,0 +1,204 @@
+@testable import Larder
+import Testing
+
+/// A deliberately naive LRU cache: an array in recency order, linear scans everywhere. It spells
+/// out the semantics `MemoryCache` must match exactly.
+private struct ReferenceLRU {
+    struct Entry {
+        var key: Int
+        var value: Int
+        var cost: Int
+        var deadline: Double
+    }
+
+    var entries: [Entry] = []  // least recently used first
+    var countLimit: Int
+    var totalCostLimit: Int
+    var defaultTTL: Double?
+    var statistics = CacheStatistics()
+    var evicted: [EvictionRecorder<Int, Int>.Event] = []
+
+    var keys: [Int] { entries.map(\.key) }
+    var totalCost: Int { entries.reduce(0) { $0 + $1.cost } }
+
+    mutating func value(forKey key: Int, now: Double) -> Int? {
+        guard let i = entries.firstIndex(where: { $0.key == key }) else {
+            statistics.misses += 1
+            return nil
+        }
+        if now >= entries[i].deadline {
+            let entry = entries.remove(at: i)
+            statistics.expirations += 1
+            statistics.misses += 1
+            evicted.append(.init(key: key, value: entry.value, reason: .expired))
+            return nil
+        }
+        let entry = entries.remove(at: i)
+        entries.append(entry)
+        statistics.hits += 1
+        return entry.value
+    }
+
+    mutating func setValue(_ value: Int, forKey key: Int, cost: Int, ttl: Double?, now: Double) {
+        let deadline = (ttl ?? defaultTTL).map { now + $0 } ?? .infinity
+        entries.removeAll { $0.key == key }
+        if totalCostLimit > 0 && cost > totalCostLimit { return }
+        entries.append(Entry(key: key, value: value, cost: cost, deadline: deadline))
+        statistics.insertions += 1
+        enforceLimits()
+    }
+
+    mutating func removeValue(forKey key: Int, now: Double) -> Int? {
+        guard let i = entries.firstIndex(where: { $0.key == key }) else { return nil }
+        let entry = entries.remove(at: i)
+        if now >= entry.deadline {
+            statistics.expirations += 1
+            evicted.append(.init(key: key, value: entry.value, reason: .expired))
+            return nil
+        }
+        return entry.value
+    }
+
+    mutating func removeExpired(now: Double) {
+        for entry in entries where now >= entry.deadline {
+            statistics.expirations += 1
+            evicted.append(.init(key: entry.key, value: entry.value, reason: .expired))
+        }
+        entries.removeAll { now >= $0.deadline }
+    }
+
+    mutating func evictFirst(_ reason: EvictionReason) {
+        let entry = entries.removeFirst()
+        statistics.evictions += 1
+        evicted.append(.init(key: entry.key, value: entry.value, reason: reason))
+    }
+
+    mutating func enforceLimits() {
+        while countLimit > 0 && entries.count > countLimit { evictFirst(.countLimit) }
+        while totalCostLimit > 0 && totalCost > totalCostLimit { evictFirst(.costLimit) }
+    }
+
+    mutating func trim(count: Int? = nil, cost: Int? = nil, reason: EvictionReason) {
+        while entries.count > (count ?? .max) || totalCost > (cost ?? .max) { evictFirst(reason) }
+    }
+}
+
+@Suite("MemoryCache against a reference LRU")
+struct MemoryCacheModelTests {
+    @Test("100,000 random operations match the reference after every step", arguments: [1, 2, 3, 0xDEAD_BEEF] as [UInt64])
+    func randomOperations(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        let clock = ManualClock(now: 1_000)
+        let defaultTTL: Double? = seed % 2 == 0 ? 20 : nil
+        let recorder = EvictionRecorder<Int, Int>()
+        let cache = MemoryCache<Int, Int>(
+            countLimit: 8, totalCostLimit: 40, defaultTTL: defaultTTL, clock: clock,
+            evictionHandler: recorder.handler
+        )
+        var model = ReferenceLRU(countLimit: 8, totalCostLimit: 40, defaultTTL: defaultTTL)
+
+        for step in 0..<100_000 {
+            let key = Int.random(in: 0..<24, using: &random)
+            let now = clock.now
+            let roll = Int.random(in: 0..<1000, using: &random)
+            switch roll {
+            case 0..<350:
+                let got = cache.value(forKey: key)
+                let expected = model.value(forKey: key, now: now)
+                #expect(got == expected, "step \(step): value(forKey: \(key))")
+            case 350..<700:
+                let value = Int.random(in: 0..<1_000_000, using: &random)
+                let cost = Int.random(in: 0..<12, using: &random)
+                let ttl: Double? = Bool.random(using: &random) ? Double(Int.random(in: 0..<30, using: &random)) : nil
+                cache.setValue(value, forKey: key, cost: cost, ttl: ttl)
+                model.setValue(value, forKey: key, cost: cost, ttl: ttl, now: now)
+            case 700..<780:
+                #expect(cache.removeValue(forKey: key) == model.removeValue(forKey: key, now: now), "step \(step): remove")
+            case 780..<850:
+                clock.advance(by: Double(Int.random(in: 0..<4, using: &random)))
+            case 850..<870:
+                let count = Int.random(in: 0..<10, using: &random)
+                cache.trim(toCount: count)
+                model.trim(count: count, reason: .trimmed)
+            case 870..<890:
+                let cost = Int.random(in: 0..<40, using: &random)
+                cache.trim(toCost: cost)
+                model.trim(cost: cost, reason: .trimmed)
+            case 890..<920:
+                let limit = Int.random(in: 0..<14, using: &random)
+                cache.countLimit = limit
+                model.countLimit = limit
+                model.enforceLimits()
+            case 920..<950:
+                let limit = Int.random(in: 0..<60, using: &random)
+                cache.totalCostLimit = limit
+                model.totalCostLimit = limit
+                model.enforceLimits()
+            case 950..<970:
+                cache.removeExpiredValues()
+                model.removeExpired(now: now)
+            case 970..<990:
+                let (count, cost) = (model.entries.count / 2, model.totalCost / 2)
+                cache.handleMemoryPressure(.warning)
+                model.trim(count: count, cost: cost, reason: .memoryPressure)
+            case 990..<995:
+                cache.handleMemoryPressure(.critical)
+                model.trim(count: 0, reason: .memoryPressure)
+            default:
+                cache.removeAll()
+                model.entries.removeAll()
+            }
+
+            // Which keys survive, in which order, is the point; totals alone would hide a wrong victim.
+            let keys = cache.keys
+            if keys != model.keys {
+                Issue.record("step \(step) (roll \(roll), key \(key)): keys \(keys), expected \(model.keys)")
+                return
+            }
+            #expect(cache.count == model.entries.count)
+            #expect(cache.totalCost == model.totalCost)
+            let events = recorder.drain()
+            if events != model.evicted {
+                Issue.record("step \(step): evicted \(events), expected \(model.evicted)")
+                return
+            }
+            model.evicted.removeAll()
+            if cache.statistics != model.statistics {
+                Issue.record("step \(step): statistics \(cache.statistics), expected \(model.statistics)")
+                return
+            }
+        }
+        // The run must have exercised the interesting paths, or the comparison proves little.
+        #expect(model.statistics.hits > 1_000)
+        #expect(model.statistics.evictions > 1_000)
+        #expect(model.statistics.expirations > 100 || defaultTTL == nil)
+    }
+
+    @Test("Growing and shrinking through thousands of keys keeps every lookup right", arguments: [7, 8] as [UInt64])
+    func largeKeySpace(seed: UInt64) {
+        // The reference LRU is too slow for thousands of entries; a dictionary checks membership
+        // and values while the index grows and its probe runs shift on removal.
+        var random = SplitMix64(seed: seed)
+        let cache = MemoryCache<Int, Int>()
+        var reference: [Int: Int] = [:]
+        for step in 0..<100_000 {
+            let key = Int.random(in: 0..<6_000, using: &random)
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<4:
+                let value = Int.random(in: 0..<1_000, using: &random)
+                cache.setValue(value, forKey: key)
+                reference[key] = value
+            case 4..<7:
+                #expect(cache.removeValue(forKey: key) == reference.removeValue(forKey: key), "step \(step)")
+            default:
+                #expect(cache.value(forKey: key) == reference[key], "step \(step)")
+            }
+            if step % 10_000 == 0 {
+                #expect(cache.count == reference.count)
+                #expect(Set(cache.keys) == Set(reference.keys))
+            }
+        }
+        #expect(cache.count == reference.count)
+        #expect(reference.keys.allSatisfy { cache.value(forKey: $0) == reference[$0] })
+    }
+}
