@@ -7,9 +7,9 @@ import Foundation
 import Synchronization
 
 /// The least work that keeps one file per entry: the key is the file name, inside one of 256
-/// shard folders made up front (picked by an FNV-1a hash of the key); a store writes a
-/// temporary file and renames it; a load is open, fstat, one read, close. No header, no
-/// checksum, no index, no key hashing: the floor for Larder's storage design.
+/// shard folders (picked by an FNV-1a hash of the key, made on first use as Larder does); a
+/// store writes a temporary file and renames it; a load is open, fstat, one read, close. No
+/// header, no checksum, no index, no key hashing: the floor for Larder's storage design.
 final class PosixFloorStore: BenchStore, Sendable {
     private let root: String
     private let temporaryFolder: String
@@ -18,7 +18,7 @@ final class PosixFloorStore: BenchStore, Sendable {
     init(directory: String) throws {
         root = directory
         temporaryFolder = directory + "/.tmp"
-        for folder in [root, temporaryFolder] + (0 ..< 256).map({ directory + "/" + Self.hex($0) }) {
+        for folder in [root, temporaryFolder] {
             guard mkdir(folder, 0o755) == 0 || errno == EEXIST else { throw BenchError("mkdir \(folder): errno \(errno)") }
         }
     }
@@ -28,10 +28,14 @@ final class PosixFloorStore: BenchStore, Sendable {
         return String([digits[byte >> 4], digits[byte & 15]])
     }
 
-    private func path(for key: String) -> String {
+    private func folder(for key: String) -> String {
         var hash: UInt32 = 2_166_136_261
         for byte in key.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-        return root + "/" + Self.hex(Int(hash & 0xFF)) + "/" + key
+        return root + "/" + Self.hex(Int(hash & 0xFF))
+    }
+
+    private func path(for key: String) -> String {
+        folder(for: key) + "/" + key
     }
 
     func store(_ data: Data, forKey key: String) throws {
@@ -48,7 +52,13 @@ final class PosixFloorStore: BenchStore, Sendable {
             return true
         }
         Glibc.close(fd)
-        guard ok, rename(temporary, path(for: key)) == 0 else { throw BenchError("store \(key): errno \(errno)") }
+        guard ok else { throw BenchError("write \(key): errno \(errno)") }
+        let folder = folder(for: key)
+        var renamed = rename(temporary, folder + "/" + key) == 0
+        if !renamed, errno == ENOENT, mkdir(folder, 0o755) == 0 || errno == EEXIST {
+            renamed = rename(temporary, folder + "/" + key) == 0
+        }
+        guard renamed else { throw BenchError("rename \(key): errno \(errno)") }
     }
 
     func load(forKey key: String) throws -> Data? {
