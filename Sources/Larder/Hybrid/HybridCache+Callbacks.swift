@@ -1,0 +1,63 @@
+import Dispatch
+import Foundation
+
+// SPTPersistentCache's shape, for code migrating from it: each call runs its synchronous twin on
+// the disk's ``DiskCache/ioQueue`` and delivers a ``CacheResponse`` on the queue given (the main
+// queue by default), through `runBlocking(deliveringOn:_:completion:)`: the same core, not a
+// second implementation.
+extension HybridCache {
+    /// A callback receiving a call's outcome.
+    public typealias Completion<Value: Sendable> = @Sendable (CacheResponse<Value>) -> Void
+
+    /// Stores `data` under `key` in the background, then reports `.success(())` or `.failure` on
+    /// `queue`; see ``store(_:forKey:in:ttl:locked:)``.
+    public func store(
+        _ data: Data, forKey key: String, in tiers: CacheTiers = .all, ttl: TimeInterval = 0, locked: Bool = false,
+        queue: DispatchQueue = .main, completion: @escaping Completion<Void>
+    ) {
+        disk.ioQueue.runBlocking(deliveringOn: queue, { try self.store(data, forKey: key, in: tiers, ttl: ttl, locked: locked) }, completion: completion)
+    }
+
+    /// Reads the payload under `key` in the background, then reports `.success(data)`,
+    /// `.notFound` or `.failure` on `queue`; see ``data(forKey:from:)``.
+    public func load(forKey key: String, from tiers: CacheTiers = .all, queue: DispatchQueue = .main, completion: @escaping Completion<Data>) {
+        disk.ioQueue.runBlocking(deliveringOn: queue, { try self.data(forKey: key, from: tiers) }, completion: completion)
+    }
+
+    /// Removes `key` from every tier in the background, then reports on `queue`; see ``remove(forKey:)``.
+    public func remove(forKey key: String, queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
+        disk.ioQueue.runBlocking(deliveringOn: queue, { try self.remove(forKey: key) }, completion: completion)
+    }
+
+    /// Removes every entry in the background, then reports on `queue`; see ``removeAll()``.
+    public func removeAll(queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
+        disk.ioQueue.runBlocking(deliveringOn: queue, { try self.removeAll() }, completion: completion)
+    }
+
+    /// Records a use of `key` in the background, then reports `.success(())`, `.notFound` or
+    /// `.failure` on `queue`; see ``touch(forKey:)``.
+    public func touch(forKey key: String, queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
+        disk.ioQueue.runBlocking(deliveringOn: queue, { try self.touch(forKey: key) ? () : nil }, completion: completion)
+    }
+
+    /// Locks the entries under `keys` in the background, then reports `.success(lockedKeys)` on
+    /// `queue`; see ``lock(forKeys:)``.
+    public func lock(forKeys keys: [String], queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
+        disk.ioQueue.runBlocking(deliveringOn: queue, { try self.lock(forKeys: keys) }, completion: completion)
+    }
+
+    /// Unlocks the entries under `keys` in the background, then reports `.success(unlockedKeys)`
+    /// on `queue`; see ``unlock(forKeys:)``.
+    public func unlock(forKeys keys: [String], queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
+        disk.ioQueue.runBlocking(deliveringOn: queue, { try self.unlock(forKeys: keys) }, completion: completion)
+    }
+
+    /// Reads and decodes the value under `key` in the background, then reports `.success(value)`,
+    /// `.notFound` or `.failure` on `queue`; see ``value(_:forKey:from:coder:)``.
+    public func value<T: Decodable & Sendable>(
+        _ type: T.Type, forKey key: String, from tiers: CacheTiers = .all, coder: CacheCoder? = nil,
+        queue: DispatchQueue = .main, completion: @escaping Completion<T>
+    ) {
+        disk.ioQueue.runBlocking(deliveringOn: queue, { try self.value(type, forKey: key, from: tiers, coder: coder) }, completion: completion)
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+
+extension HybridCache {
+    /// Encodes `value` and stores the bytes under `key`, like ``store(_:forKey:in:ttl:locked:)``.
+    /// - Parameters:
+    ///   - value: The value to store.
+    ///   - key: The key.
+    ///   - tiers: Where to store it (``CacheTiers/all``).
+    ///   - ttl: Seconds until it expires; 0 (the default) means the disk's default expiration.
+    ///   - locked: Whether it is locked against expiry.
+    ///   - coder: How to turn it into bytes; `nil` (the default) means the cache's ``coder``.
+    /// - Throws: ``CacheError``: ``CacheError/Code/encodingFailed`` naming the key and type, or
+    ///   what ``store(_:forKey:in:ttl:locked:)`` throws.
+    public func store<T: Encodable>(
+        _ value: T, forKey key: String, in tiers: CacheTiers = .all, ttl: TimeInterval = 0, locked: Bool = false,
+        coder: CacheCoder? = nil
+    ) throws {
+        try store((coder ?? self.coder).encoded(value, key: key), forKey: key, in: tiers, ttl: ttl, locked: locked)
+    }
+
+    /// Reads the bytes under `key` like ``data(forKey:from:)`` and decodes them as a `T`.
+    ///
+    /// Memory holds bytes, not values: each call decodes.
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - key: The key.
+    ///   - tiers: Where to look (``CacheTiers/all``).
+    ///   - coder: How to turn bytes into the value; `nil` (the default) means the cache's ``coder``.
+    /// - Returns: The value, or `nil` when no tier asked holds a live entry.
+    /// - Throws: ``CacheError``: ``CacheError/Code/decodingFailed`` naming the key and type when
+    ///   the bytes do not decode (never a silent miss), or what ``data(forKey:from:)`` throws.
+    public func value<T: Decodable>(
+        _ type: T.Type, forKey key: String, from tiers: CacheTiers = .all, coder: CacheCoder? = nil
+    ) throws -> T? {
+        guard let data = try data(forKey: key, from: tiers) else { return nil }
+        return try (coder ?? self.coder).decoded(type, from: data, key: key)
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+
+/// Settings for a ``HybridCache`` opened with ``HybridCache/init(options:)``: the memory tier's
+/// limits, the disk tier's options, entries shipped with the app, and the coder for typed values.
+///
+/// The memory tier uses the disk's ``DiskCacheOptions/clock``, so that both tiers agree on time.
+public struct HybridCacheOptions: Sendable {
+    /// The most entries the memory tier holds; 0 means no limit (0).
+    public var countLimit: Int = 0
+    /// The most bytes of payload the memory tier holds; 0 means no limit (0).
+    public var totalCostLimit: Int = 0
+    /// The longest an entry stays in memory, in seconds, whatever its disk expiry; `nil` means
+    /// only the disk's expiry applies (`nil`).
+    public var defaultTTL: TimeInterval?
+    /// The disk tier's options.
+    public var disk: DiskCacheOptions
+    /// A directory of entries shipped with the app, imported at open or read through (`nil`).
+    public var preloaded: PreloadedEntries?
+    /// The coder for typed values (``CacheCoder/json``).
+    public var coder: CacheCoder = .json
+
+    /// Creates options around the disk tier's options; every other setting at its default.
+    /// - Parameter disk: The disk tier's options.
+    public init(disk: DiskCacheOptions) {
+        self.disk = disk
+    }
+
+    /// Creates options for a cache in `directory`; every other setting at its default.
+    /// - Parameter directory: The disk tier's folder.
+    public init(directory: URL) {
+        self.init(disk: DiskCacheOptions(directory: directory))
+    }
+}

@@ -1,0 +1,146 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// One entry read from a preloaded directory.
+struct PreloadedEntry: Sendable {
+    var key: String
+    var data: Data
+    var ttl: TimeInterval
+    var isLocked: Bool
+}
+
+/// Reads a ``PreloadedEntries`` directory: imports it at open (``PreloadedEntries/Mode/copyIfMissing``)
+/// or answers misses from it (``PreloadedEntries/Mode/readThrough``). Immutable once built.
+final class PreloadedSource: Sendable {
+    /// The largest preloaded file read, in bytes: reads take a size bound.
+    static let maximumFileSize = 1 << 30
+
+    let entries: PreloadedEntries
+    private let io = FileIO()
+    private var root: String { entries.directory.standardizedFileURL.path }
+    /// For ``PreloadedEntries/Format/records``: each key's file, found by a scan at open.
+    private let recordPaths: [String: String]
+
+    /// Scans the directory (for read-through records), listing what it finds in `report`.
+    init(entries: PreloadedEntries, report: inout PreloadReport) {
+        self.entries = entries
+        var paths: [String: String] = [:]
+        if entries.mode == .readThrough, entries.format == .records {
+            for path in Self.files(under: entries.directory.standardizedFileURL.path, recursive: true, io: io) {
+                switch Self.readRecord(path, readPayload: false, io: io) {
+                case .success(let entry):
+                    if paths[entry.key] == nil { report.available.append(entry.key) }
+                    paths[entry.key] = path
+                case .failure(let failure):
+                    report.failures.append(failure)
+                }
+            }
+        }
+        recordPaths = paths
+    }
+
+    /// Imports every entry missing from `disk` with a fresh update time; leaves present ones
+    /// alone; lists unreadable files (and failed stores) in `report` and carries on.
+    func importMissing(into disk: DiskCache, report: inout PreloadReport) {
+        let recursive = entries.format == .records
+        for path in Self.files(under: root, recursive: recursive, io: io) {
+            let name = String(path.split(separator: "/").last ?? "")
+            // Plain files are named by their key: check before reading the payload.
+            if entries.format == .files, disk.contains(name) {
+                report.alreadyPresent.append(name)
+                continue
+            }
+            let entry: PreloadedEntry
+            switch read(path, name: name) {
+            case .success(let read): entry = read
+            case .failure(let failure):
+                report.failures.append(failure)
+                continue
+            }
+            if entries.format == .records, disk.contains(entry.key) {
+                report.alreadyPresent.append(entry.key)
+                continue
+            }
+            do {
+                try disk.store(entry.data, forKey: entry.key, ttl: entry.ttl, locked: entry.isLocked)
+                report.imported.append(entry.key)
+            } catch {
+                report.failures.append(.init(path: path, reason: "cannot store it under '\(entry.key)': \(error)"))
+            }
+        }
+    }
+
+    /// The preloaded entry for `key`, or `nil` when there is none or it cannot be read.
+    func entry(forKey key: String) -> PreloadedEntry? {
+        switch entries.format {
+        case .files:
+            // Only keys that are safe file names can name a file in the directory.
+            guard (try? KeyEncoding.validateFileName(key, key: key)) != nil else { return nil }
+            return try? read(root + "/" + key, name: key).get()
+        case .records:
+            guard let path = recordPaths[key], let entry = try? Self.readRecord(path, readPayload: true, io: io).get(),
+                  entry.key == key else { return nil }
+            return entry
+        }
+    }
+
+    // MARK: - Reading files
+
+    private func read(_ path: String, name: String) -> Result<PreloadedEntry, PreloadReport.Failure> {
+        switch entries.format {
+        case .records:
+            return Self.readRecord(path, readPayload: true, io: io)
+        case .files:
+            do {
+                let bytes = try io.readFile(path, limit: Self.maximumFileSize)
+                return .success(PreloadedEntry(key: name, data: Data(bytes), ttl: entries.ttl, isLocked: false))
+            } catch {
+                return .failure(.init(path: path, reason: "cannot read it: \(error)"))
+            }
+        }
+    }
+
+    private static func readRecord(_ path: String, readPayload: Bool, io: FileIO) -> Result<PreloadedEntry, PreloadReport.Failure> {
+        let result: RecordReadResult
+        do {
+            result = try RecordFile(io: io).read(path, readPayload: readPayload, verifyPayload: true)
+        } catch {
+            return .failure(.init(path: path, reason: "cannot read it: \(error)"))
+        }
+        switch result {
+        case .missing:
+            return .failure(.init(path: path, reason: "it is missing"))
+        case .corrupt(let reason):
+            return .failure(.init(path: path, reason: "not a valid record (\(reason))"))
+        case .record(let contents):
+            let name = String(path.split(separator: "/").last ?? "")
+            return .success(PreloadedEntry(
+                key: contents.storedKey ?? name, data: contents.payload ?? Data(),
+                ttl: TimeInterval(contents.header.ttl), isLocked: contents.header.refCount > 0))
+        }
+    }
+
+    /// The paths of the non-hidden files in `folder` (and, when `recursive`, its non-hidden
+    /// subfolders), sorted so that imports happen in a stable order.
+    static func files(under folder: String, recursive: Bool, io: FileIO) -> [String] {
+        guard let listing = try? io.listDirectory(folder) else { return [] }
+        var result: [String] = []
+        for entry in listing.sorted(by: { $0.name < $1.name }) where !entry.name.hasPrefix(".") {
+            let path = folder + "/" + entry.name
+            var isDirectory = entry.isDirectory
+            if isDirectory == nil, let info = try? io.lstat(path) { isDirectory = (info.st_mode & S_IFMT) == S_IFDIR }
+            if isDirectory == true {
+                if recursive { result += files(under: path, recursive: true, io: io) }
+            } else {
+                result.append(path)
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,55 @@
+import Dispatch
+import Synchronization
+
+/// Set by a task's cancellation handler; read by the work it queued.
+private final class CancellationFlag: Sendable {
+    let isSet = Atomic<Bool>(false)
+}
+
+extension DispatchQueue {
+    /// Runs blocking work on this queue and awaits its result, so that file I/O never occupies a
+    /// thread of the cooperative pool. The one bridge every `async` twin goes through.
+    ///
+    /// Cancellation is honoured until the work starts: a task cancelled before the call, or while
+    /// the work waits in the queue, gets ``CacheError/Code/cancelled`` and the work never runs.
+    /// Once started, the work runs to completion.
+    /// - Parameters:
+    ///   - key: The key the work concerns, for the cancellation error.
+    ///   - work: The blocking work.
+    package func runBlocking<T: Sendable>(key: String?, _ work: @escaping @Sendable () throws -> T) async throws -> T {
+        let cancelled = CacheError(.cancelled, "the task was cancelled before the cache started the work", key: key)
+        if Task.isCancelled { throw cancelled }
+        let flag = CancellationFlag()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                self.async {
+                    if flag.isSet.load(ordering: .acquiring) {
+                        continuation.resume(throwing: cancelled)
+                        return
+                    }
+                    continuation.resume(with: Result { try work() })
+                }
+            }
+        } onCancel: {
+            flag.isSet.store(true, ordering: .releasing)
+        }
+    }
+
+    /// Runs blocking work on this queue, then hands its outcome to `completion` on `queue`: the
+    /// one bridge every callback-style call goes through. A `nil` result is delivered as
+    /// ``CacheResponse/notFound``, a thrown error as ``CacheResponse/failure(_:)``.
+    package func runBlocking<T: Sendable>(
+        deliveringOn queue: DispatchQueue, _ work: @escaping @Sendable () throws -> T?,
+        completion: @escaping @Sendable (CacheResponse<T>) -> Void
+    ) {
+        self.async {
+            let response: CacheResponse<T>
+            do {
+                response = try work().map { .success($0) } ?? .notFound
+            } catch {
+                response = .failure(error)
+            }
+            queue.async { completion(response) }
+        }
+    }
+}

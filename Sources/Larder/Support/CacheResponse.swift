@@ -1,0 +1,24 @@
+/// The outcome of a callback-style call (SPTPersistentCache's `SPTPersistentCacheResponse`).
+///
+/// Loads deliver `.success(value)` or `.notFound`; writes deliver `.success(())`; any call
+/// delivers `.failure(error)` when it throws (usually a ``CacheError``).
+public enum CacheResponse<Value: Sendable>: Sendable {
+    /// The call succeeded, with its result.
+    case success(Value)
+    /// Nothing live is stored under the key.
+    case notFound
+    /// The call failed.
+    case failure(any Error)
+
+    /// The value of a `.success`, or `nil`.
+    public var value: Value? {
+        if case .success(let value) = self { return value }
+        return nil
+    }
+
+    /// The error of a `.failure`, or `nil`.
+    public var error: (any Error)? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+@testable import Larder
+
+@Suite struct HybridPreloadTests {
+    /// Writes plain preloaded files into `folder`.
+    func writeFiles(_ files: [String: String], to folder: URL) throws {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for (name, content) in files { try Data(content.utf8).write(to: folder.appendingPathComponent(name)) }
+    }
+
+    @Test func copyIfMissingImportsPlainFilesAndLeavesPresentEntriesAlone() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let shipped = dir.appending("shipped")
+        try writeFiles(["a": "alpha", "b": "shipped b", "c": "gamma", ".hidden": "no"], to: shipped)
+        // A broken entry: a link to nothing.
+        try FileManager.default.createSymbolicLink(atPath: shipped.appendingPathComponent("broken").path, withDestinationPath: "/nonexistent/x")
+        let clock = ManualClock(now: 1_700_000_000)
+        let cacheDir = dir.appending("cache")
+        do {
+            let disk = try DiskCache(options: testOptions(cacheDir, clock: clock))
+            try disk.store(bytes("kept b"), forKey: "b")
+            disk.close()
+        }
+        clock.advance(by: 100)  // within the default expiration (600 s): "b" is still there
+        var options = hybridOptions(cacheDir, clock: clock)
+        options.preloaded = PreloadedEntries(directory: shipped)
+        let cache = try HybridCache(options: options)
+        let report = try #require(cache.preloadReport)
+        #expect(report.imported == ["a", "c"])
+        #expect(report.alreadyPresent == ["b"])
+        #expect(report.failures.map { ($0.path as NSString).lastPathComponent } == ["broken"])
+        #expect(try cache.data(forKey: "a") == bytes("alpha"))
+        #expect(try cache.data(forKey: "b") == bytes("kept b"))
+        #expect(try cache.data(forKey: ".hidden") == nil)
+        // Imported with a fresh update time: the time of the open, not the file's.
+        #expect(try cache.disk.load(forKey: "c")?.updateTime == 1_700_000_100)
+        #expect(cache.disk.count == 3)
+    }
+
+    @Test func copyIfMissingImportsRecordsWithTheirTTLAndLockAndSkipsBrokenOnes() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 1_600_000_000)
+        let shipped = dir.appending("shipped")
+        do {
+            let source = try DiskCache(options: testOptions(shipped, clock: clock))
+            try source.store(bytes("one"), forKey: "https://example.com/1", ttl: 50)
+            try source.store(bytes("two"), forKey: "https://example.com/2", locked: true)
+            try source.store(bytes("three"), forKey: "present")
+            source.close()
+        }
+        // A broken record: garbage where a record should be.
+        try Data("not a record at all, long enough to not be truncated ......................".utf8)
+            .write(to: shipped.appendingPathComponent("zz-broken"))
+        let cacheDir = dir.appending("cache")
+        clock.now = 1_700_000_000
+        do {
+            let disk = try DiskCache(options: testOptions(cacheDir, clock: clock))
+            try disk.store(bytes("mine"), forKey: "present")
+            disk.close()
+        }
+        var options = hybridOptions(cacheDir, clock: clock)
+        options.preloaded = PreloadedEntries(directory: shipped, format: .records)
+        let cache = try HybridCache(options: options)
+        let report = try #require(cache.preloadReport)
+        #expect(Set(report.imported) == ["https://example.com/1", "https://example.com/2"])
+        #expect(report.alreadyPresent == ["present"])
+        #expect(report.failures.count == 1 && report.failures[0].path.hasSuffix("zz-broken"))
+        let one = try #require(try cache.disk.load(forKey: "https://example.com/1"))
+        #expect(one.ttl == 50 && one.updateTime == 1_700_000_000 && !one.isLocked)
+        #expect(try cache.disk.load(forKey: "https://example.com/2")?.isLocked == true)
+        #expect(try cache.data(forKey: "present") == bytes("mine"))
+    }
+
+    @Test func readThroughServesMissesFromTheDirectoryAndPromotesThem() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let shipped = dir.appending("shipped")
+        try writeFiles(["logo": "png bytes", "other": "o"], to: shipped)
+        var options = hybridOptions(dir.appending("cache"))
+        options.preloaded = PreloadedEntries(directory: shipped, mode: .readThrough)
+        let cache = try HybridCache(options: options)
+        #expect(cache.preloadReport?.imported == [])
+        #expect(!cache.disk.contains("logo"))  // nothing copied at open
+        #expect(try cache.data(forKey: "logo", from: .memory) == nil)
+        #expect(try cache.data(forKey: "logo") == bytes("png bytes"))
+        #expect(cache.disk.contains("logo"))  // promoted to the cache on the hit
+        #expect(cache.memory.value(forKey: "logo") == bytes("png bytes"))
+        #expect(!cache.disk.contains("other"))
+        #expect(try cache.data(forKey: "../shipped/logo") == nil)  // only names in the directory
+        #expect(try cache.data(forKey: "absent") == nil)
+        // The cache's own newer value wins over the shipped one.
+        try cache.store(bytes("new logo"), forKey: "logo")
+        #expect(try cache.data(forKey: "logo", from: .disk) == bytes("new logo"))
+        #expect(FileManager.default.contents(atPath: shipped.appendingPathComponent("logo").path) == bytes("png bytes"))
+    }
+
+    @Test func readThroughOfRecordsFindsKeysByTheirStoredKey() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let shipped = dir.appending("shipped")
+        do {
+            let source = try DiskCache(options: testOptions(shipped))
+            try source.store(bytes("payload"), forKey: "https://example.com/a.json", ttl: 3600)
+            source.close()
+        }
+        try Data(repeating: 0x41, count: 100).write(to: shipped.appendingPathComponent("junk"))
+        var options = hybridOptions(dir.appending("cache"))
+        options.preloaded = PreloadedEntries(directory: shipped, format: .records, mode: .readThrough)
+        let cache = try HybridCache(options: options)
+        let report = try #require(cache.preloadReport)
+        #expect(report.available == ["https://example.com/a.json"])
+        #expect(report.failures.count == 1)
+        #expect(try cache.data(forKey: "https://example.com/a.json", from: .disk) == bytes("payload"))
+        #expect(try cache.disk.load(forKey: "https://example.com/a.json")?.ttl == 3600)
+    }
+}
