@@ -5,4 +5,5 @@ let suites: [(name: String, run: @Sendable (BenchContext) throws -> Void)] = [
     ("concurrency", runConcurrencySuite),
     ("gc", runGCSuite),
     ("open", runOpenSuite),
+    ("hybrid", runHybridSuite),
 ]
