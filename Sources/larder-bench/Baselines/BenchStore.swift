@@ -1,0 +1,58 @@
+import Foundation
+import Larder
+
+/// What the disk and concurrency suites need from a store: put bytes under a key, get them back.
+///
+/// Each implementation is opened on its own empty folder; `close()` flushes whatever it keeps
+/// in memory, so that the folder can be reopened or removed.
+protocol BenchStore: AnyObject {
+    /// Stores `data` under `key`, replacing anything there.
+    func store(_ data: Data, forKey key: String) throws
+    /// The bytes stored under `key`, or `nil`.
+    func load(forKey key: String) throws -> Data?
+    /// Releases the store.
+    func close()
+}
+
+/// `DiskCache` behind the ``BenchStore`` protocol.
+final class LarderStore: BenchStore, Sendable {
+    let cache: DiskCache
+
+    init(directory: String, verifiesPayloadChecksum: Bool = true) throws {
+        var options = DiskCacheOptions(directory: URL(fileURLWithPath: directory, isDirectory: true))
+        options.verifiesPayloadChecksum = verifiesPayloadChecksum
+        cache = try DiskCache(options: options)
+    }
+
+    func store(_ data: Data, forKey key: String) throws {
+        try cache.store(data, forKey: key)
+    }
+
+    func load(forKey key: String) throws -> Data? {
+        try cache.load(forKey: key)?.data
+    }
+
+    func close() {
+        cache.close()
+    }
+}
+
+/// One implementation as the suites see it: a name and a way to open it on a folder.
+struct BenchStoreKind: Sendable {
+    var name: String
+    var open: @Sendable (_ directory: String) throws -> any BenchStore
+
+    static let larder = BenchStoreKind(name: "larder") { try LarderStore(directory: $0) }
+    static let larderNoVerify = BenchStoreKind(name: "larder-noverify") {
+        try LarderStore(directory: $0, verifiesPayloadChecksum: false)
+    }
+    static let posixFloor = BenchStoreKind(name: "posix-floor") { try PosixFloorStore(directory: $0) }
+    static let sqlite = BenchStoreKind(name: "sqlite") { try SQLiteStore(directory: $0) }
+    static let foundationNaive = BenchStoreKind(name: "foundation-naive") { try FoundationNaiveStore(directory: $0) }
+}
+
+/// A failure in a baseline, with what it was doing.
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,64 @@
+import Dispatch
+import Foundation
+import Larder
+
+// The concurrency suite: a mix of 90 % loads and 10 % stores (overwrites) of 4 KiB over 10,000
+// keys, from one thread and from two. ns_per_op is wall time divided by the operations of all
+// threads, so a lower mixed-2t than mixed-1t means the threads ran in parallel.
+
+func runConcurrencySuite(_ context: BenchContext) throws {
+    let keyCount = 10_000
+    let operations = context.quick ? 20_000 : 100_000
+    let repeats = context.quick ? 3 : 5
+    let payload = randomPayload(4096, seed: 99)
+    let keys = (0 ..< keyCount).map { "asset-\($0)" }
+    let directory = try BenchDirectory("concurrency")
+    defer { directory.remove() }
+
+    // One operation list per thread: the key's number, with the top bit set for a store.
+    func operationList(count: Int, seed: UInt64) -> [UInt32] {
+        var random = BenchRandom(seed: seed)
+        return (0 ..< count).map { _ in
+            let key = UInt32(random.next() % UInt64(keyCount))
+            return random.next() % 10 == 0 ? key | 0x8000_0000 : key
+        }
+    }
+    let single = operationList(count: operations, seed: 1)
+    let pair = [operationList(count: operations / 2, seed: 2), operationList(count: operations / 2, seed: 3)]
+
+    let kinds: [(name: String, open: (String) throws -> any BenchStore & Sendable)] = [
+        ("larder", { try LarderStore(directory: $0) }),
+        ("posix-floor", { try PosixFloorStore(directory: $0) }),
+    ]
+    for kind in kinds {
+        let folder = directory.sub(kind.name)
+        let store = try kind.open(folder)
+        let name = kind.name
+        for key in keys { try store.store(payload, forKey: key) }
+
+        @Sendable func run(_ list: [UInt32]) {
+            do {
+                var total = 0
+                for op in list {
+                    let key = keys[Int(op & 0x7FFF_FFFF)]
+                    if op & 0x8000_0000 != 0 {
+                        try store.store(payload, forKey: key)
+                    } else {
+                        total &+= try store.load(forKey: key)?.count ?? 0
+                    }
+                }
+                blackHole(total)
+            } catch {
+                fatalError("\(name): \(error)")
+            }
+        }
+        let oneThread = context.measure(iterations: operations, repeats: repeats) { run(single) }
+        let twoThreads = context.measure(iterations: operations, repeats: repeats) {
+            DispatchQueue.concurrentPerform(iterations: 2) { run(pair[$0]) }
+        }
+        context.report(suite: "concurrency", case: "mixed-1t", impl: kind.name, n: keyCount, bytes: 4096, nsPerOp: oneThread)
+        context.report(suite: "concurrency", case: "mixed-2t", impl: kind.name, n: keyCount, bytes: 4096, nsPerOp: twoThreads)
+        store.close()
+        removeTree(folder)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import Larder
+
+// The disk suite: DiskCache against the floor for one-file-per-entry storage (raw syscalls, no
+// header, checksum or index), against SQLite and against the naive Foundation cache, on the
+// same keys, payloads and access order.
+//
+// Stores are fresh inserts: every round opens each implementation on a new empty folder and
+// stores n new keys (the first round is a warm-up, later rounds give the median). Loads and
+// misses then run against the last round's n records, in a shuffled order, with the files in
+// the page cache (a warm cache: what a hit costs once the OS has the data). Implementations take
+// turns within each round, so that a noisy neighbour slows all of them alike.
+
+func runDiskSuite(_ context: BenchContext) throws {
+    let kinds: [BenchStoreKind] = [.larder, .larderNoVerify, .posixFloor, .sqlite, .foundationNaive]
+    let repeats = context.quick ? 3 : 5
+    // 256 KiB payloads use fewer keys so that a round writes 512 MiB rather than 5 GiB.
+    let sizes: [(label: String, bytes: Int, n: Int)] = [
+        ("4k", 4096, context.quick ? 2_000 : 20_000),
+        ("256k", 256 * 1024, context.quick ? 200 : 2_000),
+    ]
+    let growthSizes = context.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]
+    let directory = try BenchDirectory("disk")
+    defer { directory.remove() }
+    var random = BenchRandom(seed: 7)
+
+    for size in sizes {
+        let payload = randomPayload(size.bytes, seed: UInt64(size.bytes))
+        var lines: [(name: String, impl: String, nsPerOp: Double)] = []
+
+        // Stores: each round opens every implementation on a new folder and stores n new keys
+        // into it, one implementation after the other, so that all see the same machine state.
+        var storeSamples = Array(repeating: [Double](), count: kinds.count)
+        var kept: [(any BenchStore)?] = Array(repeating: nil, count: kinds.count)
+        var keys: [String] = []
+        for round in 0 ... repeats {
+            keys = (0 ..< size.n).map { "asset-\(round)-\($0)" }
+            // The order turns each round: on this ext4 the first creator after a mass delete pays
+            // the kernel's search past recently deleted inodes.
+            for turn in 0 ..< kinds.count {
+                let k = (turn + round) % kinds.count
+                let kind = kinds[k]
+                let store = try kind.open(directory.sub("\(kind.name)-\(size.label)-\(round)"))
+                let start = monotonicNanoseconds()
+                for key in keys { try store.store(payload, forKey: key) }
+                let elapsed = monotonicNanoseconds() - start
+                if round > 0 { storeSamples[k].append(Double(elapsed) / Double(size.n)) }
+                if round == repeats { kept[k] = store } else { store.close() }
+            }
+            if round < repeats {
+                // Unmeasured: drop the round's files and let the disk settle before the next.
+                for kind in kinds { removeTree(directory.sub("\(kind.name)-\(size.label)-\(round)")) }
+                sync()
+            }
+        }
+        for (k, kind) in kinds.enumerated() { lines.append(("store-\(size.label)", kind.name, median(storeSamples[k]))) }
+
+        // Loads of the last round's keys, and misses, interleaved the same way.
+        let stores = kept.compactMap { $0 }
+        let probes = keys.shuffled(using: &random)
+        let hits = try interleavedLoads(stores, probes: probes, repeats: repeats, expectedBytes: size.bytes)
+        for (k, kind) in kinds.enumerated() { lines.append(("load-\(size.label)", kind.name, hits[k])) }
+        if size.label == "4k" {
+            let misses = (0 ..< size.n).map { "missing-\($0)" }
+            let missed = try interleavedLoads(stores, probes: misses, repeats: repeats, expectedBytes: nil)
+            for (k, kind) in kinds.enumerated() { lines.append(("load-miss", kind.name, missed[k])) }
+        }
+        for store in stores { store.close() }
+        for kind in kinds { removeTree(directory.sub("\(kind.name)-\(size.label)-\(repeats)")) }
+        sync()
+        for line in lines.sorted(by: { $0.name < $1.name }) {
+            context.report(suite: "disk", case: line.name, impl: line.impl, n: size.n, bytes: size.bytes, nsPerOp: line.nsPerOp)
+        }
+    }
+
+    // Growth: how a larder hit's cost changes with the number of records.
+    let payload = randomPayload(4096, seed: 4096)
+    for n in growthSizes {
+        let folder = directory.sub("growth-\(n)")
+        let store = try BenchStoreKind.larder.open(folder)
+        let keys = (0 ..< n).map { "asset-\($0)" }
+        for key in keys { try store.store(payload, forKey: key) }
+        let nsPerOp = try interleavedLoads([store], probes: keys.shuffled(using: &random), repeats: repeats, expectedBytes: 4096)[0]
+        context.report(suite: "disk", case: "load-4k", impl: "larder", n: n, bytes: 4096, nsPerOp: nsPerOp)
+        store.close()
+        removeTree(folder)
+    }
+}
+
+/// Loads every probe once per round in each store in turn (a first round warms up); returns each
+/// store's median ns per load. Checks that every load hit (`expectedBytes`) or missed (`nil`).
+private func interleavedLoads(_ stores: [any BenchStore], probes: [String], repeats: Int, expectedBytes: Int?) throws -> [Double] {
+    var samples = Array(repeating: [Double](), count: stores.count)
+    let expected = expectedBytes.map { $0 * probes.count } ?? -probes.count
+    for round in 0 ... repeats {
+        for turn in 0 ..< stores.count {
+            let k = (turn + round) % stores.count
+            let store = stores[k]
+            let start = monotonicNanoseconds()
+            var total = 0
+            for key in probes {
+                total &+= try store.load(forKey: key)?.count ?? -1
+            }
+            let elapsed = monotonicNanoseconds() - start
+            blackHole(total)
+            guard total == expected else { throw BenchError("loads returned \(total) bytes in all, expected \(expected)") }
+            if round > 0 { samples[k].append(Double(elapsed) / Double(probes.count)) }
+        }
+    }
+    return samples.map(median)
+}
