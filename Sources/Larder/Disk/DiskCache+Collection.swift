@@ -86,7 +86,7 @@ extension DiskCache {
         try checkWritable(key: nil)
         waitForIndex()
         var events: [CacheEvent] = []
-        let names = listRecordNames(events: &events)
+        let names = listRecordNames(events: &events).names
         var failure: CacheError?
         for name in names {
             let path = layout.path(for: name)

@@ -91,7 +91,7 @@ extension DiskCache {
             // A snapshot is only trusted once: a crash from now on must not leave a stale one.
             if !options.isReadOnly { _ = try? io.unlink(layout.snapshotPath) }
         }
-        let names = listRecordNames(events: &events)
+        let (names, listedEverything) = listRecordNames(events: &events)
         var entries: [IndexEntry] = []
         entries.reserveCapacity(names.count)
         var unknown: [String] = []
@@ -105,8 +105,14 @@ extension DiskCache {
             unknown = names
         }
         var scanned: [IndexEntry] = []
+        var suspects: Set<String> = []
         for name in unknown {
-            guard case .record(let contents)? = try? records.read(layout.path(for: name), readPayload: false) else { continue }
+            guard case .record(let contents)? = try? records.read(layout.path(for: name), readPayload: false) else {
+                // Corrupt or unreadable: not indexed, but a load must still find it (to report
+                // and remove it), so it is not answered as a miss from the index.
+                suspects.insert(name)
+                continue
+            }
             let header = contents.header
             scanned.append(IndexEntry(
                 name: name, key: contents.storedKey ?? (options.keyEncoding.storesKey ? nil : name),
@@ -122,8 +128,10 @@ extension DiskCache {
         let count: Int = state.withLock { s in
             let fresh = s.touchedDuringBuild.isEmpty ? entries : entries.filter { !s.touchedDuringBuild.contains($0.name) }
             s.index.prependOlder(fresh)
+            s.suspects = suspects.subtracting(s.touchedDuringBuild)
             s.touchedDuringBuild = []
             s.isIndexReady = true
+            s.isIndexAuthoritative = listedEverything
             return s.index.count
         }
         events.append(.indexReady(recordCount: count))
@@ -139,14 +147,14 @@ extension DiskCache {
         emit(events)
     }
 
-    /// The file names of every record on disk (``DiskLayout/recordNames(io:)``); an unreadable
-    /// root is reported as an event and reads as empty.
-    func listRecordNames(events: inout [CacheEvent]) -> [String] {
+    /// The file names of every record on disk (``DiskLayout/recordNames(io:)``), and whether the
+    /// list is complete; an unreadable root is reported as an event and reads as empty, incomplete.
+    func listRecordNames(events: inout [CacheEvent]) -> (names: [String], isComplete: Bool) {
         do {
             return try layout.recordNames(io: io)
         } catch {
             events.append(.ioError(operation: "list", path: layout.root, errno: error.rawValue))
-            return []
+            return ([], false)
         }
     }
 
@@ -156,21 +164,18 @@ extension DiskCache {
         guard !options.isReadOnly else { return [] }
         var events: [CacheEvent] = []
         while true {
-            let batch: [String] = state.withLock { s in Array(s.dirtyNames.prefix(256)) }
-            if batch.isEmpty { break }
-            for name in batch {
+            // Take the whole queue; reads that dirty an entry meanwhile queue it again.
+            let queued: [String] = state.withLock { s in
+                defer { s.dirtyQueue = [] }
+                return s.dirtyQueue
+            }
+            if queued.isEmpty { break }
+            for name in queued {
                 let path = layout.path(for: name)
                 withStripe(name) {
-                    let entry = state.withLock { $0.index[name] }
-                    defer {
-                        state.withLock { s in
-                            s.dirtyNames.remove(name)
-                            s.index.modify(name) { $0.isAccessDirty = false }
-                        }
-                    }
-                    guard let entry, entry.isAccessDirty,
-                          case .record(let contents)? = try? records.read(path, readPayload: false)
-                    else { return }
+                    guard let entry = state.withLock({ $0.index[name] }), entry.isAccessDirty else { return }
+                    defer { state.withLock { $0.index.modify(name) { $0.isAccessDirty = false } } }
+                    guard case .record(let contents)? = try? records.read(path, readPayload: false) else { return }
                     var header = contents.header
                     _mergeAccessTimes(into: &header, from: entry)
                     guard header != contents.header else { return }
@@ -242,6 +247,7 @@ extension DiskCache {
         }
         let alreadyClosed = state.withLock { s in
             defer { s.isClosed = true }
+            isClosedFlag.store(true, ordering: .releasing)
             return s.isClosed
         }
         if !alreadyClosed { directoryLock?.release() }

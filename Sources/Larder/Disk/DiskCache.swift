@@ -42,14 +42,23 @@ public final class DiskCache: Sendable {
     private let stripes: [KeyStripe]
     let directoryLock: DirectoryLock?
     private let temporaryCounter = Atomic<UInt64>(0)
+    /// This process's id, part of every temporary file's name.
+    private let processID = getpid()
+    /// `State.isClosed`, readable without the lock on every call.
+    let isClosedFlag = Atomic<Bool>(false)
 
     struct State: ~Copyable {
         var index = DiskIndex()
         var isIndexReady = false
+        /// Whether the build listed every folder, so that a name the index lacks has no file.
+        var isIndexAuthoritative = false
+        /// Files the build found corrupt or could not read: not indexed, but not known absent.
+        var suspects: Set<String> = []
         /// Names stored, removed or read while the background build ran; the build defers to them.
         var touchedDuringBuild: Set<String> = []
-        /// Names whose access times are newer in the index than in their header.
-        var dirtyNames: Set<String> = []
+        /// Names whose access times became newer in the index than in their header, in order; a
+        /// name whose entry is gone or clean again by write-back time is skipped.
+        var dirtyQueue: [String] = []
         var statistics = DiskCacheStatistics()
         var isClosed = false
         var timer: (any DispatchSourceTimer)?
@@ -163,7 +172,6 @@ public final class DiskCache: Sendable {
                         s.index.upsert(IndexEntry(
                             name: name, key: key, diskSize: diskSize(fileSize), updateTime: header.updateTimeSec,
                             lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: header.refCount))
-                        s.dirtyNames.remove(name)
                         if !s.isIndexReady { s.touchedDuringBuild.insert(name) }
                         s.statistics.stores += 1
                         s.statistics.bytesWritten += data.count
@@ -197,7 +205,9 @@ public final class DiskCache: Sendable {
     ///
     /// A hit counts as a use: it moves the record to the most recently used end and, for `ttl` 0
     /// records, slides its expiry. The new times are kept in the index and written to the header
-    /// in batches, so a load performs no write.
+    /// in batches, so a load performs no write. Once the index is complete, a writable cache
+    /// answers a miss from it without touching the disk (it owns the directory; a record copied
+    /// in behind its back appears at the next open).
     /// - Returns: The record, or `nil` when it is absent, expired (and unlocked) or corrupt. A
     ///   corrupt record's file is removed and reported as ``CacheEvent/corruptRecordRemoved(key:file:reason:)``.
     /// - Throws: ``CacheError``: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``.
@@ -205,12 +215,21 @@ public final class DiskCache: Sendable {
         try checkOpen(key: key)
         let name = try options.keyEncoding.fileName(for: key)
         let path = layout.path(for: name)
+        // A writer owns its directory, so once its index is complete a name the index lacks has
+        // no file: answer the miss without a system call.
+        if !options.isReadOnly, state.withLock({ s in
+            guard s.isIndexAuthoritative, !s.index.contains(name), !s.suspects.contains(name) else { return false }
+            s.statistics.misses += 1
+            return true
+        }) {
+            return nil
+        }
         let now = options.clock.now
         var events: [CacheEvent] = []
         let record: CacheRecord? = try withStripe(name) { () throws(CacheError) -> CacheRecord? in
             let result: RecordReadResult
             do throws(Errno) {
-                result = try records.read(path, verifyPayload: options.verifiesPayloadChecksum)
+                result = try records.read(path, verifyPayload: options.verifiesPayloadChecksum, expectedKey: key)
             } catch {
                 throw CacheError(.ioFailure, "cannot read the record", key: key, path: path, errno: error.rawValue)
             }
@@ -225,10 +244,7 @@ public final class DiskCache: Sendable {
                 events.append(_removeCorrupt(name: name, key: key, path: path, reason: reason))
                 return nil
             case .record(let contents):
-                if let stored = contents.storedKey, stored != key {
-                    events.append(_removeCorrupt(name: name, key: key, path: path, reason: .badStoredKey))
-                    return nil
-                }
+                // `read` checked any stored key against `key`.
                 return _registerHit(name: name, key: key, path: path, contents: contents, now: now, countsAsLoad: true)
             }
         }
@@ -344,7 +360,7 @@ public final class DiskCache: Sendable {
 
     func nextTemporaryPath() -> String {
         let n = temporaryCounter.wrappingAdd(1, ordering: .relaxed).oldValue
-        return layout.temporaryFolder + "/\(getpid())-\(n)"
+        return layout.temporaryFolder + "/\(processID)-\(n)"
     }
 
     func emit(_ events: [CacheEvent]) {
@@ -353,7 +369,7 @@ public final class DiskCache: Sendable {
     }
 
     func checkOpen(key: String?) throws(CacheError) {
-        if state.withLock({ $0.isClosed }) {
+        if isClosedFlag.load(ordering: .acquiring) {
             throw CacheError(.closed, "the cache was closed", key: key, path: layout.root)
         }
     }
@@ -382,11 +398,7 @@ public final class DiskCache: Sendable {
     /// Reads a header (and stored key) under the caller's stripe, mapping failures to ``CacheError``.
     func readHeader(path: String, key: String?) throws(CacheError) -> RecordReadResult {
         do {
-            let result = try records.read(path, readPayload: false)
-            if case .record(let contents) = result, let key, let stored = contents.storedKey, stored != key {
-                return .corrupt(.badStoredKey)
-            }
-            return result
+            return try records.read(path, readPayload: false, expectedKey: key)
         } catch {
             throw CacheError(.ioFailure, "cannot read the record's header", key: key, path: path, errno: error.rawValue)
         }
@@ -410,7 +422,7 @@ public final class DiskCache: Sendable {
     /// Drops a name from the index. Expects the state lock held.
     func _forget(_ name: String, in s: inout State) {
         s.index.remove(name)
-        s.dirtyNames.remove(name)
+        if !s.suspects.isEmpty { s.suspects.remove(name) }
         if !s.isIndexReady { s.touchedDuringBuild.insert(name) }
     }
 
@@ -441,9 +453,10 @@ public final class DiskCache: Sendable {
         let nowSeconds = Self.seconds(now)
         let nowMs = Self.milliseconds(now)
         let outcome: (expired: Bool, updateTime: UInt64, lastAccessMs: UInt64) = state.withLock { s in
-            let indexed = s.index[name]
+            // One lookup of the name serves the expiry check and the update.
+            let slot = s.index.slot(of: name)
             var updateTime = header.updateTimeSec
-            if header.ttl == 0, let indexed, indexed.updateTime > updateTime { updateTime = indexed.updateTime }
+            if header.ttl == 0, let slot { updateTime = max(updateTime, s.index[slot: slot].updateTime) }
             if header.isExpired(now: now, defaultExpiration: options.defaultExpiration, anchor: updateTime) {
                 if countsAsLoad {
                     s.statistics.misses += 1
@@ -456,12 +469,27 @@ public final class DiskCache: Sendable {
                 s.statistics.hits += 1
                 s.statistics.bytesRead += Int(header.payloadSizeBytes)
             }
-            let entry = IndexEntry(
-                name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize),
-                updateTime: newUpdateTime, lastAccessMs: nowMs, ttl: header.ttl, lockCount: header.refCount,
-                isAccessDirty: !options.isReadOnly)
-            s.index.upsert(entry)
-            if !options.isReadOnly { s.dirtyNames.insert(name) }
+            let tracksAccess = !options.isReadOnly
+            var becameDirty = tracksAccess
+            if let slot {
+                s.index.modify(slot: slot, moveToMostRecent: true) { entry in
+                    if entry.key == nil { entry.key = contents.storedKey ?? key }
+                    entry.diskSize = diskSize(contents.fileSize)
+                    entry.updateTime = newUpdateTime
+                    entry.lastAccessMs = nowMs
+                    entry.ttl = header.ttl
+                    entry.lockCount = header.refCount
+                    becameDirty = tracksAccess && !entry.isAccessDirty
+                    if tracksAccess { entry.isAccessDirty = true }
+                }
+            } else {
+                s.index.upsert(IndexEntry(
+                    name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize),
+                    updateTime: newUpdateTime, lastAccessMs: nowMs, ttl: header.ttl, lockCount: header.refCount,
+                    isAccessDirty: tracksAccess))
+            }
+            // Queued once per collection interval, not once per read.
+            if becameDirty { s.dirtyQueue.append(name) }
             if !s.isIndexReady { s.touchedDuringBuild.insert(name) }
             return (false, newUpdateTime, nowMs)
         }
@@ -519,8 +547,7 @@ public final class DiskCache: Sendable {
                         ttl: header.ttl, lockCount: header.refCount)
                     // A lock is not a use: the record keeps its place in the LRU order.
                     s.index.replaceKeepingPosition(entry)
-                    s.dirtyNames.remove(name)
-                    if !s.isIndexReady { s.touchedDuringBuild.insert(name) }
+                                if !s.isIndexReady { s.touchedDuringBuild.insert(name) }
                 }
                 return true
             }

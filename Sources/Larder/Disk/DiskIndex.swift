@@ -60,6 +60,24 @@ struct DiskIndex: Sendable {
 
     func contains(_ name: String) -> Bool { positions[name] != nil }
 
+    /// The slot that holds a name's entry, for several operations on it with one lookup.
+    func slot(of name: String) -> Int32? { positions[name] }
+
+    /// The entry in a slot returned by ``slot(of:)``.
+    subscript(slot slot: Int32) -> IndexEntry { slots[Int(slot)] }
+
+    /// Changes the entry in a slot returned by ``slot(of:)``; `moveToMostRecent` also records a use.
+    /// The name must not change.
+    mutating func modify(slot: Int32, moveToMostRecent: Bool, _ body: (inout IndexEntry) -> Void) {
+        account(slots[Int(slot)], sign: -1)
+        body(&slots[Int(slot)])
+        account(slots[Int(slot)], sign: 1)
+        if moveToMostRecent, slot != tail {
+            unlink(slot)
+            appendToTail(slot)
+        }
+    }
+
     /// Inserts or replaces an entry and makes it the most recently used.
     mutating func upsert(_ entry: IndexEntry) {
         if let slot = positions[entry.name] {
@@ -103,16 +121,10 @@ struct DiskIndex: Sendable {
         account(entry, sign: 1)
     }
 
-    /// Changes an entry in place; `moveToMostRecent` also records a use.
+    /// Changes an entry in place, if there is one; `moveToMostRecent` also records a use.
     mutating func modify(_ name: String, moveToMostRecent: Bool = false, _ body: (inout IndexEntry) -> Void) {
         guard let slot = positions[name] else { return }
-        account(slots[Int(slot)], sign: -1)
-        body(&slots[Int(slot)])
-        account(slots[Int(slot)], sign: 1)
-        if moveToMostRecent, slot != tail {
-            unlink(slot)
-            appendToTail(slot)
-        }
+        modify(slot: slot, moveToMostRecent: moveToMostRecent, body)
     }
 
     /// Removes an entry, returning it.

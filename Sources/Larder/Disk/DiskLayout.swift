@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 
 /// Where a cache's files live: `<root>/<2-char shard>/<file name>` (SPTPersistentCache's
@@ -13,10 +20,14 @@ package struct DiskLayout: Sendable {
     package static let snapshotName = ".larder-index"
     package static let temporaryFolderName = ".larder-tmp"
 
+    /// `root` and a slash, the prefix of every path.
+    private let rootSlash: String
+
     package init(root: String) {
         var root = root
         while root.count > 1, root.hasSuffix("/") { root.removeLast() }
         self.root = root
+        rootSlash = root == "/" ? "/" : root + "/"
     }
 
     package var metadataPath: String { root + "/" + Self.metadataName }
@@ -26,6 +37,16 @@ package struct DiskLayout: Sendable {
 
     /// The shard folder name for a file name: its first two characters, or `nil` for shorter names.
     package static func shard(for name: String) -> String? {
+        // Fast path: two ASCII bytes not followed by a combining byte are two characters.
+        let utf8 = name.utf8
+        var bytes = utf8.makeIterator()
+        if let a = bytes.next(), let b = bytes.next(), a < 0x80, b < 0x80 {
+            if let c = bytes.next(), c >= 0x80 {
+                // A non-ASCII third byte might combine with the second: ask Character.
+            } else {
+                return String(Substring(utf8.prefix(2)))
+            }
+        }
         var index = name.startIndex
         for _ in 0 ..< 2 {
             guard index < name.endIndex else { return nil }
@@ -36,14 +57,19 @@ package struct DiskLayout: Sendable {
 
     /// The folder that holds a record file.
     package func folder(for name: String) -> String {
-        if let shard = Self.shard(for: name) { return root + "/" + shard }
+        if let shard = Self.shard(for: name) { return rootSlash + shard }
         return root
     }
 
     /// The path of a record file.
     package func path(for name: String) -> String {
-        if let shard = Self.shard(for: name) { return root + "/" + shard + "/" + name }
-        return root + "/" + name
+        guard let shard = Self.shard(for: name) else { return rootSlash + name }
+        var path = rootSlash
+        path.reserveCapacity(rootSlash.utf8.count + shard.utf8.count + 1 + name.utf8.count)
+        path += shard
+        path += "/"
+        path += name
+        return path
     }
 
     /// Whether a name in the root is one of Larder's own files or folders (or any hidden name).
@@ -51,23 +77,32 @@ package struct DiskLayout: Sendable {
 
     /// The file names of every record on disk: files in the two-character shard folders whose
     /// names start with their folder's name, and files at the root with one-character names.
-    /// Hidden names (Larder's own files) are skipped; an unreadable shard folder is skipped too.
+    /// Hidden names (Larder's own files) are skipped.
+    /// - Returns: The names, and whether every shard folder could be listed (an unreadable one is
+    ///   skipped, and then the list may be incomplete).
     /// - Throws: ``Errno`` when the root cannot be listed.
     /// - Complexity: One directory listing per shard folder; no file is opened.
-    package func recordNames(io: FileIO) throws(Errno) -> [String] {
+    package func recordNames(io: FileIO) throws(Errno) -> (names: [String], isComplete: Bool) {
         var names: [String] = []
+        var isComplete = true
         for entry in try io.listDirectory(root) where !Self.isReserved(entry.name) {
             if Self.shard(for: entry.name) == nil {
                 if entry.isDirectory != true { names.append(entry.name) }
                 continue
             }
             guard entry.name.count == 2, entry.isDirectory != false else { continue }
-            guard let files = try? io.listDirectory(root + "/" + entry.name) else { continue }
-            for file in files where Self.shard(for: file.name) == entry.name && !Self.isReserved(file.name) {
-                names.append(file.name)
+            do throws(Errno) {
+                for file in try io.listDirectory(root + "/" + entry.name)
+                where Self.shard(for: file.name) == entry.name && !Self.isReserved(file.name) {
+                    names.append(file.name)
+                }
+            } catch where error.rawValue == ENOTDIR {
+                // A two-character file at the root, not a shard folder.
+            } catch {
+                isComplete = false
             }
         }
-        return names
+        return (names, isComplete)
     }
 }
 

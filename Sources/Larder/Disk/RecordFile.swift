@@ -36,6 +36,13 @@ package struct RecordFile: Sendable {
 
     package init(io: FileIO) { self.io = io }
 
+    /// The stored key: `expected` itself when the bytes spell it (no new string), `nil` when they
+    /// spell another key, and a decoded string when nothing was expected.
+    static func storedKey(_ bytes: some Collection<UInt8>, expected: String?) -> String? {
+        guard let expected else { return String(decoding: bytes, as: UTF8.self) }
+        return bytes.elementsEqual(expected.utf8) ? expected : nil
+    }
+
     /// Files up to this length are read with one `pread`, header and payload together.
     static let singleReadLimit = 64 * 1024
 
@@ -44,10 +51,12 @@ package struct RecordFile: Sendable {
     ///   - path: The file.
     ///   - readPayload: Whether to read the payload too, or only the header and stored key.
     ///   - verifyPayload: Whether to check the payload against its CRC-32 (when it has one).
+    ///   - expectedKey: The key the caller looks for: a stored key that differs makes the record
+    ///     `.corrupt(.badStoredKey)`, and one that matches is returned as this very string.
     /// - Returns: The record, `.missing`, or `.corrupt` with the reason. Allocates no more than
     ///   the file's real length, whatever its header claims.
     /// - Throws: ``Errno`` for failures other than a missing or malformed file.
-    package func read(_ path: String, readPayload: Bool = true, verifyPayload: Bool = true) throws(Errno) -> RecordReadResult {
+    package func read(_ path: String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil) throws(Errno) -> RecordReadResult {
         let fd: Int32
         do {
             fd = try io.open(path, O_RDONLY | O_NOFOLLOW)
@@ -104,11 +113,13 @@ package struct RecordFile: Sendable {
                 guard (try? keyBytes.withUnsafeBytes { try header.validateStoredKey($0) }) != nil else {
                     return .corrupt(.badStoredKey)
                 }
-                storedKey = String(decoding: keyBytes, as: UTF8.self)
+                guard let key = Self.storedKey(keyBytes, expected: expectedKey) else { return .corrupt(.badStoredKey) }
+                storedKey = key
             } else {
                 let keyBytes = UnsafeRawBufferPointer(rebasing: buffer[RecordHeader.size ..< keyEnd])
                 do { try header.validateStoredKey(keyBytes) } catch { return .corrupt(error) }
-                storedKey = String(decoding: keyBytes, as: UTF8.self)
+                guard let key = Self.storedKey(keyBytes, expected: expectedKey) else { return .corrupt(.badStoredKey) }
+                storedKey = key
             }
         }
         guard readPayload else {

@@ -31,18 +31,32 @@ package enum CRC32 {
     }
 }
 
+#if !canImport(CryptoKit)
+/// libcrypto's SHA-256 implementation, fetched once. The one-shot `SHA256()` fetches it again on
+/// every call, behind a global read-write lock, which cost more than the hash of a short key.
+/// `nonisolated(unsafe)`: an `EVP_MD` is immutable and reference-counted once fetched, and libcrypto
+/// documents it as safe to share between threads.
+nonisolated(unsafe) private let sha256Algorithm = EVP_MD_fetch(nil, "SHA256", nil)
+#endif
+
 /// SHA-256: libcrypto on Linux, CryptoKit on Apple platforms.
 package enum SHA256Hash {
     /// The 32-byte digest of `bytes`.
     package static func digest(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        #if canImport(CryptoKit)
-        return Array(CryptoKit.SHA256.hash(data: bytes))
-        #else
-        var out = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        out.withUnsafeMutableBufferPointer { output in
-            _ = CCrypto.SHA256(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, output.baseAddress)
+        [UInt8](unsafeUninitializedCapacity: 32) { buffer, count in
+            digest(bytes, into: UnsafeMutableRawBufferPointer(buffer))
+            count = 32
         }
-        return out
+    }
+
+    /// Writes the 32-byte digest of `bytes` into the first 32 bytes of `output`.
+    private static func digest(_ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+        #if canImport(CryptoKit)
+        for (i, byte) in CryptoKit.SHA256.hash(data: bytes).enumerated() { output[i] = byte }
+        #else
+        var length: UInt32 = 0
+        let done = EVP_Digest(bytes.baseAddress, bytes.count, output.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, sha256Algorithm, nil)
+        precondition(done == 1 && length == 32, "libcrypto's SHA-256 failed")
         #endif
     }
 
@@ -54,14 +68,21 @@ package enum SHA256Hash {
 
     /// The lowercase hexadecimal digest of `bytes` (64 characters).
     package static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
-        let digest = digest(bytes)
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        return String(unsafeUninitializedCapacity: 64) { buffer in
-            for (i, byte) in digest.enumerated() {
-                buffer[2 * i] = digits[Int(byte >> 4)]
-                buffer[2 * i + 1] = digits[Int(byte & 0xF)]
+        withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { digestBuffer in
+            digest(bytes, into: digestBuffer)
+            return String(unsafeUninitializedCapacity: 64) { buffer in
+                for i in 0 ..< 32 {
+                    let byte = digestBuffer[i]
+                    buffer[2 * i] = hexDigit(byte >> 4)
+                    buffer[2 * i + 1] = hexDigit(byte & 0xF)
+                }
+                return 64
             }
-            return 64
         }
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 }

@@ -20,7 +20,7 @@ struct CacheInspector {
     /// The file names of every record, sorted, found the way `DiskCache` finds them.
     func recordNames() throws(CommandFailure) -> [String] {
         do {
-            return try context.layout.recordNames(io: io).sorted()
+            return try context.layout.recordNames(io: io).names.sorted()
         } catch {
             throw CommandFailure(.cacheError, "cannot read cache directory '\(context.layout.root)': \(String(cString: strerror(error.rawValue)))")
         }

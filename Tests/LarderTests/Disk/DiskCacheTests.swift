@@ -189,6 +189,34 @@ import Testing
         #expect(try second.load(forKey: "k") != nil)
     }
 
+    @Test func aWriterAnswersMissesFromItsIndexAndAReaderFromTheDisk() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let opens = LarderMutex(0)
+        var calls = SystemCalls.live
+        calls.open = { path, flags, mode in
+            opens.withLock { $0 += 1 }
+            return SystemCalls.live.open(path, flags, mode)
+        }
+        let cache = try DiskCache(options: testOptions(dir.url), systemCalls: calls)
+        try cache.store(Data("x".utf8), forKey: "present")
+        #expect(cache.count == 1)  // waits for the index
+        let before = opens.withLock { $0 }
+        for i in 0 ..< 10 { #expect(try cache.load(forKey: "absent-\(i)") == nil) }
+        #expect(opens.withLock { $0 } == before, "misses opened files")
+        #expect(try cache.load(forKey: "present") != nil)
+        #expect(opens.withLock { $0 } == before + 1)
+        #expect(cache.statistics.misses == 10)
+        // A read-only reader does not own the directory: it asks the disk.
+        var readOnly = testOptions(dir.url)
+        readOnly.isReadOnly = true
+        let reader = try DiskCache(options: readOnly, systemCalls: calls)
+        _ = reader.count
+        let readerBefore = opens.withLock { $0 }
+        #expect(try reader.load(forKey: "absent") == nil)
+        #expect(opens.withLock { $0 } == readerBefore + 1)
+    }
+
     @Test func closedCacheThrowsClosed() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
