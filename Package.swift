@@ -11,20 +11,21 @@ let package = Package(
     ],
     targets: [
         // C libraries that Debian ships; Apple platforms use the SDK's zlib and CryptoKit.
-        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // CRC-32: zlib's, with the bulk folded by carry-less multiplication where the CPU has it.
+        .target(name: "CLarderChecksum", linkerSettings: [.linkedLibrary("z")]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
         .target(
             name: "Larder",
             dependencies: [
-                "CZlib",
+                "CLarderChecksum",
                 .target(name: "CCrypto", condition: .when(platforms: [.linux, .android])),
             ]
         ),
         .target(name: "LarderCLI", dependencies: ["Larder"]),
         .executableTarget(name: "larder", dependencies: ["LarderCLI"]),
-        .executableTarget(name: "larder-bench", dependencies: ["Larder", "CSQLite", "CZlib"]),
+        .executableTarget(name: "larder-bench", dependencies: ["Larder", "LarderTestSupport", "CSQLite"]),
         .executableTarget(name: "larder-stress", dependencies: ["Larder", "LarderTestSupport"]),
         // Seeded randomness, self-verifying payloads, temporary folders and fixtures, shared by
         // the tests, the stress helper and the benchmarks. Not a product.
@@ -35,7 +36,7 @@ let package = Package(
     ]
 )
 
-for target in package.targets where target.type != .system {
+for target in package.targets where target.type != .system && target.name != "CLarderChecksum" {
     var settings = target.swiftSettings ?? []
     settings.append(.swiftLanguageMode(.v6))
     target.swiftSettings = settings

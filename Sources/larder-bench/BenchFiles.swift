@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import LarderTestSupport
 
 /// A scratch folder for one suite, under the temporary directory (same file system as `/tmp`),
 /// removed by ``remove()``.
@@ -36,7 +37,7 @@ func removeTree(_ path: String) {
 
 /// `count` random bytes from a seeded generator.
 func randomPayload(_ count: Int, seed: UInt64) -> Data {
-    var random = BenchRandom(seed: seed)
+    var random = SplitMix64(seed: seed)
     var bytes = [UInt8](repeating: 0, count: count)
     for i in stride(from: 0, to: count, by: 8) {
         let word = random.next()

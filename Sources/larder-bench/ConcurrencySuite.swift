@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Larder
+import LarderTestSupport
 
 // The concurrency suite: a mix of 90 % loads and 10 % stores (overwrites) of 4 KiB over 10,000
 // keys, from one thread and from two. ns_per_op is wall time divided by the operations of all
@@ -17,7 +18,7 @@ func runConcurrencySuite(_ context: BenchContext) throws {
 
     // One operation list per thread: the key's number, with the top bit set for a store.
     func operationList(count: Int, seed: UInt64) -> [UInt32] {
-        var random = BenchRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         return (0 ..< count).map { _ in
             let key = UInt32(random.next() % UInt64(keyCount))
             return random.next() % 10 == 0 ? key | 0x8000_0000 : key

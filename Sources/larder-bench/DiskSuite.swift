@@ -1,5 +1,6 @@
 import Foundation
 import Larder
+import LarderTestSupport
 
 // The disk suite: DiskCache against the floor for one-file-per-entry storage (raw syscalls, no
 // header, checksum or index), against SQLite and against the naive Foundation cache, on the
@@ -22,7 +23,7 @@ func runDiskSuite(_ context: BenchContext) throws {
     let growthSizes = context.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]
     let directory = try BenchDirectory("disk")
     defer { directory.remove() }
-    var random = BenchRandom(seed: 7)
+    var random = SplitMix64(seed: 7)
 
     for size in sizes {
         let payload = randomPayload(size.bytes, seed: UInt64(size.bytes))

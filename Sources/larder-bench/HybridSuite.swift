@@ -1,5 +1,6 @@
 import Foundation
 import Larder
+import LarderTestSupport
 
 // The hybrid suite: reads through HybridCache of 4 KiB payloads over n keys, beside the tier
 // that serves them used on its own, to show what the hybrid layer adds.
@@ -15,7 +16,7 @@ func runHybridSuite(_ context: BenchContext) throws {
     let repeats = context.quick ? 3 : 5
     let payload = randomPayload(4096, seed: 12)
     let keys = (0 ..< n).map { "asset-\($0)" }
-    var random = BenchRandom(seed: 5)
+    var random = SplitMix64(seed: 5)
     let probes = keys.shuffled(using: &random)
     let directory = try BenchDirectory("hybrid")
     defer { directory.remove() }

@@ -1,6 +1,7 @@
 import Foundation
 import Larder
 import Synchronization
+import LarderTestSupport
 
 // The memory suite: MemoryCache against the floor for a thread-safe hash cache (a dictionary
 // behind a mutex) and against Foundation's NSCache, on the same keys, values and access order.
@@ -69,7 +70,7 @@ func runMemorySuite(_ context: BenchContext) throws {
         },
     ]
 
-    var random = BenchRandom(seed: 42)
+    var random = SplitMix64(seed: 42)
 
     /// Reads `iterations` keys, cycling through a random order of `probes`.
     func readLoop(_ get: (Int) -> Int, probes: [Int]) -> Double {

@@ -3,23 +3,15 @@ import CryptoKit
 #else
 import CCrypto
 #endif
-import CZlib
+import CLarderChecksum
 
 /// CRC-32 (zlib's, ISO 3309), the checksum of SPTPersistentCache headers and Larder payloads.
 package enum CRC32 {
-    /// The CRC-32 of `bytes`, continuing from `seed` (0 to start).
+    /// The CRC-32 of `bytes`, continuing from `seed` (0 to start): zlib's value, computed with
+    /// carry-less multiplication where the processor has it (`Sources/CLarderChecksum`).
     package static func checksum(_ bytes: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {
-        var crc = UInt(seed)
-        var base = bytes.baseAddress
-        var remaining = bytes.count
-        // zlib takes a 32-bit length; feed larger buffers in pieces.
-        while remaining > 0, let pointer = base {
-            let chunk = min(remaining, Int(Int32.max))
-            crc = UInt(CZlib.crc32(uLong(crc), pointer.assumingMemoryBound(to: Bytef.self), uInt(chunk)))
-            base = pointer + chunk
-            remaining -= chunk
-        }
-        return UInt32(truncatingIfNeeded: crc)
+        guard let base = bytes.baseAddress else { return seed }
+        return larder_crc32(seed, base, bytes.count)
     }
 
     /// The CRC-32 of a byte collection.

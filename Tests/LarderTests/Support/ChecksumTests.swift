@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+@testable import Larder
+
+@Suite struct ChecksumTests {
+    /// CRC-32 bit by bit, straight from the polynomial: slow, and independent of zlib and of the
+    /// carry-less-multiplication path.
+    static func bitwiseCRC32(_ bytes: ArraySlice<UInt8>, seed: UInt32 = 0) -> UInt32 {
+        var crc = ~seed
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0 ..< 8 { crc = (crc >> 1) ^ (0xEDB8_8320 & (0 &- (crc & 1))) }
+        }
+        return ~crc
+    }
+
+    @Test func knownValues() {
+        #expect(CRC32.checksum(of: Array("123456789".utf8)) == 0xCBF4_3926)
+        #expect(CRC32.checksum(of: [UInt8]()) == 0)
+        #expect(CRC32.checksum(of: Array("hello".utf8)) == 0x3610_A686)
+    }
+
+    /// Every length from 0 to 700 (below, at and above the 64-byte folding threshold and every
+    /// 16-byte tail), at three alignments and with a chained seed, then large buffers.
+    @Test func matchesTheBitwiseDefinitionAtEveryLengthAndAlignment() {
+        var random = SplitMix64(seed: 42)
+        let bytes = (0 ..< 300_000).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        var mismatches = 0
+        for length in 0 ... 700 {
+            for offset in 0 ..< 3 {
+                let slice = bytes[offset ..< offset + length]
+                let seed = UInt32(truncatingIfNeeded: length &* 2_654_435_761)
+                let fast = slice.withUnsafeBytes { CRC32.checksum($0, seed: seed) }
+                if fast != Self.bitwiseCRC32(slice, seed: seed) { mismatches += 1 }
+            }
+        }
+        #expect(mismatches == 0)
+        for length in [4096, 65_536 + 13, 262_144, 299_999] {
+            let slice = bytes[1 ..< 1 + length]
+            #expect(slice.withUnsafeBytes { CRC32.checksum($0) } == Self.bitwiseCRC32(slice), "length \(length)")
+        }
+        // Chaining two pieces gives the CRC of the whole.
+        let first = bytes[0 ..< 1000].withUnsafeBytes { CRC32.checksum($0) }
+        let chained = bytes[1000 ..< 5000].withUnsafeBytes { CRC32.checksum($0, seed: first) }
+        #expect(chained == bytes[0 ..< 5000].withUnsafeBytes { CRC32.checksum($0) })
+    }
+
+    @Test func sha256KnownValues() {
+        #expect(SHA256Hash.hex(of: "abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256Hash.hex(of: "") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256Hash.digest(UnsafeRawBufferPointer(start: nil, count: 0)).count == 32)
+    }
+}
