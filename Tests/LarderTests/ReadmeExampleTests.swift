@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+@testable import Larder
+
+/// The README's example, run as written (with a temporary folder for `cachesURL`), so that the
+/// README stays true.
+@Suite struct ReadmeExampleTests {
+    struct Profile: Codable, Equatable {
+        var name: String
+    }
+
+    /// The README's calls in a synchronous context, where they pick the blocking overloads (in an
+    /// async function Swift picks their `async` twins, as the README's `try await` line shows).
+    @Test func theReadmeExampleRuns() throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let cachesURL = temporary.url
+        let pngData = Data([0x89, 0x50, 0x4E, 0x47])
+        let profile = Profile(name: "Ada")
+        let data = Data("avatar".utf8)
+
+        var options = HybridCacheOptions(directory: cachesURL.appendingPathComponent("images"))
+        options.countLimit = 500
+        options.disk.sizeLimit = 200 << 20
+        let cache = try HybridCache(options: options)
+        try cache.store(pngData, forKey: "https://example.com/a.png", ttl: 3600)
+        let png = try cache.data(forKey: "https://example.com/a.png")
+        try cache.store(profile, forKey: "profile")
+        let me = try cache.value(Profile.self, forKey: "profile")
+        #expect(png == pngData && me == profile)
+
+        let memory = MemoryCache<String, Data>(countLimit: 1_000, totalCostLimit: 64 << 20)
+        memory.setValue(data, forKey: "avatar", cost: data.count)
+        #expect(memory.value(forKey: "avatar") == data)
+
+        let disk = try DiskCache(options: DiskCacheOptions(directory: cachesURL.appendingPathComponent("records")))
+        try disk.store(data, forKey: "avatar", ttl: 0, locked: true)
+        let record = try disk.load(forKey: "avatar")
+        disk.scheduleGarbageCollection()
+        #expect(record?.data == data && record?.isLocked == true && disk.isGarbageCollectionScheduled)
+    }
+
+    @Test func theReadmeAsyncLineRuns() async throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let cache = try HybridCache(options: HybridCacheOptions(directory: temporary.url))
+        try await cache.store(Data([1, 2, 3]), forKey: "https://example.com/a.png")
+        let later = try await cache.data(forKey: "https://example.com/a.png")
+        #expect(later == Data([1, 2, 3]))
+    }
+}
