@@ -6,6 +6,23 @@ import Musl
 import Darwin
 #endif
 
+// One forwarder per call: at file scope the unqualified names are the C library's, on Glibc and
+// Darwin alike (inside `SystemCalls` they would name its own properties).
+private func c_open(_ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }
+private func c_close(_ fd: Int32) -> Int32 { close(fd) }
+private func c_read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int { read(fd, buffer, count) }
+private func c_pread(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: off_t) -> Int { pread(fd, buffer, count, offset) }
+private func c_write(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
+private func c_pwrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int, _ offset: off_t) -> Int { pwrite(fd, buffer, count, offset) }
+private func c_fsync(_ fd: Int32) -> Int32 { fsync(fd) }
+private func c_fstat(_ fd: Int32, _ buf: UnsafeMutablePointer<stat>) -> Int32 { fstat(fd, buf) }
+private func c_lstat(_ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>) -> Int32 { lstat(path, buf) }
+private func c_rename(_ from: UnsafePointer<CChar>, _ to: UnsafePointer<CChar>) -> Int32 { rename(from, to) }
+private func c_unlink(_ path: UnsafePointer<CChar>) -> Int32 { unlink(path) }
+private func c_mkdir(_ path: UnsafePointer<CChar>, _ mode: mode_t) -> Int32 { mkdir(path, mode) }
+private func c_rmdir(_ path: UnsafePointer<CChar>) -> Int32 { rmdir(path) }
+private func c_ftruncate(_ fd: Int32, _ length: off_t) -> Int32 { ftruncate(fd, length) }
+
 // `flock` and `statvfs` name both a C struct and a C function; a typed reference picks the function.
 private let cFlock: @convention(c) (Int32, Int32) -> Int32 = flock
 private let cStatvfs: @Sendable (UnsafePointer<CChar>, UnsafeMutablePointer<statvfs>) -> Int32 = statvfs
@@ -40,105 +57,21 @@ package struct SystemCalls: Sendable {
 
     /// The C library's calls.
     package static let live = SystemCalls(
-        open: { path, flags, mode in
-            #if canImport(Darwin)
-            Darwin.open(path, flags, mode)
-            #else
-            Glibc.open(path, flags, mode)
-            #endif
-        },
-        close: { fd in
-            #if canImport(Darwin)
-            Darwin.close(fd)
-            #else
-            Glibc.close(fd)
-            #endif
-        },
-        read: { fd, buffer, count in
-            #if canImport(Darwin)
-            Darwin.read(fd, buffer, count)
-            #else
-            Glibc.read(fd, buffer, count)
-            #endif
-        },
-        pread: { fd, buffer, count, offset in
-            #if canImport(Darwin)
-            Darwin.pread(fd, buffer, count, offset)
-            #else
-            Glibc.pread(fd, buffer, count, offset)
-            #endif
-        },
-        write: { fd, buffer, count in
-            #if canImport(Darwin)
-            Darwin.write(fd, buffer, count)
-            #else
-            Glibc.write(fd, buffer, count)
-            #endif
-        },
-        pwrite: { fd, buffer, count, offset in
-            #if canImport(Darwin)
-            Darwin.pwrite(fd, buffer, count, offset)
-            #else
-            Glibc.pwrite(fd, buffer, count, offset)
-            #endif
-        },
-        fsync: { fd in
-            #if canImport(Darwin)
-            Darwin.fsync(fd)
-            #else
-            Glibc.fsync(fd)
-            #endif
-        },
-        fstat: { fd, buf in
-            #if canImport(Darwin)
-            Darwin.fstat(fd, buf)
-            #else
-            Glibc.fstat(fd, buf)
-            #endif
-        },
-        lstat: { path, buf in
-            #if canImport(Darwin)
-            Darwin.lstat(path, buf)
-            #else
-            Glibc.lstat(path, buf)
-            #endif
-        },
-        rename: { from, to in
-            #if canImport(Darwin)
-            Darwin.rename(from, to)
-            #else
-            Glibc.rename(from, to)
-            #endif
-        },
-        unlink: { path in
-            #if canImport(Darwin)
-            Darwin.unlink(path)
-            #else
-            Glibc.unlink(path)
-            #endif
-        },
-        mkdir: { path, mode in
-            #if canImport(Darwin)
-            Darwin.mkdir(path, mode)
-            #else
-            Glibc.mkdir(path, mode)
-            #endif
-        },
-        rmdir: { path in
-            #if canImport(Darwin)
-            Darwin.rmdir(path)
-            #else
-            Glibc.rmdir(path)
-            #endif
-        },
+        open: c_open,
+        close: c_close,
+        read: c_read,
+        pread: c_pread,
+        write: c_write,
+        pwrite: c_pwrite,
+        fsync: c_fsync,
+        fstat: c_fstat,
+        lstat: c_lstat,
+        rename: c_rename,
+        unlink: c_unlink,
+        mkdir: c_mkdir,
+        rmdir: c_rmdir,
         flock: { fd, operation in cFlock(fd, operation) },
-        ftruncate: { fd, length in
-            #if canImport(Darwin)
-            Darwin.ftruncate(fd, length)
-            #else
-            Glibc.ftruncate(fd, length)
-            #endif
-        },
+        ftruncate: c_ftruncate,
         statvfs: { path, buf in cStatvfs(path, buf) },
         listDirectory: { path in
             guard let dir = opendir(path) else { return nil }
