@@ -51,7 +51,7 @@ final class PosixFloorStore: BenchStore, Sendable {
             }
             return true
         }
-        Glibc.close(fd)
+        closeDescriptor(fd)
         guard ok else { throw BenchError("write \(key): errno \(errno)") }
         let folder = folder(for: key)
         var renamed = rename(temporary, folder + "/" + key) == 0
@@ -67,7 +67,7 @@ final class PosixFloorStore: BenchStore, Sendable {
             if errno == ENOENT { return nil }
             throw BenchError("open \(key): errno \(errno)")
         }
-        defer { Glibc.close(fd) }
+        defer { closeDescriptor(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw BenchError("fstat \(key): errno \(errno)") }
         let size = Int(info.st_size)
@@ -87,4 +87,9 @@ final class PosixFloorStore: BenchStore, Sendable {
     }
 
     func close() {}
+}
+
+/// `close(2)`, named apart from the store's own `close()`.
+private func closeDescriptor(_ fd: Int32) {
+    _ = close(fd)
 }

@@ -55,7 +55,7 @@ final class StressProcess {
 
     /// Kills the helper with SIGKILL and reaps it.
     func kill() {
-        if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { sendKill(process.processIdentifier) }
         process.waitUntilExit()
     }
 
@@ -63,4 +63,9 @@ final class StressProcess {
     var wasKilled: Bool {
         process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
     }
+}
+
+/// `kill(2)` with SIGKILL, named apart from `StressProcess.kill()`.
+private func sendKill(_ pid: Int32) {
+    _ = kill(pid, SIGKILL)
 }
