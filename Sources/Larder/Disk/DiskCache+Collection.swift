@@ -198,15 +198,19 @@ extension DiskCache {
     }
 
     /// Removes least recently used records until the cache is within `sizeLimit` and
-    /// `countLimit` (`Int.max` and 0 for none): unlocked ones first, then, for the size limit
-    /// only, locked ones. Expects the collection gate held.
+    /// `countLimit` (`Int.max` and 0 for none): unlocked ones first, then, while locked records
+    /// alone exceed the size limit, locked ones. Expects the collection gate held.
     func prune(sizeLimit: Int, countLimit: Int, excluding: String?, cause: EvictionCause?, report: inout CollectionReport, events: inout [CacheEvent]) {
         var skipped: Set<String> = []
         for allowLocked in [false, true] {
             while true {
                 var victims: [(name: String, cause: EvictionCause)] = []
                 state.withLock { s in
-                    var size = s.index.totalSize
+                    // Unlocked records go while the cache is over a limit; locked ones only while
+                    // locked records alone exceed the size limit (SPT's promise). Judging the
+                    // locked pass by the total would let a store racing with the pass cost a
+                    // locked record while unlocked ones remain.
+                    var size = allowLocked ? s.index.lockedSize : s.index.totalSize
                     var count = s.index.count
                     func over() -> EvictionCause? {
                         if size > sizeLimit { return .sizeLimit }

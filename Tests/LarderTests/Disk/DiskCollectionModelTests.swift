@@ -29,15 +29,19 @@ struct ReferenceDiskCache {
 
     var totalSize: Int { entries.values.reduce(0) { $0 + $1.size } }
 
-    /// Removes least recently used records until within limits: unlocked first, then locked for the size limit.
+    var lockedSize: Int { entries.values.filter { $0.lockCount > 0 }.reduce(0) { $0 + $1.size } }
+
+    /// Removes least recently used records until within limits: unlocked first, then locked ones
+    /// while locked records alone exceed the size limit.
     mutating func trim(excluding: String?) {
         let size = sizeLimit > 0 ? sizeLimit : Int.max
         for locked in [false, true] {
             let candidates = entries.filter { $0.key != excluding && ($0.value.lockCount > 0) == locked }
                 .sorted { $0.value.lastUse < $1.value.lastUse }
             for (key, _) in candidates {
+                let overSize = (locked ? lockedSize : totalSize) > size
                 let overCount = !locked && countLimit > 0 && entries.count > countLimit
-                guard totalSize > size || overCount else { break }
+                guard overSize || overCount else { break }
                 entries[key] = nil
             }
         }
