@@ -128,8 +128,9 @@ public final class HybridCache: Sendable {
     func dataAfterMemoryMiss(forKey key: String, from tiers: CacheTiers) throws -> Data? {
         guard tiers.contains(.disk) else { return nil }
         return try withStripe(key) { () throws -> Data? in
-            // Another caller may have promoted it while this one waited.
-            if tiers.contains(.memory), let hit = memory.value(forKey: key) { return hit }
+            // Another caller may have promoted it while this one waited (the first look already
+            // counted the miss).
+            if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false) { return hit }
             if let record = try disk.load(forKey: key) {
                 if tiers.contains(.memory) { promote(record.data, forKey: key, expiration: record.expirationTime) }
                 return record.data

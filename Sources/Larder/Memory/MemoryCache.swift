@@ -92,9 +92,16 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// - Returns: The value, or `nil` when the key is absent or its value has expired.
     @inlinable
     public func value(forKey key: Key) -> Value? {
+        value(forKey: key, countingMiss: true)
+    }
+
+    /// ``value(forKey:)``, optionally without counting an absent key as a miss: for a caller that
+    /// looks again after a miss it has already counted (the hybrid cache, under its key lock).
+    @inlinable
+    func value(forKey key: Key, countingMiss: Bool) -> Value? {
         let (value, expired) = state.withLock { state -> (Value?, Value?) in
             guard let slot = state.storage.slot(forKey: key) else {
-                state.statistics.misses += 1
+                if countingMiss { state.statistics.misses += 1 }
                 return (nil, nil)
             }
             // Only entries with a deadline pay for reading the clock.

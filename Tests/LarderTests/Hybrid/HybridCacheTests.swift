@@ -22,6 +22,19 @@ import Testing
         #expect(try cache.data(forKey: "a", from: .memory) == bytes("hello"))
     }
 
+    @Test func aDiskReadCountsOneMemoryMissAndThenAHit() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try HybridCache(options: hybridOptions(dir.url))
+        try cache.disk.store(bytes("hello"), forKey: "a")
+        #expect(try cache.data(forKey: "a") == bytes("hello"))  // memory miss, disk hit, promotion
+        #expect(try cache.data(forKey: "a") == bytes("hello"))  // memory hit
+        #expect(try cache.data(forKey: "nothing") == nil)
+        let memory = cache.memory.statistics
+        #expect(memory.misses == 2 && memory.hits == 1, "\(memory)")
+        #expect(cache.disk.statistics.hits == 1 && cache.disk.statistics.misses == 1)
+    }
+
     @Test func storeWritesThroughToBothTiers() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
