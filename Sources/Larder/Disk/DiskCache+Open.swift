@@ -116,7 +116,7 @@ extension DiskCache {
             let header = contents.header
             scanned.append(IndexEntry(
                 name: name, key: contents.storedKey ?? (options.keyEncoding.storesKey ? nil : name),
-                diskSize: diskSize(contents.fileSize), updateTime: header.updateTimeSec,
+                diskSize: diskSize(contents.fileSize), fileSize: contents.fileSize, updateTime: header.updateTimeSec,
                 lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000,
                 ttl: header.ttl, lockCount: header.refCount))
         }

@@ -65,6 +65,13 @@ public final class DiskCache: Sendable {
         var freeSpace: (checkedAt: Double, volumeSize: Int, available: Int)?
     }
 
+    /// What the index says of a key before a load touches the disk.
+    enum IndexLookup {
+        case indexed(name: String, fileSize: Int)
+        case absent
+        case unknown
+    }
+
     struct SnapshotState {
         var isOnDisk = false
         var changesInFlight = 0
@@ -170,7 +177,7 @@ public final class DiskCache: Sendable {
                         path: path, folder: layout.folder(for: name), sync: options.durability == .fsync)
                     state.withLock { s in
                         s.index.upsert(IndexEntry(
-                            name: name, key: key, diskSize: diskSize(fileSize), updateTime: header.updateTimeSec,
+                            name: name, key: key, diskSize: diskSize(fileSize), fileSize: fileSize, updateTime: header.updateTimeSec,
                             lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: header.refCount))
                         if !s.isIndexReady { s.touchedDuringBuild.insert(name) }
                         s.statistics.stores += 1
@@ -213,23 +220,51 @@ public final class DiskCache: Sendable {
     /// - Throws: ``CacheError``: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``.
     public func load(forKey key: String) throws -> CacheRecord? {
         try checkOpen(key: key)
-        let name = try options.keyEncoding.fileName(for: key)
-        let path = layout.path(for: name)
-        // A writer owns its directory, so once its index is complete a name the index lacks has
-        // no file: answer the miss without a system call.
-        if !options.isReadOnly, state.withLock({ s in
-            guard s.isIndexAuthoritative, !s.index.contains(name), !s.suspects.contains(name) else { return false }
-            s.statistics.misses += 1
-            return true
-        }) {
-            return nil
+        // Hashed names are only computed when the index cannot answer: verbatim and custom names
+        // are computed first, since computing them is also what rejects an invalid key.
+        var computedName: String?
+        if case .sha256 = options.keyEncoding {} else { computedName = try options.keyEncoding.fileName(for: key) }
+        let lookup: IndexLookup = state.withLock { s in
+            if let slot = s.index.slot(forKey: key) {
+                let entry = s.index[slot: slot]
+                return .indexed(name: entry.name, fileSize: entry.fileSize)
+            }
+            // A writer owns its directory, so once its index is complete (every folder listed,
+            // every entry's key known, no unreadable file pending) a key it lacks has no file:
+            // the miss costs no system call.
+            if !options.isReadOnly, s.isIndexAuthoritative, s.index.unmappedCount == 0, s.suspects.isEmpty {
+                s.statistics.misses += 1
+                return .absent
+            }
+            return .unknown
         }
+        let name: String
+        var expectedFileSize: Int?
+        switch lookup {
+        case .absent:
+            return nil
+        case .indexed(let indexedName, let fileSize):
+            name = indexedName
+            expectedFileSize = fileSize > 0 ? fileSize : nil
+        case .unknown:
+            name = try computedName ?? options.keyEncoding.fileName(for: key)
+            // The same answer by name, for indexes with unkeyed entries or unreadable files.
+            if !options.isReadOnly, state.withLock({ s in
+                guard s.isIndexAuthoritative, !s.index.contains(name), !s.suspects.contains(name) else { return false }
+                s.statistics.misses += 1
+                return true
+            }) {
+                return nil
+            }
+        }
+        let path = layout.path(for: name)
         let now = options.clock.now
         var events: [CacheEvent] = []
         let record: CacheRecord? = try withStripe(name) { () throws(CacheError) -> CacheRecord? in
             let result: RecordReadResult
             do throws(Errno) {
-                result = try records.read(path, verifyPayload: options.verifiesPayloadChecksum, expectedKey: key)
+                result = try records.read(
+                    path, verifyPayload: options.verifiesPayloadChecksum, expectedKey: key, expectedFileSize: expectedFileSize)
             } catch {
                 throw CacheError(.ioFailure, "cannot read the record", key: key, path: path, errno: error.rawValue)
             }
@@ -475,6 +510,7 @@ public final class DiskCache: Sendable {
                 s.index.modify(slot: slot, moveToMostRecent: true) { entry in
                     if entry.key == nil { entry.key = contents.storedKey ?? key }
                     entry.diskSize = diskSize(contents.fileSize)
+                    entry.fileSize = contents.fileSize
                     entry.updateTime = newUpdateTime
                     entry.lastAccessMs = nowMs
                     entry.ttl = header.ttl
@@ -484,7 +520,7 @@ public final class DiskCache: Sendable {
                 }
             } else {
                 s.index.upsert(IndexEntry(
-                    name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize),
+                    name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: contents.fileSize,
                     updateTime: newUpdateTime, lastAccessMs: nowMs, ttl: header.ttl, lockCount: header.refCount,
                     isAccessDirty: tracksAccess))
             }
@@ -542,7 +578,7 @@ public final class DiskCache: Sendable {
                 }
                 state.withLock { s in
                     let entry = IndexEntry(
-                        name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize),
+                        name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: contents.fileSize,
                         updateTime: header.updateTimeSec, lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec * 1000,
                         ttl: header.ttl, lockCount: header.refCount)
                     // A lock is not a use: the record keeps its place in the LRU order.

@@ -6,6 +6,8 @@ struct IndexEntry: Sendable {
     var key: String?
     /// Bytes the record occupies on disk: its length rounded up to the block size.
     var diskSize: Int
+    /// The record file's exact length, 0 when unknown (entries from a snapshot until first read).
+    var fileSize: Int = 0
     /// The update time that anchors expiry, in whole seconds. For `ttl` 0 records, reads slide it.
     var updateTime: UInt64
     /// The last use, in milliseconds since the epoch.
@@ -21,10 +23,11 @@ struct IndexEntry: Sendable {
     fileprivate var previous: Int32 = -1
     fileprivate var next: Int32 = -1
 
-    init(name: String, key: String?, diskSize: Int, updateTime: UInt64, lastAccessMs: UInt64, ttl: UInt64, lockCount: UInt32, isAccessDirty: Bool = false) {
+    init(name: String, key: String?, diskSize: Int, fileSize: Int = 0, updateTime: UInt64, lastAccessMs: UInt64, ttl: UInt64, lockCount: UInt32, isAccessDirty: Bool = false) {
         self.name = name
         self.key = key
         self.diskSize = diskSize
+        self.fileSize = fileSize
         self.updateTime = updateTime
         self.lastAccessMs = lastAccessMs
         self.ttl = ttl
@@ -34,13 +37,17 @@ struct IndexEntry: Sendable {
 }
 
 /// The in-memory index of every record: a dictionary from file name to a slot in contiguous
-/// storage, the slots linked in least-recently-used order, and running totals.
+/// storage, a second from original key to slot (so a load of a known key needs no hashing of
+/// it into a file name), the slots linked in least-recently-used order, and running totals.
 ///
 /// Every operation is O(1) except where noted; no per-entry class allocation.
 struct DiskIndex: Sendable {
     private var slots: [IndexEntry] = []
     private var freeSlots: [Int32] = []
     private var positions: [String: Int32] = [:]
+    private var keyPositions: [String: Int32] = [:]
+    /// Entries the key dictionary does not hold: no key known, or a key another entry claims.
+    private(set) var unmappedCount = 0
     private var head: Int32 = -1  // least recently used
     private var tail: Int32 = -1  // most recently used
 
@@ -63,6 +70,9 @@ struct DiskIndex: Sendable {
     /// The slot that holds a name's entry, for several operations on it with one lookup.
     func slot(of name: String) -> Int32? { positions[name] }
 
+    /// The slot that holds the entry stored under an original key.
+    func slot(forKey key: String) -> Int32? { keyPositions[key] }
+
     /// The entry in a slot returned by ``slot(of:)``.
     subscript(slot slot: Int32) -> IndexEntry { slots[Int(slot)] }
 
@@ -70,7 +80,11 @@ struct DiskIndex: Sendable {
     /// The name must not change.
     mutating func modify(slot: Int32, moveToMostRecent: Bool, _ body: (inout IndexEntry) -> Void) {
         account(slots[Int(slot)], sign: -1)
+        let oldKey = slots[Int(slot)].key
+        if oldKey == nil { unmapKey(of: slot) }
         body(&slots[Int(slot)])
+        if oldKey == nil { mapKey(of: slot) }
+        precondition(oldKey == nil || slots[Int(slot)].key == oldKey, "an entry's key does not change")
         account(slots[Int(slot)], sign: 1)
         if moveToMostRecent, slot != tail {
             unlink(slot)
@@ -82,14 +96,17 @@ struct DiskIndex: Sendable {
     mutating func upsert(_ entry: IndexEntry) {
         if let slot = positions[entry.name] {
             account(slots[Int(slot)], sign: -1)
+            unmapKey(of: slot)
             unlink(slot)
             slots[Int(slot)] = entry
             account(entry, sign: 1)
+            mapKey(of: slot)
             appendToTail(slot)
         } else {
             let slot = allocate(entry)
             positions[entry.name] = slot
             account(entry, sign: 1)
+            mapKey(of: slot)
             appendToTail(slot)
         }
     }
@@ -102,6 +119,7 @@ struct DiskIndex: Sendable {
             let slot = allocate(entry)
             positions[entry.name] = slot
             account(entry, sign: 1)
+            mapKey(of: slot)
             slots[Int(slot)].next = head
             slots[Int(slot)].previous = -1
             if head >= 0 { slots[Int(head)].previous = slot } else { tail = slot }
@@ -114,11 +132,13 @@ struct DiskIndex: Sendable {
     mutating func replaceKeepingPosition(_ entry: IndexEntry) {
         guard let slot = positions[entry.name] else { return prependOlder([entry]) }
         account(slots[Int(slot)], sign: -1)
+        unmapKey(of: slot)
         let (previous, next) = (slots[Int(slot)].previous, slots[Int(slot)].next)
         slots[Int(slot)] = entry
         slots[Int(slot)].previous = previous
         slots[Int(slot)].next = next
         account(entry, sign: 1)
+        mapKey(of: slot)
     }
 
     /// Changes an entry in place, if there is one; `moveToMostRecent` also records a use.
@@ -133,6 +153,7 @@ struct DiskIndex: Sendable {
         guard let slot = positions.removeValue(forKey: name) else { return nil }
         let entry = slots[Int(slot)]
         account(entry, sign: -1)
+        unmapKey(of: slot)
         unlink(slot)
         slots[Int(slot)] = IndexEntry(name: "", key: nil, diskSize: 0, updateTime: 0, lastAccessMs: 0, ttl: 0, lockCount: 0)
         freeSlots.append(slot)
@@ -189,6 +210,24 @@ struct DiskIndex: Sendable {
         return Int32(slots.count - 1)
     }
 
+    /// Adds a slot's key to the key dictionary (or counts it as unmapped).
+    private mutating func mapKey(of slot: Int32) {
+        guard let key = slots[Int(slot)].key, keyPositions[key] == nil else {
+            unmappedCount += 1
+            return
+        }
+        keyPositions[key] = slot
+    }
+
+    /// Takes a slot's key out of the key dictionary (or out of the unmapped count).
+    private mutating func unmapKey(of slot: Int32) {
+        if let key = slots[Int(slot)].key, keyPositions[key] == slot {
+            keyPositions[key] = nil
+        } else {
+            unmappedCount -= 1
+        }
+    }
+
     private mutating func account(_ entry: IndexEntry, sign: Int) {
         totalSize += sign * entry.diskSize
         if entry.lockCount > 0 { lockedSize += sign * entry.diskSize }
@@ -234,5 +273,9 @@ extension DiskIndex {
         precondition(previous == tail, "tail does not end the list")
         precondition(seen == positions.count, "list has \(seen) entries, dictionary \(positions.count)")
         precondition(size == totalSize && locked == lockedSize, "totals drifted")
+        for (key, slot) in keyPositions {
+            precondition(slots[Int(slot)].key == key && positions[slots[Int(slot)].name] == slot, "key \(key) maps to a wrong slot")
+        }
+        precondition(keyPositions.count + unmappedCount == positions.count, "key dictionary and unmapped count disagree")
     }
 }

@@ -53,13 +53,20 @@ package struct RecordFile: Sendable {
     ///   - verifyPayload: Whether to check the payload against its CRC-32 (when it has one).
     ///   - expectedKey: The key the caller looks for: a stored key that differs makes the record
     ///     `.corrupt(.badStoredKey)`, and one that matches is returned as this very string.
+    ///   - expectedFileSize: The file's length as the caller last saw it (the index's, from when
+    ///     the cache wrote or read it). A file that still has that length is read with one `pread`
+    ///     and no `fstat`; otherwise the read starts over from the file's real length.
     /// - Returns: The record, `.missing`, or `.corrupt` with the reason. Allocates no more than
-    ///   the file's real length, whatever its header claims.
+    ///   the file's real length (plus one byte), whatever its header claims.
     /// - Throws: ``Errno`` for failures other than a missing or malformed file.
-    package func read(_ path: String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil) throws(Errno) -> RecordReadResult {
+    package func read(
+        _ path: String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil,
+        expectedFileSize: Int? = nil
+    ) throws(Errno) -> RecordReadResult {
         let fd: Int32
         do {
-            fd = try io.open(path, O_RDONLY | O_NOFOLLOW)
+            // O_NONBLOCK: a FIFO planted where a record should be must not hang the open.
+            fd = try io.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
         } catch {
             switch error.rawValue {
             case ENOENT, ENOTDIR: return .missing
@@ -68,30 +75,59 @@ package struct RecordFile: Sendable {
             }
         }
         defer { io.close(fd) }
-        let info = try io.fstat(fd)
-        guard (info.st_mode & S_IFMT) == S_IFREG else { return .corrupt(.notARegularFile) }
-        let fileSize = Int(info.st_size)
-        guard fileSize >= RecordHeader.size else { return .corrupt(.truncated) }
 
-        // Records up to 64 KiB come in one read; larger ones have their header read and checked
-        // against the file's length first, so that a garbage file costs no large allocation.
-        let wanted = readPayload ? fileSize : min(fileSize, RecordHeader.size + 4096)
-        if wanted > Self.singleReadLimit {
-            var head = [UInt8](repeating: 0, count: RecordHeader.size)
-            let got = try head.withUnsafeMutableBytes { b in
-                Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) }
-            }.get()
-            guard got == head.count else { return .corrupt(.truncated) }
-            do { try RecordHeader.decode(head).validate(fileSize: UInt64(fileSize)) } catch { return .corrupt(error) }
+        // The index's length, when it knows one: read one byte more than it; exactly that many
+        // bytes back means the file still has that length, and the fstat is saved. The length is
+        // one the cache itself wrote or read, so the allocation is justified even unchecked.
+        var known: (memory: UnsafeMutableRawPointer, size: Int)?
+        if readPayload, let hint = expectedFileSize, hint >= RecordHeader.size,
+           let memory = malloc(hint + 1) {
+            let got = try? io.pread(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: hint + 1), at: 0)
+            if got == hint { known = (memory, hint) } else { free(memory) }
         }
-        // A valid header may still describe a file larger than memory (a sparse one): fail the
-        // read with ENOMEM rather than trap in the allocator.
-        guard let memory = malloc(wanted) else { throw Errno(ENOMEM) }
+
+        let fileSize: Int
+        let wanted: Int
+        let memory: UnsafeMutableRawPointer
+        if let known {
+            (memory, fileSize, wanted) = (known.memory, known.size, known.size)
+        } else {
+            let info = try io.fstat(fd)
+            guard (info.st_mode & S_IFMT) == S_IFREG else { return .corrupt(.notARegularFile) }
+            fileSize = Int(info.st_size)
+            guard fileSize >= RecordHeader.size else { return .corrupt(.truncated) }
+
+            // Records up to 64 KiB come in one read; larger ones have their header read and
+            // checked against the file's length first, so that a garbage file costs no large
+            // allocation.
+            wanted = readPayload ? fileSize : min(fileSize, RecordHeader.size + 4096)
+            if wanted > Self.singleReadLimit {
+                var head = [UInt8](repeating: 0, count: RecordHeader.size)
+                let got = try head.withUnsafeMutableBytes { b in
+                    Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) }
+                }.get()
+                guard got == head.count else { return .corrupt(.truncated) }
+                do { try RecordHeader.decode(head).validate(fileSize: UInt64(fileSize)) } catch { return .corrupt(error) }
+            }
+            // A valid header may still describe a file larger than memory (a sparse one): fail
+            // the read with ENOMEM rather than trap in the allocator.
+            guard let allocated = malloc(wanted) else { throw Errno(ENOMEM) }
+            memory = allocated
+            let n: Int
+            do {
+                n = try io.pread(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: wanted), at: 0)
+            } catch {
+                free(memory)
+                throw error
+            }
+            guard n == wanted else {
+                free(memory)
+                return .corrupt(.truncated)
+            }
+        }
         let buffer = UnsafeMutableRawBufferPointer(start: memory, count: wanted)
         var handedOff = false
         defer { if !handedOff { free(memory) } }
-        let n = try io.pread(fd, into: buffer, at: 0)
-        guard n == wanted else { return .corrupt(.truncated) }
 
         let header: RecordHeader
         do {

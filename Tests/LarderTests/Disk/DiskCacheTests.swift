@@ -217,6 +217,26 @@ import Testing
         #expect(opens.withLock { $0 } == readerBefore + 1)
     }
 
+    @Test func aRecordReplacedBehindTheCachesBackIsReadAtItsRealLength() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let scratch = TemporaryDirectory()
+        defer { scratch.remove() }
+        let cache = try DiskCache(options: testOptions(dir.url, encoding: .verbatim))
+        try cache.store(Data(repeating: 1, count: 100), forKey: "kk")
+        #expect(try cache.load(forKey: "kk")?.data.count == 100)  // the index now knows its length
+        for length in [300, 40, 100] {
+            // The same key written elsewhere, then copied over the cache's file.
+            let other = try DiskCache(options: testOptions(scratch.url, encoding: .verbatim))
+            try other.store(Data(repeating: UInt8(length % 251), count: length), forKey: "kk")
+            other.close()
+            let target = dir.url.appendingPathComponent("kk/kk")
+            try FileManager.default.removeItem(at: target)
+            try FileManager.default.copyItem(at: scratch.url.appendingPathComponent("kk/kk"), to: target)
+            #expect(try cache.load(forKey: "kk")?.data == Data(repeating: UInt8(length % 251), count: length), "length \(length)")
+        }
+    }
+
     @Test func closedCacheThrowsClosed() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
