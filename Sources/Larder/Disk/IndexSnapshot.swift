@@ -9,34 +9,47 @@ enum IndexSnapshot {
     static let version: UInt32 = 1
 
     /// Encodes entries, least recently used first.
+    /// - Complexity: O(*n*); one allocation of the exact size, written in place.
     static func encode(_ entries: [IndexEntry]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(12 + entries.count * 140)
-        func put<T: FixedWidthInteger>(_ value: T) {
-            withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) }
-        }
-        put(magic)
-        put(version)
-        put(UInt32(entries.count))
+        var total = 12 + 4
         for entry in entries {
-            let name = Array(entry.name.utf8)
-            put(UInt16(name.count))
-            out.append(contentsOf: name)
-            if let key = entry.key {
-                let keyBytes = Array(key.utf8)
-                put(UInt32(keyBytes.count))
-                out.append(contentsOf: keyBytes)
-            } else {
-                put(UInt32.max)
-            }
-            put(UInt64(entry.diskSize))
-            put(entry.updateTime)
-            put(entry.lastAccessMs)
-            put(entry.ttl)
-            put(entry.lockCount)
+            total += 2 + entry.name.utf8.count + 4 + (entry.key?.utf8.count ?? 0) + 8 * 4 + 4
         }
-        put(CRC32.checksum(of: out))
-        return out
+        return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
+            let out = UnsafeMutableRawBufferPointer(buffer)
+            var offset = 0
+            func put<T: FixedWidthInteger>(_ value: T) {
+                out.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
+                offset += MemoryLayout<T>.size
+            }
+            func put(_ text: String) {
+                var text = text
+                text.withUTF8 { utf8 in
+                    out.baseAddress!.advanced(by: offset).copyMemory(from: utf8.baseAddress!, byteCount: utf8.count)
+                    offset += utf8.count
+                }
+            }
+            put(magic)
+            put(version)
+            put(UInt32(entries.count))
+            for entry in entries {
+                put(UInt16(entry.name.utf8.count))
+                if !entry.name.isEmpty { put(entry.name) }
+                if let key = entry.key {
+                    put(UInt32(key.utf8.count))
+                    if !key.isEmpty { put(key) }
+                } else {
+                    put(UInt32.max)
+                }
+                put(UInt64(entry.diskSize))
+                put(entry.updateTime)
+                put(entry.lastAccessMs)
+                put(entry.ttl)
+                put(entry.lockCount)
+            }
+            put(CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[0 ..< offset])))
+            count = offset
+        }
     }
 
     /// Decodes a snapshot, or returns `nil` when it is damaged or of another version.
