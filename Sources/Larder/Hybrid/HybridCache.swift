@@ -28,6 +28,10 @@ import Synchronization
 /// **Disk changes made behind its back.** With ``init(options:)``, records the disk evicts (limits,
 /// collection) or finds corrupt are dropped from memory too. With ``init(memory:disk:)``, calls
 /// made on ``disk`` directly are not seen by the memory tier.
+///
+/// **Event handlers.** The disk's ``DiskCacheOptions/eventHandler`` may run while the hybrid holds
+/// the lock of the key being stored or read; a handler must not call back into the same hybrid
+/// cache synchronously (hand the work to another queue instead), or two keys' locks can deadlock.
 public final class HybridCache: Sendable {
     /// The memory tier. Values are payloads; their cost is their byte count.
     public let memory: MemoryCache<String, Data>

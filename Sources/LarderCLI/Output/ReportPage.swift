@@ -96,7 +96,7 @@ struct ReportPage {
 
     /// A vertical bar chart in inline SVG.
     private func histogram(_ bars: [(String, Int)], colour: String) -> String {
-        let width = 520, height = 220, top = 20, bottom = 40
+        let width = 520, height = 230, top = 20, bottom = 50
         let slot = width / max(1, bars.count)
         let peak = max(1, bars.map(\.1).max() ?? 1)
         var svg = "<svg viewBox=\"0 0 \(width) \(height)\" role=\"img\" class=\"chart\">"
@@ -106,7 +106,9 @@ struct ReportPage {
             let y = height - bottom - h
             svg += "<rect x=\"\(x)\" y=\"\(y)\" width=\"\(slot - 12)\" height=\"\(h)\" fill=\"\(colour)\"><title>\(escape(bar.0)): \(bar.1)</title></rect>"
             svg += "<text x=\"\(x + (slot - 12) / 2)\" y=\"\(y - 4)\" class=\"count\">\(bar.1)</text>"
-            svg += "<text x=\"\(x + (slot - 12) / 2)\" y=\"\(height - bottom + 16)\" class=\"axis\">\(escape(bar.0))</text>"
+            // Alternate label rows, so that long labels of narrow bars do not overlap.
+            let labelY = height - bottom + 16 + (bars.count > 6 && i % 2 == 1 ? 14 : 0)
+            svg += "<text x=\"\(x + (slot - 12) / 2)\" y=\"\(labelY)\" class=\"axis\">\(escape(bar.0))</text>"
         }
         return svg + "</svg>"
     }
@@ -118,7 +120,7 @@ struct ReportPage {
         let lockedCount = summary.locked.count
         return """
             <svg viewBox="0 0 1000 40" class="bar" role="img"><rect x="0" y="0" width="\(lockedWidth)" height="40" fill="#54a24b"><title>locked</title></rect><rect x="\(lockedWidth)" y="0" width="\(1000 - lockedWidth)" height="40" fill="#bab0ac"><title>unlocked</title></rect></svg>
-            <p><span class="swatch" style="background:#54a24b"></span>locked: \(lockedCount) records, \(escape(HumanFormat.size(summary.lockedSize))) &nbsp; <span class="swatch" style="background:#bab0ac"></span>unlocked: \(summary.count - lockedCount) records, \(escape(HumanFormat.size(summary.totalSize - summary.lockedSize)))</p>
+            <p><span class="swatch" style="background:#54a24b"></span>locked: \(lockedCount) \(lockedCount == 1 ? "record" : "records"), \(escape(HumanFormat.size(summary.lockedSize))) &nbsp; <span class="swatch" style="background:#bab0ac"></span>unlocked: \(summary.count - lockedCount) \(summary.count - lockedCount == 1 ? "record" : "records"), \(escape(HumanFormat.size(summary.totalSize - summary.lockedSize)))</p>
             """
     }
 
