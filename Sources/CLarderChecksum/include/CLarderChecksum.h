@@ -8,8 +8,8 @@
 /// from `crc` (0 to start): the same value as zlib's `crc32(crc, buffer, length)`.
 ///
 /// On x86-64 processors with carry-less multiplication (PCLMULQDQ) the bulk of the buffer is
-/// folded 64 bytes at a time with it, about 2.4 times zlib's speed on 4 KiB and more on larger
-/// buffers; the tail, short buffers and other processors go to zlib.
+/// folded 64 bytes at a time with it (BENCHMARKS.md shows what that saves a verified load); the
+/// tail, short buffers and other processors go to zlib.
 uint32_t larder_crc32(uint32_t crc, const void *buffer, size_t length);
 
 #endif

@@ -50,11 +50,11 @@ extension DiskCache {
 
     /// Starts collecting every ``DiskCacheOptions/garbageCollectionInterval`` seconds on a
     /// background timer (not the main run loop). Scheduling twice is harmless; the timer stops
-    /// when the cache closes or goes away.
+    /// when the cache closes or goes away. A read-only or closed cache does not collect.
     public func scheduleGarbageCollection() {
         guard !options.isReadOnly else { return }
         state.withLock { s in
-            guard s.timer == nil, !s.isClosed else { return }
+            guard s.timer == nil, !isClosed.load(ordering: .acquiring) else { return }
             let timer = DispatchSource.makeTimerSource(queue: ioQueue)
             let interval = options.garbageCollectionInterval
             timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))

@@ -135,7 +135,7 @@ extension DiskCache {
             return s.index.count
         }
         events.append(.indexReady(recordCount: count))
-        if !options.isReadOnly, !state.withLock({ $0.isClosed }), isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
+        if !options.isReadOnly, !isClosed.load(ordering: .acquiring), isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
             // Reopened over its limits (smaller limits, or files added behind its back): expired
             // records go first, as in a collection, before any live one.
             var report = CollectionReport()
@@ -233,24 +233,22 @@ extension DiskCache {
     }
 
     func closeNow() {
+        // The first caller closes; later ones (and `deinit` after `close()`) return at once.
+        // The flag is set before the timer is taken, so a concurrent schedule either sees it or
+        // installs a timer that is taken here.
+        guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let timer: (any DispatchSourceTimer)? = state.withLock { s in
             defer { s.timer = nil }
-            return s.isClosed ? nil : s.timer
+            return s.timer
         }
         timer?.cancel()
-        guard !state.withLock({ $0.isClosed }) else { return }
         waitForIndex()
         var events: [CacheEvent] = []
         collectionGate.withLock { _ in
             events += writeBackAccessTimes()
             events += writeSnapshot()
         }
-        let alreadyClosed = state.withLock { s in
-            defer { s.isClosed = true }
-            isClosedFlag.store(true, ordering: .releasing)
-            return s.isClosed
-        }
-        if !alreadyClosed { directoryLock?.release() }
+        directoryLock?.release()
         emit(events)
     }
 }

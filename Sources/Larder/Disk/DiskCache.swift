@@ -44,8 +44,8 @@ public final class DiskCache: Sendable {
     private let temporaryCounter = Atomic<UInt64>(0)
     /// This process's id, part of every temporary file's name.
     private let processID = getpid()
-    /// `State.isClosed`, readable without the lock on every call.
-    let isClosedFlag = Atomic<Bool>(false)
+    /// Whether ``close()`` has run; read without a lock on every call.
+    let isClosed = Atomic<Bool>(false)
 
     struct State: ~Copyable {
         var index = DiskIndex()
@@ -60,7 +60,6 @@ public final class DiskCache: Sendable {
         /// name whose entry is gone or clean again by write-back time is skipped.
         var dirtyQueue: [String] = []
         var statistics = DiskCacheStatistics()
-        var isClosed = false
         var timer: (any DispatchSourceTimer)?
         var freeSpace: (checkedAt: Double, volumeSize: Int, available: Int)?
     }
@@ -292,7 +291,7 @@ public final class DiskCache: Sendable {
         guard let name = try? options.keyEncoding.fileName(for: key) else { return false }
         let now = options.clock.now
         let known: Bool? = state.withLock { s in
-            guard s.isIndexReady, !s.isClosed else { return nil }
+            guard s.isIndexReady, !isClosed.load(ordering: .acquiring) else { return nil }
             guard let entry = s.index[name] else { return false }
             return !isExpired(entry, now: now)
         }
@@ -404,7 +403,7 @@ public final class DiskCache: Sendable {
     }
 
     func checkOpen(key: String?) throws(CacheError) {
-        if isClosedFlag.load(ordering: .acquiring) {
+        if isClosed.load(ordering: .acquiring) {
             throw CacheError(.closed, "the cache was closed", key: key, path: layout.root)
         }
     }

@@ -139,6 +139,18 @@ import Testing
         #expect(files.allSatisfy { $0.count == 67 && $0.dropFirst(3).hasPrefix($0.prefix(2)) })
     }
 
+    @Test func storedKeysUpToTheMaximumLengthAreAccepted() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try DiskCache(options: testOptions(dir.url))
+        #expect(RecordHeader.maximumKeyLength == 64 * 1024)
+        let longest = String(repeating: "k", count: RecordHeader.maximumKeyLength)
+        try cache.store(Data("x".utf8), forKey: longest)
+        #expect(try cache.load(forKey: longest)?.data == Data("x".utf8))
+        #expect { try cache.store(Data("y".utf8), forKey: longest + "k") } throws: { ($0 as? CacheError)?.code == .invalidKey }
+        #expect(cache.count == 1)
+    }
+
     @Test func customEncodingIsRecordedAndValidated() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
