@@ -6,13 +6,14 @@ public struct CacheRecord: Sendable, Hashable {
     public var key: String
     /// The payload.
     public var data: Data
-    /// Time to live in seconds; 0 means the cache's default expiration, sliding with each read.
-    public var ttl: TimeInterval
+    /// The lifetime it was stored with: ``Expiry/default`` (the cache's default expiration,
+    /// sliding with each use) or ``Expiry/seconds(_:)``.
+    public var expiry: Expiry
     /// How many times it is locked against expiry.
     public var lockCount: Int
     /// Whether ``lockCount`` is above 0.
     public var isLocked: Bool { lockCount > 0 }
-    /// The last update (store, or for `ttl` 0 records also a read or touch), seconds since the epoch.
+    /// The last update (a store, or for ``Expiry/default`` records also a read or touch), seconds since the epoch.
     public var updateTime: Double
     /// The last use (store, load or touch), seconds since the epoch.
     public var lastAccessTime: Double
@@ -21,12 +22,12 @@ public struct CacheRecord: Sendable, Hashable {
 
     /// Creates a record value.
     public init(
-        key: String, data: Data, ttl: TimeInterval, lockCount: Int, updateTime: Double,
+        key: String, data: Data, expiry: Expiry, lockCount: Int, updateTime: Double,
         lastAccessTime: Double, expirationTime: Double?
     ) {
         self.key = key
         self.data = data
-        self.ttl = ttl
+        self.expiry = expiry
         self.lockCount = lockCount
         self.updateTime = updateTime
         self.lastAccessTime = lastAccessTime
@@ -40,7 +41,7 @@ public enum CacheEvent: Sendable, Hashable {
     /// load was a miss. `key` is the requested key, `file` the record's path.
     case corruptRecordRemoved(key: String?, file: String, reason: CorruptionReason)
     /// A record was removed by collection or a limit.
-    case recordEvicted(key: String?, file: String, reason: EvictionCause)
+    case recordEvicted(key: String?, file: String, reason: EvictionReason)
     /// A collection finished.
     case collectionFinished(CollectionReport)
     /// The background index build finished, with the number of records found.
@@ -48,18 +49,6 @@ public enum CacheEvent: Sendable, Hashable {
     /// A file-system call failed where the cache could carry on (write-back of access times,
     /// snapshot writes, leftover temporary files).
     case ioError(operation: String, path: String, errno: Int32)
-}
-
-/// Why a record left the cache without being asked to.
-public enum EvictionCause: String, Sendable, Hashable, CaseIterable {
-    /// It had expired.
-    case expired
-    /// The cache was over its size limit (or the volume's free-space floor).
-    case sizeLimit
-    /// The cache was over its count limit.
-    case countLimit
-    /// A store failed with a full volume and room was made.
-    case diskFull
 }
 
 /// What one collection removed, and why.
@@ -73,7 +62,7 @@ public struct CollectionReport: Sendable, Hashable {
         /// Bytes it occupied on disk.
         public var size: Int
         /// Why it went.
-        public var reason: EvictionCause
+        public var reason: EvictionReason
         /// Whether it was locked (only the size limit removes locked records, and only past it).
         public var wasLocked: Bool
     }
@@ -89,33 +78,5 @@ public struct CollectionReport: Sendable, Hashable {
     public var effectiveSizeLimit: Int = 0
 
     /// The number of records removed for `reason`.
-    public func count(for reason: EvictionCause) -> Int { removed.count { $0.reason == reason } }
-}
-
-/// Counters kept by a ``DiskCache`` since it opened.
-public struct DiskCacheStatistics: Sendable, Hashable {
-    /// Loads that returned a record.
-    public var hits = 0
-    /// Loads that returned nothing (absent, expired or corrupt).
-    public var misses = 0
-    /// Loads that found an expired record.
-    public var expirations = 0
-    /// Corrupt records found and removed.
-    public var corruptRecordsRemoved = 0
-    /// Records removed by collection or limits, by cause.
-    public var evictions: [EvictionCause: Int] = [:]
-    /// Payload bytes written by stores.
-    public var bytesWritten = 0
-    /// Payload bytes returned by loads.
-    public var bytesRead = 0
-    /// Collections run.
-    public var collections = 0
-    /// Successful stores.
-    public var stores = 0
-
-    /// Creates zeroed counters.
-    public init() {}
-
-    /// Every eviction, whatever the cause.
-    public var totalEvictions: Int { evictions.values.reduce(0, +) }
+    public func count(for reason: EvictionReason) -> Int { removed.count { $0.reason == reason } }
 }

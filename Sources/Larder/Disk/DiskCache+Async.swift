@@ -1,95 +1,110 @@
 import Foundation
 
-// The `async` twins of the throwing calls. Each runs its synchronous twin on ``DiskCache/ioQueue``
-// through `runBlocking(key:_:)`, so blocking file work never occupies the cooperative pool, and a
-// task cancelled before the work starts gets ``CacheError/Code/cancelled`` with nothing done.
+// The `async` twins of the throwing calls, named after them. Each runs its synchronous twin on
+// ``DiskCache/ioQueue`` through `runBlocking(key:_:)`, so blocking file work never occupies the
+// cooperative pool, and a task cancelled before the work starts gets
+// ``CacheError/Code/cancelled`` with nothing done.
 extension DiskCache {
-    /// Stores `data` under `key` on the cache's own queue; see ``store(_:forKey:ttl:locked:)``.
+    /// Stores `data` under `key` on the cache's own queue; see ``store(_:forKey:expiry:locked:)``.
     /// - Throws: ``CacheError/Code/cancelled`` when the task is cancelled before the store starts,
     ///   or what the synchronous call throws.
-    public func store(_ data: Data, forKey key: String, ttl: TimeInterval = 0, locked: Bool = false) async throws {
-        try await ioQueue.runBlocking(key: key) { try self.store(data, forKey: key, ttl: ttl, locked: locked) }
+    public func store(_ data: Data, forKey key: String, expiry: Expiry = .default, locked: Bool = false) async throws(CacheError) {
+        try await ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.store(data, forKey: key, expiry: expiry, locked: locked) }
     }
 
-    /// Loads the record under `key` on the cache's own queue; see ``load(forKey:)``.
+    /// Returns the payload under `key`, read on the cache's own queue; see ``value(forKey:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
-    public func load(forKey key: String) async throws -> CacheRecord? {
-        try await ioQueue.runBlocking(key: key) { try self.load(forKey: key) }
+    public func value(forKey key: String) async throws(CacheError) -> Data? {
+        try await ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.value(forKey: key) }
+    }
+
+    /// Returns the record under `key`, read on the cache's own queue; see ``record(forKey:)``.
+    /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
+    public func record(forKey key: String) async throws(CacheError) -> CacheRecord? {
+        try await ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.record(forKey: key) }
     }
 
     /// Records a use of `key` on the cache's own queue; see ``touch(forKey:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
-    public func touch(forKey key: String) async throws -> Bool {
-        try await ioQueue.runBlocking(key: key) { try self.touch(forKey: key) }
+    public func touch(forKey key: String) async throws(CacheError) -> Bool {
+        try await ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.touch(forKey: key) }
+    }
+
+    /// Removes the record under `key` on the cache's own queue; see ``remove(forKey:)``.
+    /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
+    @discardableResult
+    public func remove(forKey key: String) async throws(CacheError) -> Bool {
+        try await ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.remove(forKey: key) }
     }
 
     /// Removes the records under `keys` on the cache's own queue; see ``remove(forKeys:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
-    public func remove(forKeys keys: [String]) async throws {
-        try await ioQueue.runBlocking(key: keys.first) { try self.remove(forKeys: keys) }
+    @discardableResult
+    public func remove(forKeys keys: [String]) async throws(CacheError) -> [String] {
+        try await ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.remove(forKeys: keys) }
     }
 
     /// Locks the records under `keys` on the cache's own queue; see ``lock(forKeys:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
-    public func lock(forKeys keys: [String]) async throws -> [String] {
-        try await ioQueue.runBlocking(key: keys.first) { try self.lock(forKeys: keys) }
+    public func lock(forKeys keys: [String]) async throws(CacheError) -> [String] {
+        try await ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.lock(forKeys: keys) }
     }
 
     /// Unlocks the records under `keys` on the cache's own queue; see ``unlock(forKeys:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
-    public func unlock(forKeys keys: [String]) async throws -> [String] {
-        try await ioQueue.runBlocking(key: keys.first) { try self.unlock(forKeys: keys) }
+    public func unlock(forKeys keys: [String]) async throws(CacheError) -> [String] {
+        try await ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.unlock(forKeys: keys) }
     }
 
     /// The keys starting with `prefix`, gathered on the cache's own queue; see ``keys(withPrefix:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     /// - Complexity: O(*n*) in the number of records.
-    public func keys(withPrefix prefix: String) async throws -> [String] {
-        try await ioQueue.runBlocking(key: nil) { try self.keys(withPrefix: prefix) }
+    public func keys(withPrefix prefix: String = "") async throws(CacheError) -> [String] {
+        try await ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.keys(withPrefix: prefix) }
     }
 
     /// Runs one collection on the cache's own queue; see ``collectGarbage()``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
-    public func collectGarbage() async throws -> CollectionReport {
-        try await ioQueue.runBlocking(key: nil) { try self.collectGarbage() }
+    public func collectGarbage() async throws(CacheError) -> CollectionReport {
+        try await ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.collectGarbage() }
     }
 
     /// Removes every record on the cache's own queue; see ``removeAll()``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
-    public func removeAll() async throws {
-        try await ioQueue.runBlocking(key: nil) { try self.removeAll() }
+    public func removeAll() async throws(CacheError) {
+        try await ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.removeAll() }
     }
 
     /// Removes every unlocked record on the cache's own queue; see ``removeAllUnlocked()``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
-    public func removeAllUnlocked() async throws {
-        try await ioQueue.runBlocking(key: nil) { try self.removeAllUnlocked() }
+    public func removeAllUnlocked() async throws(CacheError) {
+        try await ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.removeAllUnlocked() }
     }
 
     /// Removes every locked record on the cache's own queue; see ``removeAllLocked()``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
-    public func removeAllLocked() async throws {
-        try await ioQueue.runBlocking(key: nil) { try self.removeAllLocked() }
+    public func removeAllLocked() async throws(CacheError) {
+        try await ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.removeAllLocked() }
     }
 
     /// Encodes `value` on the calling task, then stores the bytes on the cache's own queue; see
-    /// ``store(_:forKey:ttl:locked:coder:)``.
+    /// ``store(_:forKey:expiry:locked:coder:)``.
     /// - Throws: ``CacheError/Code/encodingFailed``, ``CacheError/Code/cancelled``, or what the store throws.
     public func store<T: Encodable>(
-        _ value: T, forKey key: String, ttl: TimeInterval = 0, locked: Bool = false, coder: CacheCoder = .json
-    ) async throws {
-        try await store(coder.encoded(value, key: key), forKey: key, ttl: ttl, locked: locked)
+        _ value: T, forKey key: String, expiry: Expiry = .default, locked: Bool = false, coder: CacheCoder = .json
+    ) async throws(CacheError) {
+        try await store(coder.encoded(value, key: key), forKey: key, expiry: expiry, locked: locked)
     }
 
-    /// Loads the record on the cache's own queue, then decodes it on the calling task; see
+    /// Reads the record on the cache's own queue, then decodes it on the calling task; see
     /// ``value(_:forKey:coder:)``.
-    /// - Throws: ``CacheError/Code/decodingFailed``, ``CacheError/Code/cancelled``, or what the load throws.
-    public func value<T: Decodable>(_ type: T.Type, forKey key: String, coder: CacheCoder = .json) async throws -> T? {
-        guard let record = try await load(forKey: key) else { return nil }
-        return try coder.decoded(type, from: record.data, key: key)
+    /// - Throws: ``CacheError/Code/decodingFailed``, ``CacheError/Code/cancelled``, or what the read throws.
+    public func value<T: Decodable>(_ type: T.Type, forKey key: String, coder: CacheCoder = .json) async throws(CacheError) -> T? {
+        guard let data = try await value(forKey: key) else { return nil }
+        return try coder.decoded(type, from: data, key: key)
     }
 }

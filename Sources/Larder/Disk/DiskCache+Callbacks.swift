@@ -1,9 +1,9 @@
 import Dispatch
 import Foundation
 
-// SPTPersistentCache's shape, for code migrating from it: each call runs its synchronous twin on
-// ``DiskCache/ioQueue`` and delivers a ``CacheResponse`` on the queue given (the main queue by
-// default). Thin wrappers over the same core, through `runBlocking(deliveringOn:_:completion:)`.
+// SPTPersistentCache's shape, for code migrating from it: each call is named after its
+// synchronous twin, runs it on ``DiskCache/ioQueue`` and delivers a ``CacheResponse`` on the
+// queue given (the main queue by default), through `runBlocking(deliveringOn:_:completion:)`.
 extension DiskCache {
     /// A callback receiving a call's outcome.
     public typealias Completion<Value: Sendable> = @Sendable (CacheResponse<Value>) -> Void
@@ -11,60 +11,62 @@ extension DiskCache {
     /// Stores `data` under `key` in the background, then reports `.success(())` or `.failure`
     /// on `queue` (SPT's `storeData:forKey:ttl:locked:withCallback:onQueue:`).
     public func store(
-        _ data: Data, forKey key: String, ttl: TimeInterval = 0, locked: Bool = false,
+        _ data: Data, forKey key: String, expiry: Expiry = .default, locked: Bool = false,
         queue: DispatchQueue = .main, completion: @escaping Completion<Void>
     ) {
-        ioQueue.runBlocking(deliveringOn: queue, { try self.store(data, forKey: key, ttl: ttl, locked: locked) }, completion: completion)
+        ioQueue.runBlocking(
+            deliveringOn: queue, { () throws(CacheError) in try self.store(data, forKey: key, expiry: expiry, locked: locked) },
+            completion: completion)
     }
 
-    /// Loads the record under `key` in the background, then reports `.success(record)`,
+    /// Reads the record under `key` in the background, then reports `.success(record)`,
     /// `.notFound` or `.failure` on `queue` (SPT's `loadDataForKey:withCallback:onQueue:`).
-    public func load(forKey key: String, queue: DispatchQueue = .main, completion: @escaping Completion<CacheRecord>) {
-        ioQueue.runBlocking(deliveringOn: queue, { try self.load(forKey: key) }, completion: completion)
+    public func record(forKey key: String, queue: DispatchQueue = .main, completion: @escaping Completion<CacheRecord>) {
+        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.record(forKey: key) }, completion: completion)
     }
 
     /// Records a use of `key` in the background, then reports `.success(())`, `.notFound` or
     /// `.failure` on `queue` (SPT's `touchDataForKey:callback:onQueue:`).
     public func touch(forKey key: String, queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
-        ioQueue.runBlocking(deliveringOn: queue, { try self.touch(forKey: key) ? () : nil }, completion: completion)
+        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.touch(forKey: key) ? () : nil }, completion: completion)
     }
 
-    /// Removes the records under `keys` in the background, then reports `.success(())` or
-    /// `.failure` on `queue` (SPT's `removeDataForKeys:callback:onQueue:`).
-    public func remove(forKeys keys: [String], queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
-        ioQueue.runBlocking(deliveringOn: queue, { try self.remove(forKeys: keys) }, completion: completion)
+    /// Removes the records under `keys` in the background, then reports `.success(removedKeys)`
+    /// or `.failure` on `queue` (SPT's `removeDataForKeys:callback:onQueue:`).
+    public func remove(forKeys keys: [String], queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
+        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.remove(forKeys: keys) }, completion: completion)
     }
 
     /// Locks the records under `keys` in the background, then reports `.success(lockedKeys)` or
     /// `.failure` on `queue` (SPT's `lockDataForKeys:callback:onQueue:`).
     public func lock(forKeys keys: [String], queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
-        ioQueue.runBlocking(deliveringOn: queue, { try self.lock(forKeys: keys) }, completion: completion)
+        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.lock(forKeys: keys) }, completion: completion)
     }
 
     /// Unlocks the records under `keys` in the background, then reports `.success(unlockedKeys)`
     /// or `.failure` on `queue` (SPT's `unlockDataForKeys:callback:onQueue:`).
     public func unlock(forKeys keys: [String], queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
-        ioQueue.runBlocking(deliveringOn: queue, { try self.unlock(forKeys: keys) }, completion: completion)
+        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.unlock(forKeys: keys) }, completion: completion)
     }
 
     /// Removes every record in the background, then reports on `queue` (SPT's `prune`).
     public func removeAll(queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
-        ioQueue.runBlocking(deliveringOn: queue, { try self.removeAll() }, completion: completion)
+        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.removeAll() }, completion: completion)
     }
 
     /// Removes every unlocked record in the background, then reports on `queue` (SPT's `wipeNonLockedFiles`).
     public func removeAllUnlocked(queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
-        ioQueue.runBlocking(deliveringOn: queue, { try self.removeAllUnlocked() }, completion: completion)
+        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.removeAllUnlocked() }, completion: completion)
     }
 
     /// Removes every locked record in the background, then reports on `queue` (SPT's `wipeLockedFiles`).
     public func removeAllLocked(queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
-        ioQueue.runBlocking(deliveringOn: queue, { try self.removeAllLocked() }, completion: completion)
+        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.removeAllLocked() }, completion: completion)
     }
 
     /// Runs one collection in the background, then reports `.success(report)` or `.failure` on
     /// `queue` (SPT's `runGarbageCollector`).
     public func collectGarbage(queue: DispatchQueue = .main, completion: @escaping Completion<CollectionReport>) {
-        ioQueue.runBlocking(deliveringOn: queue, { try self.collectGarbage() }, completion: completion)
+        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.collectGarbage() }, completion: completion)
     }
 }

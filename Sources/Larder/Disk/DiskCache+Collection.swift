@@ -8,6 +8,15 @@ import Darwin
 import Dispatch
 import Foundation
 
+/// One collection pass's outcome as it accumulates: what it removed, and the events to emit
+/// once the pass has released its locks.
+struct CollectionPass {
+    /// What the pass removed, and why.
+    var report = CollectionReport()
+    /// Events for the cache's handler.
+    var events: [CacheEvent] = []
+}
+
 extension DiskCache {
     /// How many records a collection examines or removes per acquisition of the cache's lock.
     static let collectionBatch = 256
@@ -24,28 +33,26 @@ extension DiskCache {
     /// - Complexity: Memory work linear in the records for the expiry check; file work
     ///   proportional to what is removed.
     @discardableResult
-    public func collectGarbage() throws -> CollectionReport {
+    public func collectGarbage() throws(CacheError) -> CollectionReport {
         try checkWritable(key: nil)
         waitForIndex()
-        var events: [CacheEvent] = []
-        let report: CollectionReport = collectionGate.withLock { _ in
-            var report = CollectionReport()
-            events += writeBackAccessTimes()
-            removeExpired(report: &report, events: &events)
+        var pass = CollectionPass()
+        collectionGate.withLock { _ in
+            pass.events += writeBackAccessTimes()
+            removeExpired(in: &pass)
             let limit = effectiveSizeLimit(forceRefresh: true)
-            prune(sizeLimit: limit, countLimit: options.countLimit, excluding: nil, cause: nil, report: &report, events: &events)
+            prune(sizeLimit: limit, countLimit: options.countLimit, excluding: nil, reason: nil, in: &pass)
             state.withLock { s in
-                s.statistics.collections += 1
-                report.remainingCount = s.index.count
-                report.remainingSize = s.index.totalSize
+                s.counters.collections += 1
+                pass.report.remainingCount = s.index.count
+                pass.report.remainingSize = s.index.totalSize
             }
-            report.effectiveSizeLimit = limit == Int.max ? 0 : limit
-            events += writeSnapshot()
-            return report
+            pass.report.effectiveSizeLimit = limit == Int.max ? 0 : limit
+            pass.events += writeSnapshot()
         }
-        events.append(.collectionFinished(report))
-        emit(events)
-        return report
+        pass.events.append(.collectionFinished(pass.report))
+        emit(pass.events)
+        return pass.report
     }
 
     /// Starts collecting every ``DiskCacheOptions/garbageCollectionInterval`` seconds on a
@@ -82,7 +89,7 @@ extension DiskCache {
 
     /// Removes every record, corrupt ones too (SPT's `prune`), and any stray files in the shard folders.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
-    public func removeAll() throws {
+    public func removeAll() throws(CacheError) {
         try checkWritable(key: nil)
         waitForIndex()
         var events: [CacheEvent] = []
@@ -90,10 +97,10 @@ extension DiskCache {
         var failure: CacheError?
         for name in names {
             let path = layout.path(for: name)
-            withStripe(name, changing: true) {
+            changingRecord(name) {
                 do throws(Errno) {
                     try io.unlink(path)
-                    state.withLock { _forget(name, in: &$0) }
+                    state.withLock { $0.forget(name) }
                 } catch {
                     failure = failure ?? CacheError(.ioFailure, "cannot remove a record", path: path, errno: error.rawValue)
                 }
@@ -102,8 +109,8 @@ extension DiskCache {
         // Anything the index still holds (files that vanished behind the cache's back).
         let leftovers = state.withLock { s in s.index.entriesLeastRecentFirst.map(\.name) }
         for name in leftovers {
-            withStripe(name) {
-                if (try? io.lstat(layout.path(for: name))) ?? nil == nil { state.withLock { _forget(name, in: &$0) } }
+            withKeyLock(name) {
+                if (try? io.lstat(layout.path(for: name))) ?? nil == nil { state.withLock { $0.forget(name) } }
             }
         }
         emit(events)
@@ -112,13 +119,13 @@ extension DiskCache {
 
     /// Removes every unlocked record (SPT's `wipeNonLockedFiles`).
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
-    public func removeAllUnlocked() throws {
+    public func removeAllUnlocked() throws(CacheError) {
         try removeAll(where: { $0 == 0 })
     }
 
     /// Removes every locked record (SPT's `wipeLockedFiles`).
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
-    public func removeAllLocked() throws {
+    public func removeAllLocked() throws(CacheError) {
         try removeAll(where: { $0 > 0 })
     }
 
@@ -140,12 +147,13 @@ extension DiskCache {
         return state.withLock { $0.index.count }
     }
 
-    /// Counters since the cache opened.
-    public var statistics: DiskCacheStatistics { state.withLock { $0.statistics } }
+    /// Counters since the cache opened: hits, misses, insertions (stores), expirations found by
+    /// reads, evictions by reason, bytes read and written, corrupt records removed, collections.
+    public var statistics: CacheStatistics { state.withLock { $0.counters.statistics } }
 
     // MARK: - Internals
 
-    private func removeAll(where lockCountMatches: @escaping (UInt32) -> Bool) throws {
+    private func removeAll(where lockCountMatches: @escaping (UInt32) -> Bool) throws(CacheError) {
         try checkWritable(key: nil)
         waitForIndex()
         let names = state.withLock { s in
@@ -155,7 +163,7 @@ extension DiskCache {
         var events: [CacheEvent] = []
         for name in names {
             let path = layout.path(for: name)
-            withStripe(name, changing: true) {
+            changingRecord(name) {
                 // The header is the truth for the lock count; the index may lag a snapshot.
                 switch try? records.read(path, readPayload: false) {
                 case .record(let contents)?:
@@ -168,7 +176,7 @@ extension DiskCache {
                 }
                 do throws(Errno) {
                     try io.unlink(path)
-                    state.withLock { _forget(name, in: &$0) }
+                    state.withLock { $0.forget(name) }
                 } catch {
                     failure = failure ?? CacheError(.ioFailure, "cannot remove a record", path: path, errno: error.rawValue)
                 }
@@ -179,7 +187,7 @@ extension DiskCache {
     }
 
     /// Removes expired, unlocked records, a batch at a time. Expects the collection gate held.
-    func removeExpired(report: inout CollectionReport, events: inout [CacheEvent]) {
+    func removeExpired(in pass: inout CollectionPass) {
         let now = options.clock.now
         var next: Int? = 0
         while let start = next {
@@ -190,8 +198,9 @@ extension DiskCache {
                 }
             }
             for candidate in candidates {
-                removeVictim(candidate.name, cause: .expired, allowLocked: false, report: &report, events: &events) { header, entry in
-                    header.isExpired(now: now, defaultExpiration: options.defaultExpiration, anchor: max(header.ttl == 0 ? entry.updateTime : 0, header.updateTimeSec))
+                removeVictim(candidate.name, reason: .expired, allowLocked: false, in: &pass) { header, entry in
+                    let anchor = expiryRule.anchor(ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: entry.updateTime)
+                    return expiryRule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: anchor, now: now)
                 }
             }
         }
@@ -200,11 +209,11 @@ extension DiskCache {
     /// Removes least recently used records until the cache is within `sizeLimit` and
     /// `countLimit` (`Int.max` and 0 for none): unlocked ones first, then, while locked records
     /// alone exceed the size limit, locked ones. Expects the collection gate held.
-    func prune(sizeLimit: Int, countLimit: Int, excluding: String?, cause: EvictionCause?, report: inout CollectionReport, events: inout [CacheEvent]) {
+    func prune(sizeLimit: Int, countLimit: Int, excluding: String?, reason: EvictionReason?, in pass: inout CollectionPass) {
         var skipped: Set<String> = []
         for allowLocked in [false, true] {
             while true {
-                var victims: [(name: String, cause: EvictionCause)] = []
+                var victims: [(name: String, reason: EvictionReason)] = []
                 state.withLock { s in
                     // Unlocked records go while the cache is over a limit; locked ones only while
                     // locked records alone exceed the size limit (SPT's promise). Judging the
@@ -212,17 +221,17 @@ extension DiskCache {
                     // locked record while unlocked ones remain.
                     var size = allowLocked ? s.index.lockedSize : s.index.totalSize
                     var count = s.index.count
-                    func over() -> EvictionCause? {
+                    func over() -> EvictionReason? {
                         if size > sizeLimit { return .sizeLimit }
                         if !allowLocked, countLimit > 0, count > countLimit { return .countLimit }
                         return nil
                     }
                     guard over() != nil else { return }
                     s.index.forEachLeastRecentFirst { entry in
-                        guard let reason = over(), victims.count < Self.collectionBatch else { return false }
+                        guard let limit = over(), victims.count < Self.collectionBatch else { return false }
                         if entry.name == excluding || skipped.contains(entry.name) { return true }
                         if (entry.lockCount > 0) != allowLocked { return true }
-                        victims.append((entry.name, cause ?? reason))
+                        victims.append((entry.name, reason ?? limit))
                         size -= entry.diskSize
                         count -= 1
                         return true
@@ -230,7 +239,7 @@ extension DiskCache {
                 }
                 if victims.isEmpty { break }
                 for victim in victims {
-                    let removed = removeVictim(victim.name, cause: victim.cause, allowLocked: allowLocked, report: &report, events: &events) { header, _ in
+                    let removed = removeVictim(victim.name, reason: victim.reason, allowLocked: allowLocked, in: &pass) { header, _ in
                         (header.refCount > 0) == allowLocked
                     }
                     if !removed { skipped.insert(victim.name) }
@@ -243,24 +252,24 @@ extension DiskCache {
     /// - Returns: Whether it was removed (or was already gone).
     @discardableResult
     func removeVictim(
-        _ name: String, cause: EvictionCause, allowLocked: Bool, report: inout CollectionReport,
-        events: inout [CacheEvent], qualifies: (RecordHeader, IndexEntry) -> Bool
+        _ name: String, reason: EvictionReason, allowLocked: Bool, in pass: inout CollectionPass,
+        qualifies: (RecordHeader, IndexEntry) -> Bool
     ) -> Bool {
         let path = layout.path(for: name)
-        return withStripe(name, changing: true) { () -> Bool in
+        return changingRecord(name) { () -> Bool in
             guard let entry = state.withLock({ $0.index[name] }) else { return true }
             switch try? records.read(path, readPayload: false) {
             case .record(let contents)?:
                 guard qualifies(contents.header, entry) else {
                     // The index lagged the header (a snapshot from before a crash): correct it and keep the record.
-                    state.withLock { s in s.index.modify(name) { $0.lockCount = contents.header.refCount } }
+                    state.withLock { $0.correctLockCount(of: name, to: contents.header.refCount) }
                     return false
                 }
             case .corrupt(let reason)?:
-                events.append(_removeCorrupt(name: name, key: entry.key, path: path, reason: reason))
+                pass.events.append(_removeCorrupt(name: name, key: entry.key, path: path, reason: reason))
                 return true
             case .missing?:
-                state.withLock { _forget(name, in: &$0) }
+                state.withLock { $0.forget(name) }
                 return true
             case nil:
                 return false
@@ -268,15 +277,12 @@ extension DiskCache {
             do throws(Errno) {
                 try io.unlink(path)
             } catch {
-                events.append(.ioError(operation: "evict", path: path, errno: error.rawValue))
+                pass.events.append(.ioError(operation: "evict", path: path, errno: error.rawValue))
                 return false
             }
-            state.withLock { s in
-                _forget(name, in: &s)
-                s.statistics.evictions[cause, default: 0] += 1
-            }
-            report.removed.append(.init(key: entry.key, file: name, size: entry.diskSize, reason: cause, wasLocked: entry.lockCount > 0))
-            events.append(.recordEvicted(key: entry.key, file: path, reason: cause))
+            state.withLock { $0.recordEviction(name, reason: reason) }
+            pass.report.removed.append(.init(key: entry.key, file: name, size: entry.diskSize, reason: reason, wasLocked: entry.lockCount > 0))
+            pass.events.append(.recordEvicted(key: entry.key, file: path, reason: reason))
             return true
         }
     }
@@ -284,15 +290,14 @@ extension DiskCache {
     /// Trims the cache to its limits after a store, when it is over them; the record just stored
     /// stays. Does nothing before the index is complete (the build enforces them when it ends).
     func enforceLimits(excluding name: String?) -> [CacheEvent] {
-        guard options.sizeLimit > 0 || options.countLimit > 0 || options.minimumFreeDiskSpace != .none else { return [] }
+        guard options.sizeLimit > 0 || options.countLimit > 0 || options.minimumFreeDiskSpace != .zero else { return [] }
         let limit = effectiveSizeLimit(forceRefresh: false)
         guard isOverLimits(limit) else { return [] }
-        var events: [CacheEvent] = []
+        var pass = CollectionPass()
         collectionGate.withLock { _ in
-            var report = CollectionReport()
-            prune(sizeLimit: limit, countLimit: options.countLimit, excluding: name, cause: nil, report: &report, events: &events)
+            prune(sizeLimit: limit, countLimit: options.countLimit, excluding: name, reason: nil, in: &pass)
         }
-        return events
+        return pass.events
     }
 
     /// Whether the index is complete and over `sizeLimit` or the count limit.
@@ -305,13 +310,12 @@ extension DiskCache {
     /// Frees at least `bytes` by removing least recently used records, unlocked first, after a
     /// store failed with a full volume.
     func makeRoom(bytes: Int, excluding name: String) -> [CacheEvent] {
-        var events: [CacheEvent] = []
+        var pass = CollectionPass()
         collectionGate.withLock { _ in
-            var report = CollectionReport()
             let target = max(0, state.withLock { $0.index.totalSize } - bytes)
-            prune(sizeLimit: target, countLimit: 0, excluding: name, cause: .diskFull, report: &report, events: &events)
+            prune(sizeLimit: target, countLimit: 0, excluding: name, reason: .diskFull, in: &pass)
         }
-        return events
+        return pass.events
     }
 
     /// The size limit in force: ``DiskCacheOptions/sizeLimit`` (`Int.max` for none), lowered so
@@ -321,7 +325,7 @@ extension DiskCache {
         var limit = options.sizeLimit > 0 ? options.sizeLimit : Int.max
         let required: (Int) -> Int
         switch options.minimumFreeDiskSpace {
-        case .none: return limit
+        case .zero: return limit
         case .fraction(let x): required = { Int(Double($0) * x) }
         case .bytes(let n): required = { _ in n }
         }

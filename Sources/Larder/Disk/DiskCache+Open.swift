@@ -125,24 +125,17 @@ extension DiskCache {
         } else if !scanned.isEmpty {
             entries = (entries + scanned).sorted { $0.lastAccessMs < $1.lastAccessMs }
         }
-        let count: Int = state.withLock { s in
-            let fresh = s.touchedDuringBuild.isEmpty ? entries : entries.filter { !s.touchedDuringBuild.contains($0.name) }
-            s.index.prependOlder(fresh)
-            s.suspects = suspects.subtracting(s.touchedDuringBuild)
-            s.touchedDuringBuild = []
-            s.isIndexReady = true
-            s.isIndexAuthoritative = listedEverything
-            return s.index.count
-        }
+        let count = state.withLock { $0.finishBuild(entries: entries, suspects: suspects, listedEverything: listedEverything) }
         events.append(.indexReady(recordCount: count))
         if !options.isReadOnly, !isClosed.load(ordering: .acquiring), isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
             // Reopened over its limits (smaller limits, or files added behind its back): expired
             // records go first, as in a collection, before any live one.
-            var report = CollectionReport()
+            var pass = CollectionPass()
             collectionGate.withLock { _ in
-                removeExpired(report: &report, events: &events)
-                prune(sizeLimit: effectiveSizeLimit(forceRefresh: false), countLimit: options.countLimit, excluding: nil, cause: nil, report: &report, events: &events)
+                removeExpired(in: &pass)
+                prune(sizeLimit: effectiveSizeLimit(forceRefresh: false), countLimit: options.countLimit, excluding: nil, reason: nil, in: &pass)
             }
+            events += pass.events
         }
         emit(events)
     }
@@ -165,16 +158,13 @@ extension DiskCache {
         var events: [CacheEvent] = []
         while true {
             // Take the whole queue; reads that dirty an entry meanwhile queue it again.
-            let queued: [String] = state.withLock { s in
-                defer { s.dirtyQueue = [] }
-                return s.dirtyQueue
-            }
+            let queued = state.withLock { $0.takeDirtyQueue() }
             if queued.isEmpty { break }
             for name in queued {
                 let path = layout.path(for: name)
-                withStripe(name) {
+                withKeyLock(name) {
                     guard let entry = state.withLock({ $0.index[name] }), entry.isAccessDirty else { return }
-                    defer { state.withLock { $0.index.modify(name) { $0.isAccessDirty = false } } }
+                    defer { state.withLock { $0.markAccessClean(name) } }
                     guard case .record(let contents)? = try? records.read(path, readPayload: false) else { return }
                     var header = contents.header
                     _mergeAccessTimes(into: &header, from: entry)

@@ -14,9 +14,15 @@ import Synchronization
 ///
 /// ```swift
 /// let cache = try DiskCache(options: DiskCacheOptions(directory: url))
-/// try cache.store(data, forKey: "https://example.com/a.png", ttl: 3600)
-/// let record = try cache.load(forKey: "https://example.com/a.png")
+/// try cache.store(data, forKey: "https://example.com/a.png", expiry: .seconds(3600))
+/// let png = try cache.value(forKey: "https://example.com/a.png")      // the payload
+/// let record = try cache.record(forKey: "https://example.com/a.png")  // payload and header facts
 /// ```
+///
+/// Its operations share their names and meaning with ``MemoryCache`` and ``HybridCache``:
+/// `value(forKey:)`, `store(_:forKey:...)`, `remove(forKey:)`, `remove(forKeys:)`, `contains(_:)`,
+/// `removeAll()`, `keys(withPrefix:)`, `statistics`; each has an `async` twin and an SPT-style
+/// callback twin of the same name.
 ///
 /// Operations on one key are serialised; different keys run in parallel. An in-memory index of
 /// every record is built in the background at open (from a snapshot when there is one), so the
@@ -30,6 +36,8 @@ public final class DiskCache: Sendable {
     let io: FileIO
     let records: RecordFile
     let blockSize: Int
+    /// SPT's expiry rule with this cache's default expiration.
+    let expiryRule: ExpiryRule
     let state: LarderMutex<State>
     /// Entered at open, left when the background index build ends.
     let indexBuild = DispatchGroup()
@@ -39,7 +47,8 @@ public final class DiskCache: Sendable {
     let collectionGate = LarderMutex(())
     /// Whether the index snapshot on disk is exact, and how many changes to records are under way.
     let snapshotGate = LarderMutex(SnapshotState())
-    private let stripes: [KeyStripe]
+    /// One lock per record file name (striped), held across each change to a record.
+    private let keyLocks = StripedLock()
     let directoryLock: DirectoryLock?
     private let temporaryCounter = Atomic<UInt64>(0)
     /// This process's id, part of every temporary file's name.
@@ -47,37 +56,9 @@ public final class DiskCache: Sendable {
     /// Whether ``close()`` has run; read without a lock on every call.
     let isClosed = Atomic<Bool>(false)
 
-    struct State: ~Copyable {
-        var index = DiskIndex()
-        var isIndexReady = false
-        /// Whether the build listed every folder, so that a name the index lacks has no file.
-        var isIndexAuthoritative = false
-        /// Files the build found corrupt or could not read: not indexed, but not known absent.
-        var suspects: Set<String> = []
-        /// Names stored, removed or read while the background build ran; the build defers to them.
-        var touchedDuringBuild: Set<String> = []
-        /// Names whose access times became newer in the index than in their header, in order; a
-        /// name whose entry is gone or clean again by write-back time is skipped.
-        var dirtyQueue: [String] = []
-        var statistics = DiskCacheStatistics()
-        var timer: (any DispatchSourceTimer)?
-        var freeSpace: (checkedAt: Double, volumeSize: Int, available: Int)?
-    }
-
-    /// What the index says of a key before a load touches the disk.
-    enum IndexLookup {
-        case indexed(name: String, fileSize: Int)
-        case absent
-        case unknown
-    }
-
     struct SnapshotState {
         var isOnDisk = false
         var changesInFlight = 0
-    }
-
-    final class KeyStripe: Sendable {
-        let mutex = LarderMutex(())
     }
 
     /// Opens (creating when needed) the cache in `options.directory`.
@@ -85,12 +66,12 @@ public final class DiskCache: Sendable {
     ///   ``CacheError/Code/directoryInUse`` when another writer holds the directory,
     ///   ``CacheError/Code/keyEncodingMismatch`` when the directory records another key encoding,
     ///   ``CacheError/Code/ioFailure`` or ``CacheError/Code/notFound`` when it cannot be made or read.
-    public convenience init(options: DiskCacheOptions) throws {
+    public convenience init(options: DiskCacheOptions) throws(CacheError) {
         try self.init(options: options, systemCalls: .live)
     }
 
     /// Opens the cache with a table of system calls of the caller's choosing (fault injection in tests).
-    package init(options: DiskCacheOptions, systemCalls: SystemCalls) throws {
+    package init(options: DiskCacheOptions, systemCalls: SystemCalls) throws(CacheError) {
         try options.validate()
         let io = FileIO(calls: systemCalls)
         let layout = DiskLayout(root: options.directory.standardizedFileURL.path)
@@ -117,9 +98,9 @@ public final class DiskCache: Sendable {
         self.io = io
         self.records = RecordFile(io: io)
         self.blockSize = max(512, Int(rootInfo?.st_blksize ?? 4096))
+        self.expiryRule = ExpiryRule(defaultExpiration: options.defaultExpiration)
         self.state = LarderMutex(State())
         self.ioQueue = DispatchQueue(label: "larder.disk", qos: .utility, attributes: .concurrent)
-        self.stripes = (0 ..< 64).map { _ in KeyStripe() }
         self.directoryLock = lock
         indexBuild.enter()
         ioQueue.async { [self] in
@@ -138,50 +119,43 @@ public final class DiskCache: Sendable {
     /// - Parameters:
     ///   - data: The payload.
     ///   - key: The key.
-    ///   - ttl: Seconds until it expires, counted from now whatever the reads; 0 (the default)
-    ///     means the cache's default expiration, counted from the last store, load or touch.
+    ///   - expiry: ``Expiry/default`` (the default) for the cache's
+    ///     ``DiskCacheOptions/defaultExpiration``, counted from the last store, read or touch;
+    ///     ``Expiry/seconds(_:)`` for a lifetime counted from now whatever the reads (rounded up
+    ///     to whole seconds).
     ///   - locked: Whether to store it with a lock count of 1, so that it never expires until unlocked.
-    /// - Throws: ``CacheError``: ``CacheError/Code/invalidKey``, ``CacheError/Code/invalidOptions``
-    ///   for a negative TTL, ``CacheError/Code/diskFull`` when the volume stays full after the
-    ///   cache freed room, ``CacheError/Code/ioFailure``. A failed store leaves the previous record
-    ///   intact, with one exception: with ``Durability/fsync``, when only the final sync of the
-    ///   record's folder fails, the new record is already in place (and indexed) but may not
-    ///   survive a power loss; the error says so.
-    public func store(_ data: Data, forKey key: String, ttl: TimeInterval = 0, locked: Bool = false) throws {
+    /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/invalidArgument`` for an
+    ///   expiry of zero, negative or non-finite seconds, ``CacheError/Code/diskFull`` when the
+    ///   volume stays full after the cache freed room, ``CacheError/Code/ioFailure``,
+    ///   ``CacheError/Code/readOnly``, ``CacheError/Code/closed``. A failed store leaves the
+    ///   previous record intact, with one exception: with ``Durability/fsync``, when only the
+    ///   final sync of the record's folder fails, the new record is already in place (and
+    ///   indexed) but may not survive a power loss; the error says so.
+    public func store(_ data: Data, forKey key: String, expiry: Expiry = .default, locked: Bool = false) throws(CacheError) {
         try checkWritable(key: key)
-        guard ttl.isFinite, ttl >= 0 else {
-            throw CacheError(.invalidOptions, "ttl must be 0 (the default expiration) or a positive number of seconds, not \(ttl)", key: key)
-        }
+        let ttl = try ExpiryRule.headerTTL(for: expiry, key: key)
         let name = try options.keyEncoding.fileName(for: key)
         let keyBytes = options.keyEncoding.storesKey ? Array(key.utf8) : []
         guard keyBytes.count <= RecordHeader.maximumKeyLength else {
             throw CacheError(.invalidKey, "key is longer than \(RecordHeader.maximumKeyLength) bytes", key: key)
         }
         let now = options.clock.now
-        var flags: RecordFlags = [.payloadChecksum, .accessTime]
-        if !keyBytes.isEmpty { flags.insert(.storedKey) }
         let header = RecordHeader(
-            refCount: locked ? 1 : 0, ttl: UInt64(ttl.rounded(.up)), updateTimeSec: Self.seconds(now),
-            payloadSizeBytes: UInt64(data.count), flags: flags,
-            reserved1: data.withUnsafeBytes { CRC32.checksum($0) },
-            reserved2: Self.milliseconds(now), reserved3: UInt32(keyBytes.count),
-            reserved4: keyBytes.isEmpty ? 0 : CRC32.checksum(of: keyBytes))
+            refCount: locked ? 1 : 0, ttl: ttl, updateTimeSec: Self.seconds(now), payloadSizeBytes: UInt64(data.count),
+            payloadChecksum: data.withUnsafeBytes { CRC32.checksum($0) }, lastAccessMilliseconds: Self.milliseconds(now),
+            storedKey: keyBytes)
         let path = layout.path(for: name)
         var events: [CacheEvent] = []
         for attempt in 0 ... 1 {
             do {
-                try withStripe(name, changing: true) { () throws(Errno) in
+                try changingRecord(name) { () throws(Errno) in
                     let fileSize = try records.write(
                         header: header, keyBytes: keyBytes, payload: data, temporaryPath: nextTemporaryPath(),
                         path: path, folder: layout.folder(for: name), sync: options.durability == .fsync)
-                    state.withLock { s in
-                        s.index.upsert(IndexEntry(
-                            name: name, key: key, diskSize: diskSize(fileSize), fileSize: fileSize, updateTime: header.updateTimeSec,
-                            lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: header.refCount))
-                        if !s.isIndexReady { s.touchedDuringBuild.insert(name) }
-                        s.statistics.stores += 1
-                        s.statistics.bytesWritten += data.count
-                    }
+                    let entry = IndexEntry(
+                        name: name, key: key, diskSize: diskSize(fileSize), fileSize: fileSize, updateTime: header.updateTimeSec,
+                        lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: header.refCount)
+                    state.withLock { $0.recordStore(entry, bytes: data.count) }
                 }
                 break
             } catch where error.rawValue == ENOSPC && attempt == 0 {
@@ -207,32 +181,39 @@ public final class DiskCache: Sendable {
         emit(events)
     }
 
-    /// Loads the record stored under `key`.
+    /// Returns the payload stored under `key`: ``record(forKey:)``'s data.
+    /// - Returns: The payload, or `nil` when the record is absent, expired (and unlocked) or corrupt.
+    /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
+    public func value(forKey key: String) throws(CacheError) -> Data? {
+        try record(forKey: key)?.data
+    }
+
+    /// Returns the record stored under `key`: its payload and what its header says.
     ///
-    /// A hit counts as a use: it moves the record to the most recently used end and, for `ttl` 0
-    /// records, slides its expiry. The new times are kept in the index and written to the header
-    /// in batches, so a load performs no write. Once the index is complete, a writable cache
-    /// answers a miss from it without touching the disk (it owns the directory; a record copied
-    /// in behind its back appears at the next open).
+    /// A hit counts as a use: it moves the record to the most recently used end and, for records
+    /// stored with ``Expiry/default``, slides its expiry. The new times are kept in the index and
+    /// written to the header in batches, so a read performs no write. Once the index is
+    /// complete, a writable cache answers a miss from it without touching the disk (it owns the
+    /// directory; a record copied in behind its back appears at the next open).
     /// - Returns: The record, or `nil` when it is absent, expired (and unlocked) or corrupt. A
     ///   corrupt record's file is removed and reported as ``CacheEvent/corruptRecordRemoved(key:file:reason:)``.
-    /// - Throws: ``CacheError``: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``.
-    public func load(forKey key: String) throws -> CacheRecord? {
+    /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
+    public func record(forKey key: String) throws(CacheError) -> CacheRecord? {
         try checkOpen(key: key)
         // Hashed names are only computed when the index cannot answer: verbatim and custom names
         // are computed first, since computing them is also what rejects an invalid key.
         var computedName: String?
         if case .sha256 = options.keyEncoding {} else { computedName = try options.keyEncoding.fileName(for: key) }
+        let ownsDirectory = !options.isReadOnly
         let lookup: IndexLookup = state.withLock { s in
             if let slot = s.index.slot(forKey: key) {
                 let entry = s.index[slot: slot]
                 return .indexed(name: entry.name, fileSize: entry.fileSize)
             }
-            // A writer owns its directory, so once its index is complete (every folder listed,
-            // every entry's key known, no unreadable file pending) a key it lacks has no file:
-            // the miss costs no system call.
-            if !options.isReadOnly, s.isIndexAuthoritative, s.index.unmappedCount == 0, s.suspects.isEmpty {
-                s.statistics.misses += 1
+            // A writer owns its directory, so once its index knows every key, a key it lacks has
+            // no file: the miss costs no system call.
+            if ownsDirectory, s.knowsEveryKey {
+                s.counters.misses += 1
                 return .absent
             }
             return .unknown
@@ -246,11 +227,11 @@ public final class DiskCache: Sendable {
             name = indexedName
             expectedFileSize = fileSize > 0 ? fileSize : nil
         case .unknown:
-            name = try computedName ?? options.keyEncoding.fileName(for: key)
+            if let computedName { name = computedName } else { name = try options.keyEncoding.fileName(for: key) }
             // The same answer by name, for indexes with unkeyed entries or unreadable files.
-            if !options.isReadOnly, state.withLock({ s in
-                guard s.isIndexAuthoritative, !s.index.contains(name), !s.suspects.contains(name) else { return false }
-                s.statistics.misses += 1
+            if ownsDirectory, state.withLock({ s in
+                guard s.isKnownAbsent(name) else { return false }
+                s.counters.misses += 1
                 return true
             }) {
                 return nil
@@ -259,7 +240,7 @@ public final class DiskCache: Sendable {
         let path = layout.path(for: name)
         let now = options.clock.now
         var events: [CacheEvent] = []
-        let record: CacheRecord? = try withStripe(name) { () throws(CacheError) -> CacheRecord? in
+        let record: CacheRecord? = try withKeyLock(name) { () throws(CacheError) -> CacheRecord? in
             let result: RecordReadResult
             do throws(Errno) {
                 result = try records.read(
@@ -270,8 +251,8 @@ public final class DiskCache: Sendable {
             switch result {
             case .missing:
                 state.withLock { s in
-                    s.statistics.misses += 1
-                    _forget(name, in: &s)
+                    s.counters.misses += 1
+                    s.forget(name)
                 }
                 return nil
             case .corrupt(let reason):
@@ -279,14 +260,16 @@ public final class DiskCache: Sendable {
                 return nil
             case .record(let contents):
                 // `read` checked any stored key against `key`.
-                return _registerHit(name: name, key: key, path: path, contents: contents, now: now, countsAsLoad: true)
+                return _registerUse(name: name, key: key, path: path, contents: contents, now: now, countsAsRead: true)
             }
         }
         emit(events)
         return record
     }
 
-    /// Whether a live (unexpired or locked) record is stored under `key`. Not a use.
+    /// Whether a live (unexpired or locked) record is stored under `key`. Not a use: the record
+    /// keeps its place and its expiry, and no statistic changes. An invalid key, or a failure
+    /// to read the record, answers `false`.
     public func contains(_ key: String) -> Bool {
         guard let name = try? options.keyEncoding.fileName(for: key) else { return false }
         let now = options.clock.now
@@ -297,68 +280,89 @@ public final class DiskCache: Sendable {
         }
         if let known { return known }
         guard case .record(let contents)? = try? records.read(layout.path(for: name), readPayload: false) else { return false }
-        let anchor = effectiveUpdateTime(name: name, header: contents.header)
-        return !contents.header.isExpired(now: now, defaultExpiration: options.defaultExpiration, anchor: anchor)
+        return !isExpired(contents.header, name: name, now: now)
     }
 
     /// Records a use of `key` without reading its payload: it becomes the most recently used
     /// and, for `ttl` 0 records, its expiry slides (SPT's `touchDataForKey`).
     /// - Returns: `false` when no live record is stored under `key`.
-    /// - Throws: ``CacheError``: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``.
+    /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
     @discardableResult
-    public func touch(forKey key: String) throws -> Bool {
+    public func touch(forKey key: String) throws(CacheError) -> Bool {
         try checkOpen(key: key)
         let name = try options.keyEncoding.fileName(for: key)
         let path = layout.path(for: name)
         let now = options.clock.now
         var events: [CacheEvent] = []
-        let touched = try withStripe(name) { () throws(CacheError) -> Bool in
+        let touched = try withKeyLock(name) { () throws(CacheError) -> Bool in
             guard let contents = try _readValidHeader(name: name, key: key, path: path, events: &events) else { return false }
-            return _registerHit(name: name, key: key, path: path, contents: contents, now: now, countsAsLoad: false) != nil
+            return _registerUse(name: name, key: key, path: path, contents: contents, now: now, countsAsRead: false) != nil
         }
         emit(events)
         return touched
     }
 
-    /// Removes the records stored under `keys`; absent keys are ignored.
-    /// - Throws: ``CacheError``: ``CacheError/Code/invalidKey``, ``CacheError/Code/readOnly``,
-    ///   ``CacheError/Code/ioFailure`` (the records before the failing one are removed).
-    public func remove(forKeys keys: [String]) throws {
-        for key in keys {
-            try checkWritable(key: key)
-            let name = try options.keyEncoding.fileName(for: key)
-            let path = layout.path(for: name)
-            try withStripe(name, changing: true) { () throws(CacheError) in
-                do throws(Errno) { try io.unlink(path) } catch {
-                    throw CacheError(.ioFailure, "cannot remove the record", key: key, path: path, errno: error.rawValue)
-                }
-                state.withLock { _forget(name, in: &$0) }
+    /// Removes the record stored under `key`.
+    /// - Returns: Whether a live record was removed: `false` when there was none, or when the
+    ///   index knew the record had expired (its file is removed all the same).
+    /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/readOnly``,
+    ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
+    @discardableResult
+    public func remove(forKey key: String) throws(CacheError) -> Bool {
+        try checkWritable(key: key)
+        let name = try options.keyEncoding.fileName(for: key)
+        let path = layout.path(for: name)
+        return try changingRecord(name) { () throws(CacheError) -> Bool in
+            let removed: Bool
+            do throws(Errno) { removed = try io.unlink(path) } catch {
+                throw CacheError(.ioFailure, "cannot remove the record", key: key, path: path, errno: error.rawValue)
             }
+            let now = options.clock.now
+            let wasExpired = state.withLock { s in
+                defer { s.forget(name) }
+                return s.index[name].map { isExpired($0, now: now) } ?? false
+            }
+            return removed && !wasExpired
         }
+    }
+
+    /// Removes the records stored under `keys`, as ``remove(forKey:)`` does for each.
+    /// - Returns: The keys whose files were removed, in the order given.
+    /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/readOnly``,
+    ///   ``CacheError/Code/ioFailure`` (the records before the failing one are removed).
+    /// - Complexity: O(*k*) file removals for *k* keys.
+    @discardableResult
+    public func remove(forKeys keys: [String]) throws(CacheError) -> [String] {
+        var removed: [String] = []
+        for key in keys where try remove(forKey: key) {
+            removed.append(key)
+        }
+        return removed
     }
 
     /// Locks the records under `keys` against expiry and collection (up to the size limit),
     /// incrementing each one's lock count.
     /// - Returns: The keys that were locked. Absent, corrupt, and expired unlocked records are not.
-    /// - Throws: ``CacheError``: ``CacheError/Code/invalidKey``, ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
+    /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
     @discardableResult
-    public func lock(forKeys keys: [String]) throws -> [String] {
+    public func lock(forKeys keys: [String]) throws(CacheError) -> [String] {
         try changeLockCount(keys: keys, by: 1)
     }
 
     /// Unlocks the records under `keys`, decrementing each one's lock count (never below 0).
     /// - Returns: The keys whose lock count went down.
-    /// - Throws: ``CacheError``: ``CacheError/Code/invalidKey``, ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
+    /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
     @discardableResult
-    public func unlock(forKeys keys: [String]) throws -> [String] {
+    public func unlock(forKeys keys: [String]) throws(CacheError) -> [String] {
         try changeLockCount(keys: keys, by: -1)
     }
 
-    /// The keys of every record whose key starts with `prefix` (every key for ""), sorted. For
-    /// records that do not store their key (SPT records under another encoding), the file name.
-    /// Waits for the index.
+    /// The keys of every record whose key starts with `prefix` (every key for "", the default),
+    /// least recently used first. For records that do not store their key (SPT records under
+    /// another encoding), the file name. Waits for the index.
+    /// - Throws: ``CacheError/Code/closed``.
     /// - Complexity: O(*n*) in the number of records.
-    public func keys(withPrefix prefix: String) throws -> [String] {
+    public func keys(withPrefix prefix: String = "") throws(CacheError) -> [String] {
         try checkOpen(key: nil)
         waitForIndex()
         return state.withLock { s in
@@ -368,7 +372,7 @@ public final class DiskCache: Sendable {
                 if key.hasPrefix(prefix) { result.append(key) }
                 return true
             }
-            return result.sorted()
+            return result
         }
     }
 
@@ -382,14 +386,15 @@ public final class DiskCache: Sendable {
     static func seconds(_ time: Double) -> UInt64 { UInt64(max(0, time.rounded(.down))) }
     static func milliseconds(_ time: Double) -> UInt64 { UInt64(max(0, (time * 1000).rounded(.down))) }
 
-    /// Runs `body` holding the stripe lock of `name`. With `changing`, `body` changes records on
-    /// disk and in the index, so the index snapshot is withdrawn first (see ``changingRecords(_:)``).
-    func withStripe<T, E: Error>(_ name: String, changing: Bool = false, _ body: () throws(E) -> T) throws(E) -> T {
-        if changing { return try changingRecords { () throws(E) -> T in try withStripe(name, body) } }
-        var hasher = Hasher()
-        hasher.combine(name)
-        let stripe = stripes[Int(UInt(bitPattern: hasher.finalize()) % UInt(stripes.count))]
-        return try stripe.mutex.withLock { (_: inout Void) throws(E) -> T in try body() }
+    /// Runs `body` holding the key lock of the record file `name`: reads and uses of one record.
+    func withKeyLock<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T {
+        try keyLocks.withLock(forKey: name, body)
+    }
+
+    /// Runs `body`, which changes the record file `name` on disk and in the index, holding its
+    /// key lock, with the index snapshot withdrawn first (see ``changingRecords(_:)``).
+    func changingRecord<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T {
+        try changingRecords { () throws(E) -> T in try keyLocks.withLock(forKey: name, body) }
     }
 
     func nextTemporaryPath() -> String {
@@ -415,21 +420,24 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// The update time that anchors a record's expiry: the header's, or the index's when a read
-    /// has slid a `ttl` 0 record's time further than its header shows.
-    func effectiveUpdateTime(name: String, header: RecordHeader) -> UInt64 {
-        guard header.ttl == 0 else { return header.updateTimeSec }
-        let indexed = state.withLock { $0.index[name]?.updateTime } ?? 0
-        return max(header.updateTimeSec, indexed)
-    }
-
+    /// Whether an indexed record has expired at `now`.
     func isExpired(_ entry: IndexEntry, now: Double) -> Bool {
-        guard entry.lockCount == 0 else { return false }
-        let threshold = entry.ttl > 0 ? Double(entry.ttl) : options.defaultExpiration.rounded(.down)
-        return now.rounded(.down) - Double(entry.updateTime) > threshold
+        expiryRule.isExpired(lockCount: entry.lockCount, ttl: entry.ttl, anchor: entry.updateTime, now: now)
     }
 
-    /// Reads a header (and stored key) under the caller's stripe, mapping failures to ``CacheError``.
+    /// Whether a record whose header was just read has expired at `now`, measured from the later
+    /// of its header's update time and the index's (a use the header does not show yet).
+    func isExpired(_ header: RecordHeader, name: String, now: Double) -> Bool {
+        expiryRule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: anchor(of: header, name: name), now: now)
+    }
+
+    /// The update time that anchors a record's expiry (see ``ExpiryRule/anchor(ttl:headerUpdateTime:indexedUpdateTime:)``).
+    func anchor(of header: RecordHeader, name: String) -> UInt64 {
+        let indexed = header.ttl == 0 ? state.withLock { $0.index[name]?.updateTime } : nil
+        return expiryRule.anchor(ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: indexed)
+    }
+
+    /// Reads a header (and stored key) under the caller's key lock, mapping failures to ``CacheError``.
     func readHeader(path: String, key: String?) throws(CacheError) -> RecordReadResult {
         do {
             return try records.read(path, readPayload: false, expectedKey: key)
@@ -438,12 +446,12 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// Reads a record's header under the caller's stripe; a missing record is forgotten and a
-    /// corrupt one removed (its event appended), and both return `nil`. Expects the key's stripe held.
+    /// Reads a record's header under the caller's key lock; a missing record is forgotten and a
+    /// corrupt one removed (its event appended), and both return `nil`. Expects the key lock of `name` held.
     func _readValidHeader(name: String, key: String, path: String, events: inout [CacheEvent]) throws(CacheError) -> RecordContents? {
         switch try readHeader(path: path, key: key) {
         case .missing:
-            state.withLock { _forget(name, in: &$0) }
+            state.withLock { $0.forget(name) }
             return nil
         case .corrupt(let reason):
             events.append(_removeCorrupt(name: name, key: key, path: path, reason: reason))
@@ -453,14 +461,7 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// Drops a name from the index. Expects the state lock held.
-    func _forget(_ name: String, in s: inout State) {
-        s.index.remove(name)
-        if !s.suspects.isEmpty { s.suspects.remove(name) }
-        if !s.isIndexReady { s.touchedDuringBuild.insert(name) }
-    }
-
-    /// Removes a corrupt record's file (unless read-only) and counts it. Expects the key's stripe held.
+    /// Removes a corrupt record's file (unless read-only) and counts it. Expects the key lock of `name` held.
     func _removeCorrupt(name: String, key: String?, path: String, reason: CorruptionReason) -> CacheEvent {
         changingRecords {
             if !options.isReadOnly {
@@ -471,76 +472,52 @@ public final class DiskCache: Sendable {
                     _ = try? io.unlink(path)
                 }
             }
-            state.withLock { s in
-                s.statistics.misses += 1
-                s.statistics.corruptRecordsRemoved += 1
-                _forget(name, in: &s)
-            }
+            state.withLock { $0.recordCorruptRemoval(name) }
         }
         return .corruptRecordRemoved(key: key, file: path, reason: reason)
     }
 
-    /// Records a use of a valid record read under its stripe; returns the record, or `nil` when
-    /// it has expired (removing it unless read-only). Expects the key's stripe held.
-    func _registerHit(name: String, key: String, path: String, contents: RecordContents, now: Double, countsAsLoad: Bool) -> CacheRecord? {
+    /// Records a use of a valid record read under its key lock; returns the record, or `nil`
+    /// when it has expired (removing it unless read-only). Expects the key lock of `name` held.
+    func _registerUse(name: String, key: String, path: String, contents: RecordContents, now: Double, countsAsRead: Bool) -> CacheRecord? {
         let header = contents.header
         let nowSeconds = Self.seconds(now)
         let nowMs = Self.milliseconds(now)
-        let outcome: (expired: Bool, updateTime: UInt64, lastAccessMs: UInt64) = state.withLock { s in
-            // One lookup of the name serves the expiry check and the update.
-            let slot = s.index.slot(of: name)
-            var updateTime = header.updateTimeSec
-            if header.ttl == 0, let slot { updateTime = max(updateTime, s.index[slot: slot].updateTime) }
-            if header.isExpired(now: now, defaultExpiration: options.defaultExpiration, anchor: updateTime) {
-                if countsAsLoad {
-                    s.statistics.misses += 1
-                    s.statistics.expirations += 1
+        let tracksAccess = !options.isReadOnly
+        let outcome: (expired: Bool, anchor: UInt64) = state.withLock { s in
+            let anchor = expiryRule.anchor(ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: s.index[name]?.updateTime)
+            if expiryRule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: anchor, now: now) {
+                if countsAsRead {
+                    s.counters.misses += 1
+                    s.counters.expirations += 1
                 }
-                return (true, updateTime, 0)
+                return (true, anchor)
             }
-            let newUpdateTime = header.ttl == 0 ? max(updateTime, nowSeconds) : header.updateTimeSec
-            if countsAsLoad {
-                s.statistics.hits += 1
-                s.statistics.bytesRead += Int(header.payloadSizeBytes)
+            // A use slides a default-expiry record's anchor to now.
+            let newAnchor = header.ttl == 0 ? max(anchor, nowSeconds) : header.updateTimeSec
+            if countsAsRead {
+                s.counters.hits += 1
+                s.counters.bytesRead += Int(header.payloadSizeBytes)
             }
-            let tracksAccess = !options.isReadOnly
-            var becameDirty = tracksAccess
-            if let slot {
-                s.index.modify(slot: slot, moveToMostRecent: true) { entry in
-                    if entry.key == nil { entry.key = contents.storedKey ?? key }
-                    entry.diskSize = diskSize(contents.fileSize)
-                    entry.fileSize = contents.fileSize
-                    entry.updateTime = newUpdateTime
-                    entry.lastAccessMs = nowMs
-                    entry.ttl = header.ttl
-                    entry.lockCount = header.refCount
-                    becameDirty = tracksAccess && !entry.isAccessDirty
-                    if tracksAccess { entry.isAccessDirty = true }
-                }
-            } else {
-                s.index.upsert(IndexEntry(
+            s.recordUse(
+                IndexEntry(
                     name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: contents.fileSize,
-                    updateTime: newUpdateTime, lastAccessMs: nowMs, ttl: header.ttl, lockCount: header.refCount,
-                    isAccessDirty: tracksAccess))
-            }
-            // Queued once per collection interval, not once per read.
-            if becameDirty { s.dirtyQueue.append(name) }
-            if !s.isIndexReady { s.touchedDuringBuild.insert(name) }
-            return (false, newUpdateTime, nowMs)
+                    updateTime: newAnchor, lastAccessMs: nowMs, ttl: header.ttl, lockCount: header.refCount),
+                tracksAccess: tracksAccess)
+            return (false, newAnchor)
         }
         if outcome.expired {
             changingRecords {
                 if !options.isReadOnly { _ = try? io.unlink(path) }
-                state.withLock { _forget(name, in: &$0) }
+                state.withLock { $0.forget(name) }
             }
             return nil
         }
-        let threshold = header.ttl > 0 ? Double(header.ttl) : options.defaultExpiration.rounded(.down)
         return CacheRecord(
-            key: key, data: contents.payload ?? Data(), ttl: TimeInterval(header.ttl),
-            lockCount: Int(header.refCount), updateTime: Double(outcome.updateTime),
-            lastAccessTime: Double(outcome.lastAccessMs) / 1000,
-            expirationTime: header.refCount > 0 ? nil : Double(outcome.updateTime) + threshold)
+            key: key, data: contents.payload ?? Data(), expiry: header.ttl == 0 ? .default : .seconds(TimeInterval(header.ttl)),
+            lockCount: Int(header.refCount), updateTime: Double(outcome.anchor),
+            lastAccessTime: Double(nowMs) / 1000,
+            expirationTime: expiryRule.expirationTime(lockCount: header.refCount, ttl: header.ttl, anchor: outcome.anchor))
     }
 
     private func changeLockCount(keys: [String], by delta: Int) throws(CacheError) -> [String] {
@@ -552,13 +529,12 @@ public final class DiskCache: Sendable {
             try checkWritable(key: key)
             let name = try options.keyEncoding.fileName(for: key)
             let path = layout.path(for: name)
-            let didChange = try withStripe(name, changing: true) { () throws(CacheError) -> Bool in
+            let didChange = try changingRecord(name) { () throws(CacheError) -> Bool in
                 guard let contents = try _readValidHeader(name: name, key: key, path: path, events: &events) else { return false }
                 var header = contents.header
-                let anchor = effectiveUpdateTime(name: name, header: header)
                 if delta > 0 {
                     // Locking an expired, unlocked record fails for that key (SPT).
-                    if header.isExpired(now: now, defaultExpiration: options.defaultExpiration, anchor: anchor) { return false }
+                    if isExpired(header, name: name, now: now) { return false }
                     guard header.refCount < UInt32.max else { return false }
                     header.refCount += 1
                 } else {
@@ -575,15 +551,12 @@ public final class DiskCache: Sendable {
                     _ = try? records.rewriteHeader(contents.header, at: path, sync: false)
                     throw CacheError(.ioFailure, "cannot update the record's lock count", key: key, path: path, errno: error.rawValue)
                 }
-                state.withLock { s in
-                    let entry = IndexEntry(
-                        name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: contents.fileSize,
-                        updateTime: header.updateTimeSec, lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec * 1000,
-                        ttl: header.ttl, lockCount: header.refCount)
-                    // A lock is not a use: the record keeps its place in the LRU order.
-                    s.index.replaceKeepingPosition(entry)
-                                if !s.isIndexReady { s.touchedDuringBuild.insert(name) }
-                }
+                let entry = IndexEntry(
+                    name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: contents.fileSize,
+                    updateTime: header.updateTimeSec, lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000,
+                    ttl: header.ttl, lockCount: header.refCount)
+                // A lock is not a use: the record keeps its place in the LRU order.
+                state.withLock { $0.replaceKeepingPosition(entry) }
                 return true
             }
             if didChange { changed.append(key) }
@@ -595,7 +568,6 @@ public final class DiskCache: Sendable {
     func _mergeAccessTimes(into header: inout RecordHeader, from entry: IndexEntry?) {
         guard let entry, entry.isAccessDirty else { return }
         if header.ttl == 0 { header.updateTimeSec = max(header.updateTimeSec, entry.updateTime) }
-        header.reserved2 = max(header.lastAccessMilliseconds ?? 0, entry.lastAccessMs)
-        header.flags.insert(.accessTime)
+        header.lastAccessMilliseconds = max(header.lastAccessMilliseconds ?? 0, entry.lastAccessMs)
     }
 }

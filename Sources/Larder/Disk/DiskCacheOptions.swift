@@ -11,8 +11,8 @@ public enum Durability: Sendable, Hashable {
 
 /// How much of the volume a ``DiskCache`` leaves free; its effective size limit shrinks to keep it.
 public enum MinimumFreeSpace: Sendable, Hashable {
-    /// No constraint. The default.
-    case none
+    /// No floor: the volume may fill up. The default.
+    case zero
     /// A fraction of the volume's size, from 0 to 1 (SPTPersistentCache hard-codes 0.1).
     case fraction(Double)
     /// A number of bytes.
@@ -45,8 +45,8 @@ public struct DiskCacheOptions: Sendable {
     public var sizeLimit: Int = 0
     /// The most records, 0 for no limit (0).
     public var countLimit: Int = 0
-    /// Space to leave free on the volume (``MinimumFreeSpace/none``).
-    public var minimumFreeDiskSpace: MinimumFreeSpace = .none
+    /// Space to leave free on the volume (``MinimumFreeSpace/zero``).
+    public var minimumFreeDiskSpace: MinimumFreeSpace = .zero
     /// Seconds between scheduled collections (363, SPTPersistentCache's `garbageCollectionInterval`).
     public var garbageCollectionInterval: TimeInterval = 363
 
@@ -71,7 +71,7 @@ public struct DiskCacheOptions: Sendable {
             throw fail("garbageCollectionInterval must be a positive number of seconds, not \(garbageCollectionInterval)")
         }
         switch minimumFreeDiskSpace {
-        case .none: break
+        case .zero: break
         case .fraction(let x):
             guard x.isFinite, x >= 0, x <= 1 else { throw fail("minimumFreeDiskSpace fraction must be between 0 and 1, not \(x)") }
         case .bytes(let n):

@@ -2,25 +2,25 @@
 ///
 /// Bit 0 is SPTPersistentCache's own; bits 8 and up are Larder's extensions, which SPT ignores.
 /// See `docs/FORMAT.md`.
-public struct RecordFlags: OptionSet, Sendable, Hashable {
+package struct RecordFlags: OptionSet, Sendable, Hashable {
     /// The raw 32-bit value.
-    public var rawValue: UInt32
+    package var rawValue: UInt32
     /// Creates flags from their raw value.
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    package init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// SPT's "stream incomplete" flag: the payload was still being written. Larder never sets it
     /// and reads such a record as corrupt.
-    public static let streamIncomplete = RecordFlags(rawValue: 1 << 0)
+    package static let streamIncomplete = RecordFlags(rawValue: 1 << 0)
     /// `reserved1` holds the CRC-32 of the payload.
-    public static let payloadChecksum = RecordFlags(rawValue: 1 << 8)
+    package static let payloadChecksum = RecordFlags(rawValue: 1 << 8)
     /// `reserved2` holds the last access time, in milliseconds since the Unix epoch.
-    public static let accessTime = RecordFlags(rawValue: 1 << 9)
+    package static let accessTime = RecordFlags(rawValue: 1 << 9)
     /// Layout extension v1: the original key follows the header; `reserved3` holds its length in
     /// bytes and `reserved4` its CRC-32. The payload starts after the key.
-    public static let storedKey = RecordFlags(rawValue: 1 << 10)
+    package static let storedKey = RecordFlags(rawValue: 1 << 10)
 
     /// Every bit this version of Larder understands.
-    public static let known: RecordFlags = [.streamIncomplete, .payloadChecksum, .accessTime, .storedKey]
+    package static let known: RecordFlags = [.streamIncomplete, .payloadChecksum, .accessTime, .storedKey]
 }
 
 /// Why a record failed validation.
@@ -64,38 +64,66 @@ public enum CorruptionReason: String, Sendable, Hashable, CaseIterable, CustomSt
 /// | 52 | reserved4 | key CRC-32 with ``RecordFlags/storedKey`` |
 /// | 56 | flags | ``RecordFlags`` |
 /// | 60 | crc: CRC-32 of bytes 0..<60 | |
-public struct RecordHeader: Sendable, Hashable {
+package struct RecordHeader: Sendable, Hashable {
     /// The size of a header in bytes: 64.
-    public static let size = 64
+    package static let size = 64
     /// The magic number, "SPTF" when its little-endian bytes are read as text.
-    public static let magic: UInt32 = 0x4654_5053
+    package static let magic: UInt32 = 0x4654_5053
     /// The largest stored key Larder accepts, in bytes.
-    public static let maximumKeyLength = 64 * 1024
+    package static let maximumKeyLength = 64 * 1024
 
     /// The lock count (SPT's refCount); the record is locked when it is above 0.
-    public var refCount: UInt32
+    package var refCount: UInt32
     /// SPT's reserved1: the payload's CRC-32 when ``flags`` contains ``RecordFlags/payloadChecksum``.
-    public var reserved1: UInt32
+    package var reserved1: UInt32
     /// Time to live in seconds; 0 means the cache's default expiration, measured from the last update.
-    public var ttl: UInt64
+    package var ttl: UInt64
     /// The last update, in whole seconds since the Unix epoch. Anchors expiry.
-    public var updateTimeSec: UInt64
+    package var updateTimeSec: UInt64
     /// The payload's length in bytes.
-    public var payloadSizeBytes: UInt64
+    package var payloadSizeBytes: UInt64
     /// SPT's reserved2: the last access in milliseconds since the epoch, with ``RecordFlags/accessTime``.
-    public var reserved2: UInt64
+    package var reserved2: UInt64
     /// SPT's reserved3: the stored key's length, with ``RecordFlags/storedKey``.
-    public var reserved3: UInt32
+    package var reserved3: UInt32
     /// SPT's reserved4: the stored key's CRC-32, with ``RecordFlags/storedKey``.
-    public var reserved4: UInt32
+    package var reserved4: UInt32
     /// Flag bits.
-    public var flags: RecordFlags
+    package var flags: RecordFlags
 
-    /// Creates a header. Every reserved field defaults to 0.
-    public init(
+    /// Creates a header from what it says; the reserved fields and flags follow from the
+    /// optional facts (a payload checksum, a last access time, a stored key).
+    /// - Parameters:
+    ///   - refCount: The lock count.
+    ///   - ttl: Seconds to live; 0 for the cache's default expiration.
+    ///   - updateTimeSec: The last update, whole seconds since the epoch.
+    ///   - payloadSizeBytes: The payload's length.
+    ///   - payloadChecksum: The payload's CRC-32 (``RecordFlags/payloadChecksum``), if recorded.
+    ///   - lastAccessMilliseconds: The last access (``RecordFlags/accessTime``), if recorded.
+    ///   - storedKey: The key's bytes written after the header (``RecordFlags/storedKey``), if any.
+    package init(
         refCount: UInt32 = 0, ttl: UInt64 = 0, updateTimeSec: UInt64, payloadSizeBytes: UInt64,
-        flags: RecordFlags = [], reserved1: UInt32 = 0, reserved2: UInt64 = 0,
-        reserved3: UInt32 = 0, reserved4: UInt32 = 0
+        payloadChecksum: UInt32? = nil, lastAccessMilliseconds: UInt64? = nil, storedKey: [UInt8]? = nil
+    ) {
+        self.init(
+            refCount: refCount, ttl: ttl, updateTimeSec: updateTimeSec, payloadSizeBytes: payloadSizeBytes,
+            flags: [], reserved1: 0, reserved2: 0, reserved3: 0, reserved4: 0)
+        if let payloadChecksum {
+            flags.insert(.payloadChecksum)
+            reserved1 = payloadChecksum
+        }
+        self.lastAccessMilliseconds = lastAccessMilliseconds
+        if let storedKey, !storedKey.isEmpty {
+            flags.insert(.storedKey)
+            reserved3 = UInt32(truncatingIfNeeded: storedKey.count)
+            reserved4 = CRC32.checksum(of: storedKey)
+        }
+    }
+
+    /// The fields as they stand in the file, for `decode(_:)`.
+    private init(
+        refCount: UInt32, ttl: UInt64, updateTimeSec: UInt64, payloadSizeBytes: UInt64,
+        flags: RecordFlags, reserved1: UInt32, reserved2: UInt64, reserved3: UInt32, reserved4: UInt32
     ) {
         self.refCount = refCount
         self.ttl = ttl
@@ -109,18 +137,29 @@ public struct RecordHeader: Sendable, Hashable {
     }
 
     /// The payload CRC-32, when the header carries one.
-    public var payloadChecksum: UInt32? { flags.contains(.payloadChecksum) ? reserved1 : nil }
+    package var payloadChecksum: UInt32? { flags.contains(.payloadChecksum) ? reserved1 : nil }
     /// The last access in milliseconds since the epoch, when the header carries it.
-    public var lastAccessMilliseconds: UInt64? { flags.contains(.accessTime) ? reserved2 : nil }
+    package var lastAccessMilliseconds: UInt64? {
+        get { flags.contains(.accessTime) ? reserved2 : nil }
+        set {
+            if let newValue {
+                flags.insert(.accessTime)
+                reserved2 = newValue
+            } else {
+                flags.remove(.accessTime)
+                reserved2 = 0
+            }
+        }
+    }
     /// The stored key's length in bytes (0 when there is none).
-    public var storedKeyLength: Int { flags.contains(.storedKey) ? Int(reserved3) : 0 }
+    package var storedKeyLength: Int { flags.contains(.storedKey) ? Int(reserved3) : 0 }
     /// Where the payload starts: after the header and any stored key.
-    public var payloadOffset: Int { Self.size + storedKeyLength }
+    package var payloadOffset: Int { Self.size + storedKeyLength }
     /// The record file's expected length: header, stored key and payload.
-    public var expectedFileSize: UInt64 { UInt64(payloadOffset) &+ payloadSizeBytes }
+    package var expectedFileSize: UInt64 { UInt64(payloadOffset) &+ payloadSizeBytes }
 
     /// The 64 header bytes, little-endian, with the CRC filled in.
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: Self.size)
         bytes.withUnsafeMutableBytes { encode(into: $0) }
         return bytes
@@ -128,7 +167,7 @@ public struct RecordHeader: Sendable, Hashable {
 
     /// Writes the 64 header bytes, little-endian, with the CRC, into the first 64 bytes of `buffer`.
     /// - Precondition: `buffer.count >= 64`.
-    public func encode(into buffer: UnsafeMutableRawBufferPointer) {
+    package func encode(into buffer: UnsafeMutableRawBufferPointer) {
         precondition(buffer.count >= Self.size, "a record header needs 64 bytes")
         buffer.storeBytes(of: Self.magic.littleEndian, toByteOffset: 0, as: UInt32.self)
         buffer.storeBytes(of: UInt32(Self.size).littleEndian, toByteOffset: 4, as: UInt32.self)
@@ -147,7 +186,7 @@ public struct RecordHeader: Sendable, Hashable {
 
     /// Parses and validates the first 64 bytes of `buffer`: length, magic, header size, CRC and flags.
     /// - Throws: The ``CorruptionReason`` that failed.
-    public static func decode(_ buffer: UnsafeRawBufferPointer) throws(CorruptionReason) -> RecordHeader {
+    package static func decode(_ buffer: UnsafeRawBufferPointer) throws(CorruptionReason) -> RecordHeader {
         guard buffer.count >= size else { throw .truncated }
         func u32(_ offset: Int) -> UInt32 { UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
         func u64(_ offset: Int) -> UInt64 { UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
@@ -169,44 +208,28 @@ public struct RecordHeader: Sendable, Hashable {
     }
 
     /// Parses a header from a byte array.
-    public static func decode(_ bytes: [UInt8]) throws(CorruptionReason) -> RecordHeader {
+    package static func decode(_ bytes: [UInt8]) throws(CorruptionReason) -> RecordHeader {
         // `withUnsafeBytes` rethrows untyped errors; carry the typed one out in a Result.
         try bytes.withUnsafeBytes { buffer in Result { () throws(CorruptionReason) in try decode(buffer) } }.get()
     }
 
     /// Checks the header against the record file's length.
     /// - Throws: ``CorruptionReason/badPayloadSize`` when header, key and payload do not add up to `fileSize`.
-    public func validate(fileSize: UInt64) throws(CorruptionReason) {
+    package func validate(fileSize: UInt64) throws(CorruptionReason) {
         guard fileSize >= UInt64(payloadOffset) else { throw .truncated }
         guard payloadSizeBytes <= UInt64(Int.max), expectedFileSize == fileSize else { throw .badPayloadSize }
     }
 
     /// Checks a stored key's bytes against the length and CRC in the header.
-    public func validateStoredKey(_ keyBytes: UnsafeRawBufferPointer) throws(CorruptionReason) {
+    package func validateStoredKey(_ keyBytes: UnsafeRawBufferPointer) throws(CorruptionReason) {
         guard keyBytes.count == storedKeyLength, CRC32.checksum(keyBytes) == reserved4 else { throw .badStoredKey }
     }
 
     /// Checks a payload against the CRC in the header; passes when the header carries none.
-    public func validatePayload(_ payload: UnsafeRawBufferPointer) throws(CorruptionReason) {
+    package func validatePayload(_ payload: UnsafeRawBufferPointer) throws(CorruptionReason) {
         guard let expected = payloadChecksum else { return }
         guard CRC32.checksum(payload) == expected else { throw .badPayloadChecksum }
     }
 }
 
 extension CorruptionReason: Error {}
-
-extension RecordHeader {
-    /// Whether the record has expired at `now`, SPT's rule: unlocked, and
-    /// `now - updateTime > threshold`, strictly, where the threshold is ``ttl`` when above 0 and
-    /// `defaultExpiration` otherwise. Times are compared in whole seconds.
-    /// - Parameters:
-    ///   - now: The current time, seconds since the epoch.
-    ///   - defaultExpiration: The cache's default expiration, in seconds.
-    ///   - anchor: The update time to measure from; defaults to ``updateTimeSec``.
-    public func isExpired(now: Double, defaultExpiration: Double, anchor: UInt64? = nil) -> Bool {
-        guard refCount == 0 else { return false }
-        let threshold = ttl > 0 ? Double(ttl) : defaultExpiration.rounded(.down)
-        let elapsed = now.rounded(.down) - Double(anchor ?? updateTimeSec)
-        return elapsed > threshold
-    }
-}

@@ -1,73 +1,88 @@
 import Foundation
 
-// The `async` twins of the throwing calls. Memory hits are answered on the calling task (one
-// lock, no I/O); everything that may touch a file runs its synchronous twin on the disk's
-// ``DiskCache/ioQueue`` through `runBlocking(key:_:)`, never on the cooperative pool, and a task
-// cancelled before that work starts gets ``CacheError/Code/cancelled`` with nothing done.
+// The `async` twins of the throwing calls, named after them. Memory hits are answered on the
+// calling task (one lock, no I/O); everything that may touch a file runs its synchronous twin on
+// the disk's ``DiskCache/ioQueue`` through `runBlocking(key:_:)`, never on the cooperative pool,
+// and a task cancelled before that work starts gets ``CacheError/Code/cancelled`` with nothing done.
 extension HybridCache {
-    /// Returns the payload under `key`; see ``data(forKey:from:)``.
+    /// Returns the payload under `key`; see ``value(forKey:from:)``.
     /// - Throws: ``CacheError/Code/cancelled`` when the task is cancelled before the disk is
     ///   read, or what the synchronous call throws.
-    public func data(forKey key: String, from tiers: CacheTiers = .all) async throws -> Data? {
-        if tiers.contains(.memory), let hit = memory.value(forKey: key) { return hit }
-        return try await disk.ioQueue.runBlocking(key: key) { try self.dataAfterMemoryMiss(forKey: key, from: tiers) }
+    public func value(forKey key: String, from tiers: CacheTiers = .all) async throws(CacheError) -> Data? {
+        if tiers.contains(.memory), let hit = memory.value(forKey: key) {
+            counters.memoryHits.add(1, ordering: .relaxed)
+            return hit
+        }
+        return try await disk.ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.valueAfterMemoryMiss(forKey: key, from: tiers) }
     }
 
-    /// Stores `data` under `key`; see ``store(_:forKey:in:ttl:locked:)``.
+    /// Stores `data` under `key`; see ``store(_:forKey:in:expiry:locked:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
-    public func store(_ data: Data, forKey key: String, in tiers: CacheTiers = .all, ttl: TimeInterval = 0, locked: Bool = false) async throws {
-        try await disk.ioQueue.runBlocking(key: key) { try self.store(data, forKey: key, in: tiers, ttl: ttl, locked: locked) }
+    public func store(
+        _ data: Data, forKey key: String, in tiers: CacheTiers = .all, expiry: Expiry = .default, locked: Bool = false
+    ) async throws(CacheError) {
+        try await disk.ioQueue.runBlocking(key: key) { () throws(CacheError) in
+            try self.store(data, forKey: key, in: tiers, expiry: expiry, locked: locked)
+        }
     }
 
     /// Removes `key` from every tier; see ``remove(forKey:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
-    public func remove(forKey key: String) async throws {
-        try await disk.ioQueue.runBlocking(key: key) { try self.remove(forKey: key) }
+    @discardableResult
+    public func remove(forKey key: String) async throws(CacheError) -> Bool {
+        try await disk.ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.remove(forKey: key) }
+    }
+
+    /// Removes the keys in `keys` from every tier; see ``remove(forKeys:)``.
+    /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
+    @discardableResult
+    public func remove(forKeys keys: [String]) async throws(CacheError) -> [String] {
+        try await disk.ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.remove(forKeys: keys) }
     }
 
     /// Removes every entry from every tier; see ``removeAll()``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     /// - Complexity: O(*n*) in the entries of both tiers.
-    public func removeAll() async throws {
-        try await disk.ioQueue.runBlocking(key: nil) { try self.removeAll() }
+    public func removeAll() async throws(CacheError) {
+        try await disk.ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.removeAll() }
     }
 
     /// Records a use of `key`; see ``touch(forKey:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
-    public func touch(forKey key: String) async throws -> Bool {
-        try await disk.ioQueue.runBlocking(key: key) { try self.touch(forKey: key) }
+    public func touch(forKey key: String) async throws(CacheError) -> Bool {
+        try await disk.ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.touch(forKey: key) }
     }
 
     /// Locks the entries under `keys`; see ``lock(forKeys:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
-    public func lock(forKeys keys: [String]) async throws -> [String] {
-        try await disk.ioQueue.runBlocking(key: keys.first) { try self.lock(forKeys: keys) }
+    public func lock(forKeys keys: [String]) async throws(CacheError) -> [String] {
+        try await disk.ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.lock(forKeys: keys) }
     }
 
     /// Unlocks the entries under `keys`; see ``unlock(forKeys:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
-    public func unlock(forKeys keys: [String]) async throws -> [String] {
-        try await disk.ioQueue.runBlocking(key: keys.first) { try self.unlock(forKeys: keys) }
+    public func unlock(forKeys keys: [String]) async throws(CacheError) -> [String] {
+        try await disk.ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.unlock(forKeys: keys) }
     }
 
-    /// Encodes `value` on the calling task, then stores it; see ``store(_:forKey:in:ttl:locked:coder:)``.
+    /// Encodes `value` on the calling task, then stores it; see ``store(_:forKey:in:expiry:locked:coder:)``.
     /// - Throws: ``CacheError/Code/encodingFailed``, ``CacheError/Code/cancelled``, or what the store throws.
     public func store<T: Encodable>(
-        _ value: T, forKey key: String, in tiers: CacheTiers = .all, ttl: TimeInterval = 0, locked: Bool = false,
+        _ value: T, forKey key: String, in tiers: CacheTiers = .all, expiry: Expiry = .default, locked: Bool = false,
         coder: CacheCoder? = nil
-    ) async throws {
-        try await store((coder ?? self.coder).encoded(value, key: key), forKey: key, in: tiers, ttl: ttl, locked: locked)
+    ) async throws(CacheError) {
+        try await store((coder ?? self.coder).encoded(value, key: key), forKey: key, in: tiers, expiry: expiry, locked: locked)
     }
 
     /// Reads the bytes, then decodes them on the calling task; see ``value(_:forKey:from:coder:)``.
     /// - Throws: ``CacheError/Code/decodingFailed``, ``CacheError/Code/cancelled``, or what the read throws.
     public func value<T: Decodable>(
         _ type: T.Type, forKey key: String, from tiers: CacheTiers = .all, coder: CacheCoder? = nil
-    ) async throws -> T? {
-        guard let data = try await data(forKey: key, from: tiers) else { return nil }
+    ) async throws(CacheError) -> T? {
+        guard let data = try await value(forKey: key, from: tiers) else { return nil }
         return try (coder ?? self.coder).decoded(type, from: data, key: key)
     }
 }

@@ -1,24 +1,24 @@
 import Foundation
 
 extension HybridCache {
-    /// Encodes `value` and stores the bytes under `key`, like ``store(_:forKey:in:ttl:locked:)``.
+    /// Encodes `value` and stores the bytes under `key`, like ``store(_:forKey:in:expiry:locked:)``.
     /// - Parameters:
     ///   - value: The value to store.
     ///   - key: The key.
     ///   - tiers: Where to store it (``CacheTiers/all``).
-    ///   - ttl: Seconds until it expires; 0 (the default) means the disk's default expiration.
+    ///   - expiry: When it expires (``Expiry/default``: the disk's default expiration).
     ///   - locked: Whether it is locked against expiry.
     ///   - coder: How to turn it into bytes; `nil` (the default) means the cache's ``coder``.
-    /// - Throws: ``CacheError``: ``CacheError/Code/encodingFailed`` naming the key and type, or
-    ///   what ``store(_:forKey:in:ttl:locked:)`` throws.
+    /// - Throws: ``CacheError/Code/encodingFailed`` naming the key and type, or
+    ///   what ``store(_:forKey:in:expiry:locked:)`` throws.
     public func store<T: Encodable>(
-        _ value: T, forKey key: String, in tiers: CacheTiers = .all, ttl: TimeInterval = 0, locked: Bool = false,
+        _ value: T, forKey key: String, in tiers: CacheTiers = .all, expiry: Expiry = .default, locked: Bool = false,
         coder: CacheCoder? = nil
-    ) throws {
-        try store((coder ?? self.coder).encoded(value, key: key), forKey: key, in: tiers, ttl: ttl, locked: locked)
+    ) throws(CacheError) {
+        try store((coder ?? self.coder).encoded(value, key: key), forKey: key, in: tiers, expiry: expiry, locked: locked)
     }
 
-    /// Reads the bytes under `key` like ``data(forKey:from:)`` and decodes them as a `T`.
+    /// Reads the bytes under `key` like ``value(forKey:from:)`` and decodes them as a `T`.
     ///
     /// Memory holds bytes, not values: each call decodes.
     /// - Parameters:
@@ -27,12 +27,12 @@ extension HybridCache {
     ///   - tiers: Where to look (``CacheTiers/all``).
     ///   - coder: How to turn bytes into the value; `nil` (the default) means the cache's ``coder``.
     /// - Returns: The value, or `nil` when no tier asked holds a live entry.
-    /// - Throws: ``CacheError``: ``CacheError/Code/decodingFailed`` naming the key and type when
-    ///   the bytes do not decode (never a silent miss), or what ``data(forKey:from:)`` throws.
+    /// - Throws: ``CacheError/Code/decodingFailed`` naming the key and type when
+    ///   the bytes do not decode (never a silent miss), or what ``value(forKey:from:)`` throws.
     public func value<T: Decodable>(
         _ type: T.Type, forKey key: String, from tiers: CacheTiers = .all, coder: CacheCoder? = nil
-    ) throws -> T? {
-        guard let data = try data(forKey: key, from: tiers) else { return nil }
+    ) throws(CacheError) -> T? {
+        guard let data = try value(forKey: key, from: tiers) else { return nil }
         return try (coder ?? self.coder).decoded(type, from: data, key: key)
     }
 }

@@ -6,21 +6,21 @@ import Synchronization
 ///
 /// ```swift
 /// let cache = try HybridCache(options: HybridCacheOptions(directory: cachesURL))
-/// try cache.store(data, forKey: "avatar/42", ttl: 3600)
-/// let hit = try cache.data(forKey: "avatar/42")            // memory, then disk
+/// try cache.store(data, forKey: "avatar/42", expiry: .seconds(3600))
+/// let hit = try cache.value(forKey: "avatar/42")           // memory, then disk
 /// let profile = try cache.value(Profile.self, forKey: "me") // JSON by default
 /// ```
 ///
 /// **Consistency.** Every call that reads the disk or changes either tier holds a lock for its
 /// key (one of 64 stripes, hashed by key) across both tiers, so "read disk, promote to memory"
-/// never interleaves with a store or removal of the same key: once ``store(_:forKey:in:ttl:locked:)``
+/// never interleaves with a store or removal of the same key: once ``store(_:forKey:in:expiry:locked:)``
 /// or ``remove(forKey:)`` returns, no tier serves the older value. Memory hits take no extra
 /// lock. Different keys run in parallel.
 ///
-/// **Expiry.** TTLs and locks are the disk's (SPT's rules). An entry in memory gets a time to
-/// live equal to the time left until its disk record expires (none while locked; at most
-/// ``MemoryCache/defaultTTL``), so memory never serves what the disk considers expired. Reads
-/// served from memory do **not** slide the disk expiry of `ttl` 0 entries: such an entry expires
+/// **Expiry.** Expiry and locks are the disk's (SPT's rules). An entry in memory gets a lifetime
+/// equal to the time left until its disk record expires (none while locked; at most
+/// ``MemoryCache/defaultExpiration``), so memory never serves what the disk considers expired.
+/// Reads served from memory do **not** slide the disk expiry of ``Expiry/default`` entries: such an entry expires
 /// from both tiers at the disk expiry it had when last stored or read from disk, however often
 /// memory serves it. ``touch(forKey:)`` slides it (and drops the memory copy, which the next
 /// read brings back with the new expiry).
@@ -44,11 +44,18 @@ public final class HybridCache: Sendable {
 
     /// The read-through preloaded directory, if any.
     let preloaded: PreloadedSource?
-    private let stripes: [KeyStripe]
+    /// One lock per key (striped), held across both tiers by every call that reads the disk or
+    /// changes a tier.
+    private let keyLocks = StripedLock()
+    let counters = Counters()
 
-    /// A lock serialising the hybrid's operations on the keys that hash to it.
-    private final class KeyStripe: Sendable {
-        let mutex = LarderMutex(())
+    /// The hybrid's own counters: which tier served each read, and the stores through it.
+    final class Counters: Sendable {
+        let memoryHits = Atomic<Int>(0)
+        let diskHits = Atomic<Int>(0)
+        let preloadedHits = Atomic<Int>(0)
+        let misses = Atomic<Int>(0)
+        let insertions = Atomic<Int>(0)
     }
 
     /// Puts a memory tier in front of an already open disk tier.
@@ -66,21 +73,24 @@ public final class HybridCache: Sendable {
     /// makes the open fail.
     /// - Parameter options: The tiers' settings.
     /// - Throws: What ``DiskCache/init(options:)`` throws, and ``CacheError/Code/invalidOptions``
-    ///   for negative memory limits.
-    public convenience init(options: HybridCacheOptions) throws {
+    ///   for negative memory limits or a memory expiration that is not finite and above 0.
+    public convenience init(options: HybridCacheOptions) throws(CacheError) {
         guard options.countLimit >= 0, options.totalCostLimit >= 0 else {
             throw CacheError(.invalidOptions, "countLimit and totalCostLimit must be 0 (no limit) or positive", path: options.disk.directory.path)
         }
+        if let seconds = options.memoryDefaultExpiration, !(seconds.isFinite && seconds > 0) {
+            throw CacheError(.invalidOptions, "memoryDefaultExpiration must be finite and above 0, or nil, not \(seconds)", path: options.disk.directory.path)
+        }
         let memory = MemoryCache<String, Data>(
             countLimit: options.countLimit, totalCostLimit: options.totalCostLimit,
-            defaultTTL: options.defaultTTL, clock: options.disk.clock)
+            defaultExpiration: options.memoryDefaultExpiration, clock: options.disk.clock)
         var diskOptions = options.disk
         let handler = diskOptions.eventHandler
         // Records the disk drops on its own must not live on in memory.
         diskOptions.eventHandler = { event in
             switch event {
             case .recordEvicted(let key?, _, _), .corruptRecordRemoved(let key?, _, _):
-                memory.removeValue(forKey: key)
+                memory.remove(forKey: key)
             default:
                 break
             }
@@ -107,7 +117,6 @@ public final class HybridCache: Sendable {
         self.coder = coder
         self.preloaded = preloaded
         self.preloadReport = report
-        self.stripes = (0 ..< 64).map { _ in KeyStripe() }
     }
 
     // MARK: - Reading
@@ -116,36 +125,76 @@ public final class HybridCache: Sendable {
     ///
     /// A disk hit (or, with read-through preloaded entries, a preloaded hit, which is first
     /// stored on disk) is promoted to memory when `tiers` includes ``CacheTiers/memory``, with
-    /// a cost of its byte count and a time to live ending at its disk expiry.
+    /// a cost of its byte count and a lifetime ending at its disk expiry.
     /// - Parameters:
     ///   - key: The key.
     ///   - tiers: Where to look (``CacheTiers/all``).
     /// - Returns: The payload, or `nil` when no tier asked holds a live value.
     /// - Throws: ``CacheError`` from the disk tier: ``CacheError/Code/invalidKey``,
     ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
-    public func data(forKey key: String, from tiers: CacheTiers = .all) throws -> Data? {
-        if tiers.contains(.memory), let hit = memory.value(forKey: key) { return hit }
-        return try dataAfterMemoryMiss(forKey: key, from: tiers)
+    public func value(forKey key: String, from tiers: CacheTiers = .all) throws(CacheError) -> Data? {
+        if tiers.contains(.memory), let hit = memory.value(forKey: key) {
+            counters.memoryHits.add(1, ordering: .relaxed)
+            return hit
+        }
+        return try valueAfterMemoryMiss(forKey: key, from: tiers)
     }
 
-    /// The disk (and read-through) part of ``data(forKey:from:)``, once memory has missed.
-    func dataAfterMemoryMiss(forKey key: String, from tiers: CacheTiers) throws -> Data? {
-        guard tiers.contains(.disk) else { return nil }
-        return try withStripe(key) { () throws -> Data? in
+    /// The disk (and read-through) part of ``value(forKey:from:)``, once memory has missed.
+    func valueAfterMemoryMiss(forKey key: String, from tiers: CacheTiers) throws(CacheError) -> Data? {
+        guard tiers.contains(.disk) else {
+            counters.misses.add(1, ordering: .relaxed)
+            return nil
+        }
+        return try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Data? in
             // Another caller may have promoted it while this one waited (the first look already
             // counted the miss).
-            if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false) { return hit }
-            if let record = try disk.load(forKey: key) {
+            if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false) {
+                counters.memoryHits.add(1, ordering: .relaxed)
+                return hit
+            }
+            if let record = try disk.record(forKey: key) {
+                counters.diskHits.add(1, ordering: .relaxed)
                 if tiers.contains(.memory) { promote(record.data, forKey: key, expiration: record.expirationTime) }
                 return record.data
             }
-            guard let entry = preloaded?.entry(forKey: key) else { return nil }
+            guard let entry = preloaded?.entry(forKey: key) else {
+                counters.misses.add(1, ordering: .relaxed)
+                return nil
+            }
+            counters.preloadedHits.add(1, ordering: .relaxed)
             // Keep the preloaded hit on disk when it can; serving it does not depend on that.
-            let expiration = storeExpiration(ttl: entry.ttl, locked: entry.isLocked, now: disk.options.clock.now)
-            _ = try? disk.store(entry.data, forKey: key, ttl: entry.ttl, locked: entry.isLocked)
+            let expiration = storeExpiration(entry.expiry, locked: entry.isLocked, now: disk.options.clock.now)
+            _ = try? disk.store(entry.data, forKey: key, expiry: entry.expiry, locked: entry.isLocked)
             if tiers.contains(.memory) { promote(entry.data, forKey: key, expiration: expiration) }
             return entry.data
         }
+    }
+
+    /// Whether a live value is stored under `key` in memory or on disk. Not a use: nothing is
+    /// promoted, no statistic changes. Read-through preloaded entries not yet read are not counted.
+    /// - Parameter key: The key.
+    public func contains(_ key: String) -> Bool {
+        memory.contains(key) || disk.contains(key)
+    }
+
+    /// The keys of every entry whose key starts with `prefix` (every key for "", the default):
+    /// the disk's, least recently used first, then those held only in memory.
+    /// - Throws: ``CacheError/Code/closed``.
+    /// - Complexity: O(*n*) in the entries of both tiers.
+    public func keys(withPrefix prefix: String = "") throws(CacheError) -> [String] {
+        let onDisk = try disk.keys(withPrefix: prefix)
+        let known = Set(onDisk)
+        return onDisk + memory.keys().filter { $0.hasPrefix(prefix) && !known.contains($0) }
+    }
+
+    /// The counters of both tiers, which tier served each read, and the two combined.
+    public var statistics: HybridCacheStatistics {
+        HybridCacheStatistics(
+            memory: memory.statistics, disk: disk.statistics,
+            memoryHits: counters.memoryHits.load(ordering: .relaxed), diskHits: counters.diskHits.load(ordering: .relaxed),
+            preloadedHits: counters.preloadedHits.load(ordering: .relaxed), misses: counters.misses.load(ordering: .relaxed),
+            insertions: counters.insertions.load(ordering: .relaxed))
     }
 
     // MARK: - Writing
@@ -159,64 +208,79 @@ public final class HybridCache: Sendable {
     ///   - data: The payload.
     ///   - key: The key.
     ///   - tiers: Where to store it (``CacheTiers/all``).
-    ///   - ttl: Seconds until it expires; 0 (the default) means the disk's default expiration,
-    ///     sliding with disk reads. For a memory-only store, 0 means ``MemoryCache/defaultTTL``.
-    ///   - locked: Whether it is locked against expiry (in memory: no time to live but the memory
-    ///     tier's own ``MemoryCache/defaultTTL``).
-    /// - Throws: ``CacheError`` from the disk tier; after a failed disk write both tiers keep
+    ///   - expiry: When it expires: ``Expiry/default`` (the default) means the disk's default
+    ///     expiration, sliding with disk reads; for a memory-only store, the memory tier's
+    ///     ``MemoryCache/defaultExpiration``.
+    ///   - locked: Whether it is locked against expiry (in memory: no lifetime but the memory
+    ///     tier's own ``MemoryCache/defaultExpiration``).
+    /// - Throws: ``CacheError/Code/invalidArgument`` for an expiry of zero, negative or
+    ///   non-finite seconds, and what the disk tier throws; after a failed store both tiers keep
     ///   their previous value.
-    public func store(_ data: Data, forKey key: String, in tiers: CacheTiers = .all, ttl: TimeInterval = 0, locked: Bool = false) throws {
-        guard ttl.isFinite, ttl >= 0 else {
-            throw CacheError(.invalidOptions, "ttl must be 0 (the default expiration) or a positive number of seconds, not \(ttl)", key: key)
-        }
-        try withStripe(key) { () throws in
+    public func store(_ data: Data, forKey key: String, in tiers: CacheTiers = .all, expiry: Expiry = .default, locked: Bool = false) throws(CacheError) {
+        let seconds = try expiry.validatedSeconds(key: key)
+        try keyLocks.withLock(forKey: key) { () throws(CacheError) in
             let expiration: Double?
             if tiers.contains(.disk) {
                 // Read before the disk reads it, so memory's expiry is never later than the disk's.
                 let now = disk.options.clock.now
-                try disk.store(data, forKey: key, ttl: ttl, locked: locked)
-                expiration = storeExpiration(ttl: ttl, locked: locked, now: now)
+                try disk.store(data, forKey: key, expiry: expiry, locked: locked)
+                expiration = storeExpiration(expiry, locked: locked, now: now)
             } else {
-                if !tiers.isEmpty { try disk.remove(forKeys: [key]) }
-                expiration = locked || ttl == 0 ? nil : disk.options.clock.now + ttl
+                if !tiers.isEmpty { try disk.remove(forKey: key) }
+                expiration = locked ? nil : seconds.map { disk.options.clock.now + $0 }
             }
             if tiers.contains(.memory) {
                 promote(data, forKey: key, expiration: expiration)
             } else {
-                memory.removeValue(forKey: key)
+                memory.remove(forKey: key)
             }
+            counters.insertions.add(1, ordering: .relaxed)
         }
     }
 
     /// Removes `key` from every tier.
     ///
     /// Entries in a read-through preloaded directory are not hidden: a later miss reads them again.
+    /// - Returns: Whether either tier held a live value.
     /// - Throws: ``CacheError`` from the disk tier; the memory copy is dropped even then.
-    public func remove(forKey key: String) throws {
-        try withStripe(key) { () throws in
-            defer { memory.removeValue(forKey: key) }
-            try disk.remove(forKeys: [key])
+    @discardableResult
+    public func remove(forKey key: String) throws(CacheError) -> Bool {
+        try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Bool in
+            let inMemory = memory.remove(forKey: key)
+            return try disk.remove(forKey: key) || inMemory
         }
+    }
+
+    /// Removes the keys in `keys` from every tier, as ``remove(forKey:)`` does for each.
+    /// - Returns: The keys that either tier held a live value for, in the order given.
+    /// - Throws: ``CacheError`` from the disk tier (the keys before the failing one are removed).
+    @discardableResult
+    public func remove(forKeys keys: [String]) throws(CacheError) -> [String] {
+        var removed: [String] = []
+        for key in keys where try remove(forKey: key) {
+            removed.append(key)
+        }
+        return removed
     }
 
     /// Removes every entry from every tier. Waits for calls in progress on any key.
     /// - Throws: ``CacheError`` from the disk tier.
     /// - Complexity: O(*n*) in the entries of both tiers.
-    public func removeAll() throws {
-        try withEveryStripe { () throws in
+    public func removeAll() throws(CacheError) {
+        try keyLocks.withEveryLock { () throws(CacheError) in
             defer { memory.removeAll() }
             try disk.removeAll()
         }
     }
 
-    /// Records a use of `key` on disk, sliding a `ttl` 0 entry's expiry, and drops its memory
-    /// copy, which the next read promotes again with the new expiry.
+    /// Records a use of `key` on disk, sliding an ``Expiry/default`` entry's expiry, and drops
+    /// its memory copy, which the next read promotes again with the new expiry.
     /// - Returns: `false` when no live entry is stored on disk under `key`.
     /// - Throws: ``CacheError`` from the disk tier.
     @discardableResult
-    public func touch(forKey key: String) throws -> Bool {
-        try withStripe(key) { () throws -> Bool in
-            defer { memory.removeValue(forKey: key) }
+    public func touch(forKey key: String) throws(CacheError) -> Bool {
+        try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Bool in
+            defer { memory.remove(forKey: key) }
             return try disk.touch(forKey: key)
         }
     }
@@ -226,18 +290,8 @@ public final class HybridCache: Sendable {
     /// - Returns: The keys that were locked.
     /// - Throws: ``CacheError`` from the disk tier.
     @discardableResult
-    public func lock(forKeys keys: [String]) throws -> [String] {
-        var locked: [String] = []
-        for key in keys {
-            try withStripe(key) { () throws in
-                if try !disk.lock(forKeys: [key]).isEmpty {
-                    locked.append(key)
-                    // The copy's expiry is stale now; the next read promotes it without one.
-                    memory.removeValue(forKey: key)
-                }
-            }
-        }
-        return locked
+    public func lock(forKeys keys: [String]) throws(CacheError) -> [String] {
+        try changeLocks(keys) { (keys: [String]) throws(CacheError) in try disk.lock(forKeys: keys) }
     }
 
     /// Unlocks the entries under `keys` (see ``DiskCache/unlock(forKeys:)``), dropping their
@@ -245,17 +299,8 @@ public final class HybridCache: Sendable {
     /// - Returns: The keys whose lock count went down.
     /// - Throws: ``CacheError`` from the disk tier.
     @discardableResult
-    public func unlock(forKeys keys: [String]) throws -> [String] {
-        var unlocked: [String] = []
-        for key in keys {
-            try withStripe(key) { () throws in
-                if try !disk.unlock(forKeys: [key]).isEmpty {
-                    unlocked.append(key)
-                    memory.removeValue(forKey: key)
-                }
-            }
-        }
-        return unlocked
+    public func unlock(forKeys keys: [String]) throws(CacheError) -> [String] {
+        try changeLocks(keys) { (keys: [String]) throws(CacheError) in try disk.unlock(forKeys: keys) }
     }
 
     /// Closes the disk tier (see ``DiskCache/close()``). The memory tier keeps serving hits.
@@ -265,37 +310,45 @@ public final class HybridCache: Sendable {
 
     // MARK: - Helpers
 
-    /// Puts `data` in memory with a time to live ending at `expiration` (disk time), capped by the
-    /// memory tier's default. Expects the key's stripe held.
+    /// Locks or unlocks each key on disk under its key lock; a changed key's memory copy goes,
+    /// since its expiry is stale now (the next read promotes it with the new one).
+    private func changeLocks(_ keys: [String], _ change: ([String]) throws(CacheError) -> [String]) throws(CacheError) -> [String] {
+        var changed: [String] = []
+        for key in keys {
+            try keyLocks.withLock(forKey: key) { () throws(CacheError) in
+                if try !change([key]).isEmpty {
+                    changed.append(key)
+                    memory.remove(forKey: key)
+                }
+            }
+        }
+        return changed
+    }
+
+    /// Puts `data` in memory with a lifetime ending at `expiration` (disk time), capped by the
+    /// memory tier's default. Expects the key's lock held.
     private func promote(_ data: Data, forKey key: String, expiration: Double?) {
-        var ttl = memory.defaultTTL
+        var lifetime = memory.defaultExpiration
         if let expiration {
-            let remaining = max(0, expiration - disk.options.clock.now)
-            ttl = min(remaining, ttl ?? .infinity)
+            let remaining = expiration - disk.options.clock.now
+            lifetime = min(remaining, lifetime ?? .infinity)
         }
-        memory.setValue(data, forKey: key, cost: data.count, ttl: ttl)
-    }
-
-    /// When a record stored at `now` with `ttl` and `locked` expires on disk, by SPT's rule
-    /// (whole seconds; `nil` while locked). A lower bound: the disk reads its clock after `now`.
-    private func storeExpiration(ttl: TimeInterval, locked: Bool, now: Double) -> Double? {
-        guard !locked else { return nil }
-        let threshold = ttl > 0 ? ttl.rounded(.up) : disk.options.defaultExpiration.rounded(.down)
-        return now.rounded(.down) + threshold
-    }
-
-    private func withStripe<T>(_ key: String, _ body: () throws -> T) throws -> T {
-        var hasher = Hasher()
-        hasher.combine(key)
-        let stripe = stripes[Int(UInt(bitPattern: hasher.finalize()) % UInt(stripes.count))]
-        return try stripe.mutex.withLock { (_: inout Void) throws -> T in try body() }
-    }
-
-    /// Runs `body` holding every stripe, taken in order (per-key calls take one, so no deadlock).
-    private func withEveryStripe(from index: Int = 0, _ body: () throws -> Void) throws {
-        guard index < stripes.count else { return try body() }
-        try stripes[index].mutex.withLock { (_: inout Void) throws in
-            try withEveryStripe(from: index + 1, body)
+        // Nothing is left of an entry already at its expiry: memory does not take it.
+        guard let seconds = lifetime else {
+            try? memory.store(data, forKey: key, cost: data.count)
+            return
         }
+        if seconds > 0 {
+            try? memory.store(data, forKey: key, cost: data.count, expiry: .seconds(seconds))
+        } else {
+            memory.remove(forKey: key)
+        }
+    }
+
+    /// When a record stored at `now` with `expiry` and `locked` expires on disk, by the disk's
+    /// rule (``ExpiryRule``); `nil` while locked. A lower bound: the disk reads its clock after `now`.
+    private func storeExpiration(_ expiry: Expiry, locked: Bool, now: Double) -> Double? {
+        guard let ttl = try? ExpiryRule.headerTTL(for: expiry, key: nil) else { return nil }
+        return disk.expiryRule.expirationTime(lockCount: locked ? 1 : 0, ttl: ttl, anchor: DiskCache.seconds(now))
     }
 }

@@ -9,9 +9,10 @@ public struct HybridCacheOptions: Sendable {
     public var countLimit: Int = 0
     /// The most bytes of payload the memory tier holds; 0 means no limit (0).
     public var totalCostLimit: Int = 0
-    /// The longest an entry stays in memory, in seconds, whatever its disk expiry; `nil` means
-    /// only the disk's expiry applies (`nil`).
-    public var defaultTTL: TimeInterval?
+    /// The longest an entry stays in memory, in seconds, whatever its disk expiry (the memory
+    /// tier's ``MemoryCache/defaultExpiration``); `nil` means only the disk's expiry applies
+    /// (`nil`). Finite and above 0 when given.
+    public var memoryDefaultExpiration: TimeInterval?
     /// The disk tier's options.
     public var disk: DiskCacheOptions
     /// A directory of entries shipped with the app, imported at open or read through (`nil`).

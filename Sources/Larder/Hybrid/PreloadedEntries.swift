@@ -39,9 +39,9 @@ public struct PreloadedEntries: Sendable, Hashable {
     public var format: Format
     /// When they reach the cache (``Mode/copyIfMissing``).
     public var mode: Mode
-    /// The TTL given to entries imported from plain files, in seconds; 0 means the disk's default
-    /// expiration (0).
-    public var ttl: TimeInterval = 0
+    /// The expiry given to entries from plain files (``Expiry/default``: the disk's default
+    /// expiration). Records keep their own.
+    public var expiry: Expiry = .default
 
     /// Describes a directory of preloaded entries.
     /// - Parameters:

@@ -11,7 +11,7 @@ import Foundation
 struct PreloadedEntry: Sendable {
     var key: String
     var data: Data
-    var ttl: TimeInterval
+    var expiry: Expiry
     var isLocked: Bool
 }
 
@@ -68,7 +68,7 @@ final class PreloadedSource: Sendable {
                 continue
             }
             do {
-                try disk.store(entry.data, forKey: entry.key, ttl: entry.ttl, locked: entry.isLocked)
+                try disk.store(entry.data, forKey: entry.key, expiry: entry.expiry, locked: entry.isLocked)
                 report.imported.append(entry.key)
             } catch {
                 report.failures.append(.init(path: path, reason: "cannot store it under '\(entry.key)': \(error)"))
@@ -99,7 +99,7 @@ final class PreloadedSource: Sendable {
         case .files:
             do {
                 let bytes = try io.readFile(path, limit: Self.maximumFileSize)
-                return .success(PreloadedEntry(key: name, data: Data(bytes), ttl: entries.ttl, isLocked: false))
+                return .success(PreloadedEntry(key: name, data: Data(bytes), expiry: entries.expiry, isLocked: false))
             } catch {
                 return .failure(.init(path: path, reason: "cannot read it: \(error)"))
             }
@@ -122,7 +122,8 @@ final class PreloadedSource: Sendable {
             let name = String(path.split(separator: "/").last ?? "")
             return .success(PreloadedEntry(
                 key: contents.storedKey ?? name, data: contents.payload ?? Data(),
-                ttl: TimeInterval(contents.header.ttl), isLocked: contents.header.refCount > 0))
+                expiry: contents.header.ttl == 0 ? .default : .seconds(TimeInterval(contents.header.ttl)),
+                isLocked: contents.header.refCount > 0))
         }
     }
 

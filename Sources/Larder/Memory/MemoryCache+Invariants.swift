@@ -1,10 +1,19 @@
-// Consistency checks run after every mutation in debug builds (in the spirit of swift-collections'
-// `OrderedDictionary+Invariants.swift`). Release builds compile none of this into the hot paths.
+// Consistency checks called after every mutation (in the spirit of swift-collections'
+// `OrderedDictionary+Invariants.swift`): `_checkInvariants()` is empty outside debug builds and
+// inlined, so release builds compile nothing into the hot paths, and call sites need no `#if`.
 
 extension MemoryCache.State {
-    /// Traps if the state is inconsistent. Call with the lock held.
-    @usableFromInline
+    /// Traps if the state is inconsistent, in debug builds; nothing otherwise. Call with the lock held.
+    @inlinable @inline(__always)
     func _checkInvariants() {
+        #if DEBUG
+        _checkInvariantsNow()
+        #endif
+    }
+
+    /// The checks behind ``_checkInvariants()``.
+    @usableFromInline
+    func _checkInvariantsNow() {
         storage._checkInvariants()
         if countLimit > 0 {
             precondition(storage.count <= countLimit, "more entries than countLimit")

@@ -5,15 +5,19 @@ import Synchronization
 ///
 /// Reads and writes are O(1) and take one lock. Entries can carry a cost, a time to live, or both:
 /// ```swift
-/// let cache = MemoryCache<String, Data>(countLimit: 1_000, totalCostLimit: 64 << 20, defaultTTL: 300)
-/// cache.setValue(data, forKey: "avatar/42", cost: data.count)
+/// let cache = MemoryCache<String, Data>(countLimit: 1_000, totalCostLimit: 64 << 20, defaultExpiration: 300)
+/// try cache.store(data, forKey: "avatar/42", cost: data.count)
 /// let hit = cache.value(forKey: "avatar/42")
 /// ```
 ///
 /// The recency order is exact: when a limit is exceeded, the entries that were read or written
-/// longest ago go first. Expired entries are dropped lazily: a read, ``removeValue(forKey:)`` or
-/// ``removeExpiredValues()`` finds and drops them, and until then they still count toward
-/// ``count``, ``totalCost`` and ``keys``, and can be evicted by a limit like any other entry.
+/// longest ago go first. Expired entries are dropped lazily: a read, ``remove(forKey:)`` or
+/// ``removeExpired()`` finds and drops them, and until then they still count toward ``count``,
+/// ``totalCost`` and ``keys()``, and can be evicted by a limit like any other entry.
+///
+/// Its operations share their names and meaning with ``DiskCache`` and ``HybridCache``:
+/// `value(forKey:)`, `store(_:forKey:...)`, `remove(forKey:)`, `remove(forKeys:)`, `contains(_:)`,
+/// `removeAll()`, `keys()`, `statistics`.
 public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Called with each value the cache drops on its own (not those removed or replaced by the caller).
     public typealias EvictionHandler = @Sendable (_ key: Key, _ value: Value, _ reason: EvictionReason) -> Void
@@ -28,7 +32,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         @usableFromInline var storage = LRUStorage<Key, Value>()
         @usableFromInline var countLimit: Int
         @usableFromInline var totalCostLimit: Int
-        @usableFromInline var statistics = CacheStatistics()
+        @usableFromInline var counters = StatisticsCounters()
 
         @usableFromInline
         init(countLimit: Int, totalCostLimit: Int) {
@@ -45,14 +49,17 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @usableFromInline let evictionHandler: EvictionHandler?
     private let pressureMonitor = LarderMutex<MemoryPressureMonitor?>(nil)
 
-    /// The time to live given to values written without one; `nil` means they never expire.
-    public let defaultTTL: TimeInterval?
+    /// The lifetime, in seconds, of values stored with ``Expiry/default``; `nil` means they
+    /// never expire.
+    public let defaultExpiration: TimeInterval?
 
     /// Creates an empty cache.
     /// - Parameters:
     ///   - countLimit: The most entries to hold; 0 (the default) means no limit.
     ///   - totalCostLimit: The most total cost to hold; 0 (the default) means no limit.
-    ///   - defaultTTL: Seconds a value lives when written without a `ttl`; `nil` (the default) means forever.
+    ///   - defaultExpiration: Seconds a value stored with ``Expiry/default`` lives; `nil` (the
+    ///     default) means forever. Finite and above 0 when given; larger than
+    ///     ``Expiry/maximumSeconds`` is clamped to it.
     ///   - clock: The time source for expiry; the wall clock by default.
     ///   - respondsToMemoryPressure: Whether to subscribe to the system's memory pressure events
     ///     through a ``MemoryPressureMonitor`` (false by default); see ``handleMemoryPressure(_:)``.
@@ -60,14 +67,17 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///     own: for a limit, an expiry, a trim or memory pressure. Not called for values the caller
     ///     removes or replaces.
     public init(
-        countLimit: Int = 0, totalCostLimit: Int = 0, defaultTTL: TimeInterval? = nil,
+        countLimit: Int = 0, totalCostLimit: Int = 0, defaultExpiration: TimeInterval? = nil,
         clock: any CacheClock = SystemClock(), respondsToMemoryPressure: Bool = false,
         evictionHandler: EvictionHandler? = nil
     ) {
         precondition(countLimit >= 0, "countLimit must not be negative")
         precondition(totalCostLimit >= 0, "totalCostLimit must not be negative")
+        if let defaultExpiration {
+            precondition(defaultExpiration.isFinite && defaultExpiration > 0, "defaultExpiration must be finite and above 0, or nil")
+        }
         state = LarderMutex(State(countLimit: countLimit, totalCostLimit: totalCostLimit))
-        self.defaultTTL = defaultTTL
+        self.defaultExpiration = defaultExpiration.map { min($0, Expiry.maximumSeconds) }
         self.clock = clock
         self.evictionHandler = evictionHandler
         if respondsToMemoryPressure {
@@ -101,22 +111,20 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     func value(forKey key: Key, countingMiss: Bool) -> Value? {
         let (value, expired) = state.withLock { state -> (Value?, Value?) in
             guard let slot = state.storage.slot(forKey: key) else {
-                if countingMiss { state.statistics.misses += 1 }
+                if countingMiss { state.counters.misses += 1 }
                 return (nil, nil)
             }
             // Only entries with a deadline pay for reading the clock.
             let deadline = state.storage.deadline(at: slot)
             if deadline != .infinity && clock.now >= deadline {
                 let removed = state.storage.remove(slot)
-                state.statistics.expirations += 1
-                state.statistics.misses += 1
-                #if DEBUG
+                state.counters.expirations += 1
+                state.counters.misses += 1
                 state._checkInvariants()
-                #endif
                 return (nil, removed.value)
             }
             state.storage.touch(slot)
-            state.statistics.hits += 1
+            state.counters.hits += 1
             return (state.storage.value(at: slot), nil)
         }
         if let expired, let evictionHandler {
@@ -134,30 +142,31 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///   - value: The value to store.
     ///   - key: The key to store it under, replacing any value already there.
     ///   - cost: The value's cost toward ``totalCostLimit`` (for example, its size in bytes); not negative.
-    ///   - ttl: Seconds until the value expires; `nil` uses ``defaultTTL``. A value expires once the
-    ///     clock reaches the time of writing plus `ttl`, so a `ttl` of 0 or less expires at once.
+    ///   - expiry: When the value expires: ``Expiry/default`` (the default) uses
+    ///     ``defaultExpiration``; ``Expiry/seconds(_:)`` counts from now. A value expires once the
+    ///     clock reaches the time of storing plus its lifetime.
+    /// - Throws: ``CacheError/Code/invalidArgument`` for a negative cost or an expiry of zero,
+    ///   negative or non-finite seconds; the cache is unchanged then.
     /// - Complexity: O(1), plus O(1) per entry evicted.
     @inlinable
-    public func setValue(_ value: Value, forKey key: Key, cost: Int = 0, ttl: TimeInterval? = nil) {
-        precondition(cost >= 0, "cost must not be negative")
-        let deadline: Double
-        if let ttl = ttl ?? defaultTTL { deadline = clock.now + ttl } else { deadline = .infinity }
+    public func store(_ value: Value, forKey key: Key, cost: Int = 0, expiry: Expiry = .default) throws(CacheError) {
+        guard cost >= 0 else {
+            throw CacheError(.invalidArgument, "cost must not be negative, not \(cost)", key: "\(key)")
+        }
+        let lifetime = try expiry.validatedSeconds(key: "\(key)") ?? defaultExpiration
+        let deadline = lifetime.map { clock.now + $0 } ?? .infinity
         let collecting = evictionHandler != nil
         let evicted = state.withLock { state -> Evicted in
             if state.totalCostLimit > 0 && cost > state.totalCostLimit {
                 if let slot = state.storage.slot(forKey: key) { state.storage.remove(slot) }
-                #if DEBUG
                 state._checkInvariants()
-                #endif
                 return []
             }
             state.storage.setValue(value, forKey: key, cost: cost, deadline: deadline)
-            state.statistics.insertions += 1
+            state.counters.insertions += 1
             var evicted: Evicted = []
             state._enforceLimits(collecting: collecting, into: &evicted)
-            #if DEBUG
             state._checkInvariants()
-            #endif
             return evicted
         }
         notify(evicted)
@@ -165,26 +174,45 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// Removes the value stored under `key`. The eviction handler is not called.
     ///
-    /// An expired value is dropped as an expiration (and handed to the eviction handler), not returned.
+    /// An expired value is dropped as an expiration (and handed to the eviction handler), and
+    /// does not count as removed.
     /// - Parameter key: The key to remove.
-    /// - Returns: The value that was removed, or `nil` when the key was absent or its value had expired.
+    /// - Returns: Whether a live value was removed.
     @discardableResult
-    public func removeValue(forKey key: Key) -> Value? {
-        let (value, expired) = state.withLock { state -> (Value?, Value?) in
-            guard let slot = state.storage.slot(forKey: key) else { return (nil, nil) }
+    public func remove(forKey key: Key) -> Bool {
+        let expired = state.withLock { state -> (removed: Bool, expired: Value?) in
+            guard let slot = state.storage.slot(forKey: key) else { return (false, nil) }
             let deadline = state.storage.deadline(at: slot)
             let isExpired = deadline != .infinity && clock.now >= deadline
             let removed = state.storage.remove(slot)
-            if isExpired { state.statistics.expirations += 1 }
-            #if DEBUG
+            if isExpired { state.counters.expirations += 1 }
             state._checkInvariants()
-            #endif
-            return isExpired ? (nil, removed.value) : (removed.value, nil)
+            return isExpired ? (false, removed.value) : (true, nil)
         }
-        if let expired, let evictionHandler {
-            evictionHandler(key, expired, .expired)
+        if let value = expired.expired, let evictionHandler {
+            evictionHandler(key, value, .expired)
         }
-        return value
+        return expired.removed
+    }
+
+    /// Removes the values stored under `keys`, as ``remove(forKey:)`` does for each.
+    /// - Parameter keys: The keys to remove.
+    /// - Returns: The keys whose live values were removed, in the order given.
+    /// - Complexity: O(*k*) in the number of keys.
+    @discardableResult
+    public func remove(forKeys keys: [Key]) -> [Key] {
+        keys.filter { remove(forKey: $0) }
+    }
+
+    /// Whether a live (unexpired) value is stored under `key`. Not a use: the entry keeps its
+    /// place in the recency order, and no statistic changes.
+    /// - Parameter key: The key to look up.
+    public func contains(_ key: Key) -> Bool {
+        state.withLock { state in
+            guard let slot = state.storage.slot(forKey: key) else { return false }
+            let deadline = state.storage.deadline(at: slot)
+            return deadline == .infinity || clock.now < deadline
+        }
     }
 
     /// Removes every value. The eviction handler is not called; statistics are kept.
@@ -192,27 +220,23 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public func removeAll() {
         state.withLock { state in
             state.storage.removeAll()
-            #if DEBUG
             state._checkInvariants()
-            #endif
         }
     }
 
     /// Drops every expired value, counting each as an expiration and handing it to the eviction handler.
     /// - Complexity: O(n).
-    public func removeExpiredValues() {
+    public func removeExpired() {
         let now = clock.now
         let collecting = evictionHandler != nil
         let evicted = state.withLock { state -> Evicted in
             var evicted: Evicted = []
             for slot in state.storage.slotsInOrder where state.storage.deadline(at: slot) <= now {
                 let removed = state.storage.remove(slot)
-                state.statistics.expirations += 1
+                state.counters.expirations += 1
                 if collecting { evicted.append((removed.key, removed.value, .expired)) }
             }
-            #if DEBUG
             state._checkInvariants()
-            #endif
             return evicted
         }
         notify(evicted)
@@ -248,7 +272,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// The keys, least recently used first, including expired ones not yet dropped.
     /// - Complexity: O(n).
-    public var keys: [Key] {
+    public func keys() -> [Key] {
         state.withLock { $0.storage.keysInOrder }
     }
 
@@ -272,7 +296,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// The cache's counters since it was created.
     public var statistics: CacheStatistics {
-        state.withLock { $0.statistics }
+        state.withLock { $0.counters.statistics }
     }
 
     /// Frees memory in response to memory pressure.
@@ -307,9 +331,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             while isOver(state.storage) {
                 state._evictLeastRecentlyUsed(reason: reason, collecting: collecting, into: &evicted)
             }
-            #if DEBUG
             state._checkInvariants()
-            #endif
             return evicted
         }
         notify(evicted)
@@ -321,9 +343,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             change(&state)
             var evicted: Evicted = []
             state._enforceLimits(collecting: collecting, into: &evicted)
-            #if DEBUG
             state._checkInvariants()
-            #endif
             return evicted
         }
         notify(evicted)
@@ -361,7 +381,7 @@ extension MemoryCache.State {
         reason: EvictionReason, collecting: Bool, into evicted: inout MemoryCache.Evicted
     ) {
         guard let slot = storage.leastRecentlyUsed else { preconditionFailure("evicting from an empty cache") }
-        statistics.evictions += 1
+        counters.countEviction(reason)
         if collecting {
             let removed = storage.remove(slot)
             evicted.append((removed.key, removed.value, reason))

@@ -16,35 +16,38 @@ extension DispatchQueue {
     /// - Parameters:
     ///   - key: The key the work concerns, for the cancellation error.
     ///   - work: The blocking work.
-    package func runBlocking<T: Sendable>(key: String?, _ work: @escaping @Sendable () throws -> T) async throws -> T {
+    package func runBlocking<T: Sendable>(
+        key: String?, _ work: @escaping @Sendable () throws(CacheError) -> T
+    ) async throws(CacheError) -> T {
         let cancelled = CacheError(.cancelled, "the task was cancelled before the cache started the work", key: key)
         if Task.isCancelled { throw cancelled }
         let flag = CancellationFlag()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, CacheError>, Never>) in
                 self.async {
                     if flag.isSet.load(ordering: .acquiring) {
-                        continuation.resume(throwing: cancelled)
+                        continuation.resume(returning: .failure(cancelled))
                         return
                     }
-                    continuation.resume(with: Result { try work() })
+                    continuation.resume(returning: Result { () throws(CacheError) in try work() })
                 }
             }
         } onCancel: {
             flag.isSet.store(true, ordering: .releasing)
         }
+        return try result.get()
     }
 
     /// Runs blocking work on this queue, then hands its outcome to `completion` on `queue`: the
     /// one bridge every callback-style call goes through. A `nil` result is delivered as
     /// ``CacheResponse/notFound``, a thrown error as ``CacheResponse/failure(_:)``.
     package func runBlocking<T: Sendable>(
-        deliveringOn queue: DispatchQueue, _ work: @escaping @Sendable () throws -> T?,
+        deliveringOn queue: DispatchQueue, _ work: @escaping @Sendable () throws(CacheError) -> T?,
         completion: @escaping @Sendable (CacheResponse<T>) -> Void
     ) {
         self.async {
             let response: CacheResponse<T>
-            do {
+            do throws(CacheError) {
                 response = try work().map { .success($0) } ?? .notFound
             } catch {
                 response = .failure(error)

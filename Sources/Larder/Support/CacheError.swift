@@ -17,8 +17,8 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure. New codes may be added without breaking callers.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Wrapped: Hashable, Sendable {
-            case invalidKey, invalidOptions, directoryInUse, ioFailure, diskFull, notFound
-            case corruptRecord, keyEncodingMismatch, readOnly, encodingFailed, decodingFailed
+            case invalidKey, invalidOptions, invalidArgument, directoryInUse, ioFailure, diskFull, notFound
+            case keyEncodingMismatch, readOnly, encodingFailed, decodingFailed
             case cancelled, unsupportedFormat, closed
         }
         private let wrapped: Wrapped
@@ -26,8 +26,11 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
 
         /// The key cannot be stored under the cache's key encoding (for example, it is not a safe file name).
         public static let invalidKey = Code(.invalidKey)
-        /// An option is out of range (a negative TTL or limit, a zero interval, ...).
+        /// An option is out of range (a negative limit, a zero interval, ...).
         public static let invalidOptions = Code(.invalidOptions)
+        /// A call's argument is out of range: an ``Expiry/seconds(_:)`` that is zero, negative or
+        /// not finite, a negative cost.
+        public static let invalidArgument = Code(.invalidArgument)
         /// Another cache instance, in this process or another, holds the directory for writing.
         public static let directoryInUse = Code(.directoryInUse)
         /// A file-system call failed; ``CacheError/errno`` says why.
@@ -36,8 +39,6 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
         public static let diskFull = Code(.diskFull)
         /// The key or path does not exist.
         public static let notFound = Code(.notFound)
-        /// A record failed validation.
-        public static let corruptRecord = Code(.corruptRecord)
         /// The directory was created with a different key encoding than the one requested.
         public static let keyEncodingMismatch = Code(.keyEncodingMismatch)
         /// The cache was opened read-only and the call would change it.

@@ -1,14 +1,14 @@
 /// The outcome of a callback-style call (SPTPersistentCache's `SPTPersistentCacheResponse`).
 ///
 /// Loads deliver `.success(value)` or `.notFound`; writes deliver `.success(())`; any call
-/// delivers `.failure(error)` when it throws (usually a ``CacheError``).
+/// delivers `.failure(error)` when it throws.
 public enum CacheResponse<Value: Sendable>: Sendable {
     /// The call succeeded, with its result.
     case success(Value)
     /// Nothing live is stored under the key.
     case notFound
     /// The call failed.
-    case failure(any Error)
+    case failure(CacheError)
 
     /// The value of a `.success`, or `nil`.
     public var value: Value? {
@@ -17,7 +17,7 @@ public enum CacheResponse<Value: Sendable>: Sendable {
     }
 
     /// The error of a `.failure`, or `nil`.
-    public var error: (any Error)? {
+    public var error: CacheError? {
         if case .failure(let error) = self { return error }
         return nil
     }

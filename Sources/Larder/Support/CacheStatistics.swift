@@ -1,37 +1,41 @@
-/// Counters that describe how a cache has been used since it was created.
+/// Counters that describe how a cache has been used since it was created or opened: one shape
+/// for every tier.
 ///
-/// Every tier keeps the same five counters, so a hybrid cache can add its tiers' numbers up.
 /// ```swift
 /// let stats = cache.statistics
-/// print("hit rate \(stats.hitRate), \(stats.evictions) evicted")
+/// print("hit rate \(stats.hitRate), \(stats.totalEvictions) evicted, \(stats.evictions[.sizeLimit, default: 0]) for size")
 /// ```
+///
+/// Byte counts, collections and corrupt records apply to the disk tier; the memory tier leaves
+/// them at 0. ``HybridCache/statistics`` gives each tier's counters and the two combined.
 public struct CacheStatistics: Hashable, Sendable, CustomStringConvertible {
     /// Reads that returned a value.
-    public var hits: Int
-    /// Reads that returned `nil`: the key was absent, or its value had expired.
-    public var misses: Int
-    /// Values admitted by a write, including those that replaced an older value under the same key.
-    public var insertions: Int
-    /// Values dropped because their time to live had passed.
-    public var expirations: Int
-    /// Values dropped to respect a limit, an explicit trim or memory pressure (not counting
-    /// expirations, explicit removals, or values replaced by a write).
-    public var evictions: Int
+    public var hits = 0
+    /// Reads that returned `nil`: the key was absent, its value had expired, or (on disk) its
+    /// record was corrupt.
+    public var misses = 0
+    /// Values admitted by a store, including those that replaced an older value under the same key.
+    public var insertions = 0
+    /// Values dropped because their lifetime had passed: found by a read, a removal or a sweep.
+    public var expirations = 0
+    /// Values dropped on the cache's own account (a limit, a trim, memory pressure, a collection,
+    /// a full volume), by reason. Expiries found by reads are ``expirations`` only; a collection's
+    /// removal of expired records counts in both.
+    public var evictions: [EvictionReason: Int] = [:]
+    /// Payload bytes returned by reads (disk).
+    public var bytesRead = 0
+    /// Payload bytes written by stores (disk).
+    public var bytesWritten = 0
+    /// Corrupt records found and removed (disk).
+    public var corruptRecordsRemoved = 0
+    /// Collections run (disk).
+    public var collections = 0
 
-    /// Creates a set of counters; all default to zero.
-    /// - Parameters:
-    ///   - hits: Reads that returned a value.
-    ///   - misses: Reads that returned `nil`.
-    ///   - insertions: Values admitted by a write.
-    ///   - expirations: Values dropped because their time to live had passed.
-    ///   - evictions: Values dropped to respect a limit or memory pressure.
-    public init(hits: Int = 0, misses: Int = 0, insertions: Int = 0, expirations: Int = 0, evictions: Int = 0) {
-        self.hits = hits
-        self.misses = misses
-        self.insertions = insertions
-        self.expirations = expirations
-        self.evictions = evictions
-    }
+    /// Creates zeroed counters.
+    public init() {}
+
+    /// Every eviction, whatever the reason.
+    public var totalEvictions: Int { evictions.values.reduce(0, +) }
 
     /// Reads in total: `hits + misses`.
     public var lookups: Int { hits + misses }
@@ -41,8 +45,32 @@ public struct CacheStatistics: Hashable, Sendable, CustomStringConvertible {
         lookups == 0 ? 0 : Double(hits) / Double(lookups)
     }
 
-    /// The counters as one line, as in `hits 3, misses 1, insertions 4, expirations 0, evictions 1`.
+    /// The counters added up: ``HybridCacheStatistics/combined`` is built with it.
+    /// - Parameter other: Another set of counters.
+    /// - Returns: Each counter summed; evictions summed by reason.
+    public func adding(_ other: CacheStatistics) -> CacheStatistics {
+        var sum = self
+        sum.hits += other.hits
+        sum.misses += other.misses
+        sum.insertions += other.insertions
+        sum.expirations += other.expirations
+        sum.evictions.merge(other.evictions, uniquingKeysWith: +)
+        sum.bytesRead += other.bytesRead
+        sum.bytesWritten += other.bytesWritten
+        sum.corruptRecordsRemoved += other.corruptRecordsRemoved
+        sum.collections += other.collections
+        return sum
+    }
+
+    /// The counters as one line, as in `hits 3, misses 1, insertions 4, expirations 0, evictions 1`,
+    /// followed by the evictions by reason and the disk counters when they are not zero.
     public var description: String {
-        "hits \(hits), misses \(misses), insertions \(insertions), expirations \(expirations), evictions \(evictions)"
+        var text = "hits \(hits), misses \(misses), insertions \(insertions), expirations \(expirations), evictions \(totalEvictions)"
+        let reasons = EvictionReason.allCases.compactMap { reason in evictions[reason].map { "\(reason) \($0)" } }
+        if !reasons.isEmpty { text += " (\(reasons.joined(separator: ", ")))" }
+        if bytesRead != 0 || bytesWritten != 0 { text += ", bytes read \(bytesRead), bytes written \(bytesWritten)" }
+        if corruptRecordsRemoved != 0 { text += ", corrupt records removed \(corruptRecordsRemoved)" }
+        if collections != 0 { text += ", collections \(collections)" }
+        return text
     }
 }

@@ -1,0 +1,147 @@
+import Dispatch
+
+extension DiskCache {
+    /// Everything the cache's lock guards, and the bookkeeping that goes with each change.
+    ///
+    /// Functions that need the lock take `inout State`, which can only be had inside
+    /// `state.withLock`, so the compiler proves the lock is held. Changes go through the mutating
+    /// methods, which keep the build's deferrals (`touchedDuringBuild`), the unreadable files
+    /// (`suspects`) and the write-back queue (`dirtyQueue`) in step with the index.
+    struct State: ~Copyable {
+        private(set) var index = DiskIndex()
+        private(set) var isIndexReady = false
+        /// Whether the build listed every folder, so that a name the index lacks has no file.
+        private(set) var isIndexAuthoritative = false
+        /// Files the build found corrupt or could not read: not indexed, but not known absent.
+        private(set) var suspects: Set<String> = []
+        /// Names stored, removed or read while the background build ran; the build defers to them.
+        private var touchedDuringBuild: Set<String> = []
+        /// Names whose access times became newer in the index than in their header, in order; a
+        /// name whose entry is gone or clean again by write-back time is skipped.
+        private var dirtyQueue: [String] = []
+        /// The counters behind ``DiskCache/statistics``.
+        var counters = StatisticsCounters()
+        /// The scheduled collection's timer.
+        var timer: (any DispatchSourceTimer)?
+        /// The volume's size and free space when last asked, for the free-space floor.
+        var freeSpace: (checkedAt: Double, volumeSize: Int, available: Int)?
+
+        // MARK: Answers
+
+        /// Whether a name the index lacks is known to have no file: the build listed every
+        /// folder and no unreadable file is pending under it. Only a writer, which owns its
+        /// directory, may rely on it.
+        func isKnownAbsent(_ name: String) -> Bool {
+            isIndexAuthoritative && !index.contains(name) && !suspects.contains(name)
+        }
+
+        /// Whether every key the directory holds is in the index, so a key it lacks has no file.
+        var knowsEveryKey: Bool {
+            isIndexAuthoritative && index.unmappedCount == 0 && suspects.isEmpty
+        }
+
+        // MARK: Changes
+
+        /// Notes a change to `name` while the build runs, so the build does not overwrite it.
+        private mutating func noteChanged(_ name: String) {
+            if !isIndexReady { touchedDuringBuild.insert(name) }
+        }
+
+        /// Drops a name from the index: its file is gone.
+        mutating func forget(_ name: String) {
+            index.remove(name)
+            if !suspects.isEmpty { suspects.remove(name) }
+            noteChanged(name)
+        }
+
+        /// Records a store that wrote `entry`'s file, with `bytes` of payload.
+        mutating func recordStore(_ entry: IndexEntry, bytes: Int) {
+            index.upsert(entry)
+            noteChanged(entry.name)
+            counters.insertions += 1
+            counters.bytesWritten += bytes
+        }
+
+        /// Replaces an entry whose header changed without a use (a lock count), keeping its place.
+        mutating func replaceKeepingPosition(_ entry: IndexEntry) {
+            index.replaceKeepingPosition(entry)
+            noteChanged(entry.name)
+        }
+
+        /// Corrects the lock count of an entry whose header says otherwise.
+        mutating func correctLockCount(of name: String, to lockCount: UInt32) {
+            index.modify(name) { $0.lockCount = lockCount }
+        }
+
+        /// Records a use of `entry` (a read or a touch): the entry becomes the most recently
+        /// used, and its new access times, kept only here, are queued for write-back once.
+        mutating func recordUse(_ entry: IndexEntry, tracksAccess: Bool) {
+            var becameDirty = tracksAccess
+            if let slot = index.slot(of: entry.name) {
+                index.modify(slot: slot, moveToMostRecent: true) { current in
+                    // Field by field: the entry's list links are the index's own.
+                    if current.key == nil { current.key = entry.key }
+                    current.diskSize = entry.diskSize
+                    current.fileSize = entry.fileSize
+                    current.updateTime = entry.updateTime
+                    current.lastAccessMs = entry.lastAccessMs
+                    current.ttl = entry.ttl
+                    current.lockCount = entry.lockCount
+                    becameDirty = tracksAccess && !current.isAccessDirty
+                    if tracksAccess { current.isAccessDirty = true }
+                }
+            } else {
+                var fresh = entry
+                fresh.isAccessDirty = tracksAccess
+                index.upsert(fresh)
+            }
+            // Queued once per collection interval, not once per read.
+            if becameDirty { dirtyQueue.append(entry.name) }
+            noteChanged(entry.name)
+        }
+
+        /// Marks an entry's access times as written to its header.
+        mutating func markAccessClean(_ name: String) {
+            index.modify(name) { $0.isAccessDirty = false }
+        }
+
+        /// Takes the names queued for write-back; reads that dirty an entry meanwhile queue it again.
+        mutating func takeDirtyQueue() -> [String] {
+            defer { dirtyQueue = [] }
+            return dirtyQueue
+        }
+
+        /// Counts a corrupt record removed (a miss too) and drops its name.
+        mutating func recordCorruptRemoval(_ name: String) {
+            counters.misses += 1
+            counters.corruptRecordsRemoved += 1
+            forget(name)
+        }
+
+        /// Counts an eviction and drops its name.
+        mutating func recordEviction(_ name: String, reason: EvictionReason) {
+            forget(name)
+            counters.countEviction(reason)
+        }
+
+        /// Merges what the background build found, deferring to names changed meanwhile, and
+        /// marks the index ready.
+        /// - Returns: The number of records indexed.
+        mutating func finishBuild(entries: [IndexEntry], suspects found: Set<String>, listedEverything: Bool) -> Int {
+            let fresh = touchedDuringBuild.isEmpty ? entries : entries.filter { !touchedDuringBuild.contains($0.name) }
+            index.prependOlder(fresh)
+            suspects = found.subtracting(touchedDuringBuild)
+            touchedDuringBuild = []
+            isIndexReady = true
+            isIndexAuthoritative = listedEverything
+            return index.count
+        }
+    }
+
+    /// What the index says of a key before a load touches the disk.
+    enum IndexLookup {
+        case indexed(name: String, fileSize: Int)
+        case absent
+        case unknown
+    }
+}

@@ -1,0 +1,38 @@
+/// A fixed set of locks, one chosen per key by its hash: calls on the same key are serialised,
+/// calls on different keys mostly run in parallel. The one key lock of the disk tier (by file
+/// name) and the hybrid (by key).
+final class StripedLock: Sendable {
+    /// A lock of its own, so that the stripes can live in an array (`Mutex` is not copyable).
+    private final class Stripe: Sendable {
+        let mutex = LarderMutex(())
+    }
+
+    private let stripes: [Stripe]
+
+    /// Creates `count` stripes.
+    init(count: Int = 64) {
+        precondition(count > 0, "a striped lock needs a stripe")
+        stripes = (0 ..< count).map { _ in Stripe() }
+    }
+
+    /// Runs `body` holding the stripe of `key`.
+    func withLock<T, E: Error>(forKey key: some Hashable, _ body: () throws(E) -> T) throws(E) -> T {
+        var hasher = Hasher()
+        hasher.combine(key)
+        let stripe = stripes[Int(UInt(bitPattern: hasher.finalize()) % UInt(stripes.count))]
+        return try stripe.mutex.withLock { (_: inout Void) throws(E) -> T in try body() }
+    }
+
+    /// Runs `body` holding every stripe, taken in order, so that it excludes every per-key call
+    /// (which takes one stripe, so no deadlock).
+    func withEveryLock<E: Error>(_ body: () throws(E) -> Void) throws(E) {
+        try withEveryLock(from: 0, body)
+    }
+
+    private func withEveryLock<E: Error>(from index: Int, _ body: () throws(E) -> Void) throws(E) {
+        guard index < stripes.count else { return try body() }
+        try stripes[index].mutex.withLock { (_: inout Void) throws(E) in
+            try withEveryLock(from: index + 1, body)
+        }
+    }
+}
