@@ -34,8 +34,8 @@ func runHybridSuite(_ context: BenchContext) throws {
         let hybrid = try HybridCache(options: HybridCacheOptions(directory: URL(fileURLWithPath: directory.sub("memory"))))
         for key in keys { try hybrid.store(payload, forKey: key) }
         let memory = MemoryCache<String, Data>()
-        for key in keys { memory.setValue(payload, forKey: key) }
-        let viaHybrid = try readLoop { try hybrid.data(forKey: $0) }
+        for key in keys { try memory.store(payload, forKey: key) }
+        let viaHybrid = try readLoop { try hybrid.value(forKey: $0) }
         let direct = try readLoop { memory.value(forKey: $0) }
         context.report(suite: "hybrid", case: "get-hit-memory", impl: "hybrid", n: n, bytes: payload.count, nsPerOp: viaHybrid)
         context.report(suite: "hybrid", case: "get-hit-memory", impl: "memory-only", n: n, bytes: payload.count, nsPerOp: direct)
@@ -48,10 +48,10 @@ func runHybridSuite(_ context: BenchContext) throws {
         options.countLimit = 1
         let hybrid = try HybridCache(options: options)
         for key in keys { try hybrid.store(payload, forKey: key, in: .disk) }
-        let viaHybrid = try readLoop { try hybrid.data(forKey: $0) }
+        let viaHybrid = try readLoop { try hybrid.value(forKey: $0) }
         hybrid.close()
         let disk = try DiskCache(options: DiskCacheOptions(directory: URL(fileURLWithPath: directory.sub("disk"))))
-        let direct = try readLoop { try disk.load(forKey: $0)?.data }
+        let direct = try readLoop { try disk.value(forKey: $0) }
         disk.close()
         context.report(suite: "hybrid", case: "get-hit-disk", impl: "hybrid", n: n, bytes: payload.count, nsPerOp: viaHybrid)
         context.report(suite: "hybrid", case: "get-hit-disk", impl: "disk-only", n: n, bytes: payload.count, nsPerOp: direct)

@@ -50,7 +50,7 @@ func runMemorySuite(_ context: BenchContext) throws {
             let cache = MemoryCache<String, Data>(countLimit: countLimit)
             return (
                 { i in cache.value(forKey: i >= 0 ? keys[i] : missKeys[-1 - i])?.count ?? 0 },
-                { i in cache.setValue(payload, forKey: keys[i]) }
+                { i in try? cache.store(payload, forKey: keys[i]) }
             )
         },
         MemoryImplementation(name: "mutex-dictionary") { _ in

@@ -39,7 +39,7 @@ func runOpenSuite(_ context: BenchContext) throws {
                     let start = monotonicNanoseconds()
                     let cache = try DiskCache(options: options)
                     if name == "first-load" {
-                        guard try cache.load(forKey: probe) != nil else { throw BenchError("\(probe) missing") }
+                        guard try cache.value(forKey: probe) != nil else { throw BenchError("\(probe) missing") }
                     } else {
                         guard cache.totalSize > 0 else { throw BenchError("empty index") }
                     }

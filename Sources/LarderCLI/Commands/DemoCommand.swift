@@ -32,7 +32,7 @@ struct DemoRun {
     /// Starts an hour ago, so that every time the demo writes is in the past.
     let clock = ManualClock(now: (Date().timeIntervalSince1970 - 3600).rounded(.down))
     private let events = EventLog()
-    private var statistics: [DiskCacheStatistics] = []
+    private var statistics: [CacheStatistics] = []
     private var cachedKeys: [String] = []
 
     init(directory: URL, io: CommandIO) {
@@ -52,7 +52,7 @@ struct DemoRun {
         say("Opened the disk cache (\(cache.count) records from earlier runs).\n")
         try diskTier(cache)
         memoryTier()
-        try ttl(cache)
+        try expiry(cache)
         try lock(cache)
         try storeLogs(cache)
         statistics.append(cache.statistics)
@@ -73,17 +73,17 @@ struct DemoRun {
         var items: [(String, Data)] = [("text/greeting.txt", DemoData.greeting), ("api/playlist.json", DemoData.json(items: 40))]
         items += DemoData.images(environment: io.environment, count: 4)
         for (key, data) in items {
-            try attempt { try cache.store(data, forKey: key) }
+            try attempt { () throws(CacheError) in try cache.store(data, forKey: key) }
             say("  stored \(key) (\(HumanFormat.size(data.count)), \(PayloadKind.describe(data).prefix(40)))")
             cachedKeys.append(key)
         }
         tick(1)
         for (key, data) in items.prefix(2) {
-            let record = try attempt { try cache.load(forKey: key) }
+            let record = try attempt { () throws(CacheError) in try cache.record(forKey: key) }
             let same = record?.data == data
             say("  load \(key): \(record == nil ? "miss" : "hit")\(same ? ", payload intact" : "")")
         }
-        let missing = try attempt { try cache.load(forKey: "never/stored") }
+        let missing = try attempt { () throws(CacheError) in try cache.record(forKey: "never/stored") }
         say("  load never/stored: \(missing == nil ? "miss, as expected" : "hit?")")
     }
 
@@ -98,39 +98,39 @@ struct DemoRun {
             ("text/greeting.txt", DemoData.greeting), ("api/playlist.json", DemoData.json(items: 40)),
             ("api/profile.json", DemoData.json(items: 2)),
         ]
-        for (key, data) in items { memory.setValue(data, forKey: key, cost: data.count) }
+        for (key, data) in items { try? memory.store(data, forKey: key, cost: data.count) }
         say("  set \(items.count) values in a memory cache with a count limit of 3 (\(HumanFormat.size(memory.totalCost)))")
         _ = memory.value(forKey: "text/greeting.txt")
-        memory.setValue(DemoData.json(items: 1), forKey: "api/settings.json", cost: 64)
+        try? memory.store(DemoData.json(items: 1), forKey: "api/settings.json", cost: 64)
         say("  read text/greeting.txt, then set a 4th value: evicted \(evicted.withLock { $0 }.joined(separator: ", "))")
-        memory.setValue(Data("42".utf8), forKey: "counter", cost: 2, ttl: 5)
+        try? memory.store(Data("42".utf8), forKey: "counter", cost: 2, expiry: .seconds(5))
         let before = memory.value(forKey: "counter") != nil
         tick(6)
         let after = memory.value(forKey: "counter") != nil
-        say("  counter with ttl 5 s: \(before ? "hit" : "miss") now, \(after ? "hit?" : "miss (expired)") 6 s later")
+        say("  counter with expiry 5 s: \(before ? "hit" : "miss") now, \(after ? "hit?" : "miss (expired)") 6 s later")
         say("  memory statistics: \(memory.statistics)")
     }
 
-    /// TTL: a record stored with a 30 s TTL is gone 31 s later.
-    private mutating func ttl(_ cache: DiskCache) throws(CommandFailure) {
-        section("TTL")
-        try attempt { try cache.store(Data("token-\(Int(clock.now))".utf8), forKey: Self.tokenKey, ttl: 30) }
-        let before = try attempt { try cache.load(forKey: Self.tokenKey) }
-        say("  stored \(Self.tokenKey) with ttl 30 s; load now: \(before == nil ? "miss" : "hit")")
+    /// Expiry: a record stored with a 30 s expiry is gone 31 s later.
+    private mutating func expiry(_ cache: DiskCache) throws(CommandFailure) {
+        section("Expiry")
+        try attempt { () throws(CacheError) in try cache.store(Data("token-\(Int(clock.now))".utf8), forKey: Self.tokenKey, expiry: .seconds(30)) }
+        let before = try attempt { () throws(CacheError) in try cache.record(forKey: Self.tokenKey) }
+        say("  stored \(Self.tokenKey) with expiry 30 s; read now: \(before == nil ? "miss" : "hit")")
         tick(31)
-        let after = try attempt { try cache.load(forKey: Self.tokenKey) }
+        let after = try attempt { () throws(CacheError) in try cache.record(forKey: Self.tokenKey) }
         say("  31 s later: \(after == nil ? "miss (expired)" : "hit?")")
     }
 
-    /// A lock: a locked record with a short TTL outlives it, and survives a collection.
+    /// A lock: a locked record with a short expiry outlives it, and survives a collection.
     private mutating func lock(_ cache: DiskCache) throws(CommandFailure) {
         section("Lock")
-        try attempt { try cache.store(DemoData.json(items: 3), forKey: Self.pinnedKey, ttl: 10, locked: true) }
-        try attempt { try cache.store(DemoData.json(items: 5), forKey: Self.newsKey, ttl: 10) }
-        say("  stored \(Self.pinnedKey) locked and \(Self.newsKey) unlocked, both with ttl 10 s")
+        try attempt { () throws(CacheError) in try cache.store(DemoData.json(items: 3), forKey: Self.pinnedKey, expiry: .seconds(10), locked: true) }
+        try attempt { () throws(CacheError) in try cache.store(DemoData.json(items: 5), forKey: Self.newsKey, expiry: .seconds(10)) }
+        say("  stored \(Self.pinnedKey) locked and \(Self.newsKey) unlocked, both with expiry 10 s")
         tick(60)
-        let report = try attempt { try cache.collectGarbage() }
-        let pinned = try attempt { try cache.load(forKey: Self.pinnedKey) }
+        let report = try attempt { () throws(CacheError) in try cache.collectGarbage() }
+        let pinned = try attempt { () throws(CacheError) in try cache.record(forKey: Self.pinnedKey) }
         let removed = report.removed.map { $0.key ?? $0.file }.joined(separator: ", ")
         say("  60 s later a collection removed \(report.count(for: .expired)) expired record(s) (\(removed)); \(Self.pinnedKey) is \(pinned != nil ? "still there (lock count \(pinned!.lockCount))" : "gone?")")
     }
@@ -140,10 +140,10 @@ struct DemoRun {
     private mutating func storeLogs(_ cache: DiskCache) throws(CommandFailure) {
         section("Filling up")
         for day in 0 ..< Self.logCount {
-            try attempt { try cache.store(DemoData.log(day: day, bytes: Self.logSize), forKey: "logs/day-\(day).log") }
+            try attempt { () throws(CacheError) in try cache.store(DemoData.log(day: day, bytes: Self.logSize), forKey: "logs/day-\(day).log") }
         }
         tick(1)
-        for key in cachedKeys { _ = try attempt { try cache.load(forKey: key) } }
+        for key in cachedKeys { _ = try attempt { () throws(CacheError) in try cache.value(forKey: key) } }
         say("  stored \(Self.logCount) logs of \(HumanFormat.size(Self.logSize)), then read the earlier records again")
     }
 
@@ -156,11 +156,11 @@ struct DemoRun {
         let limit = max(4096, total - Self.logCount * Self.logSize / 2)
         events.removeAll()
         let cache = try open(sizeLimit: limit)
-        let report = try attempt { try cache.collectGarbage() }
+        let report = try attempt { () throws(CacheError) in try cache.collectGarbage() }
         let evicted = events.evictions
         say("  size limit \(HumanFormat.size(limit)) (the cache held \(HumanFormat.size(total))): removed \(evicted.count) least recently used record(s):")
-        for (key, cause) in evicted { say("    \(key) (\(cause.rawValue))") }
-        let pinned = try attempt { try cache.load(forKey: Self.pinnedKey) }
+        for (key, reason) in evicted { say("    \(key) (\(reason))") }
+        let pinned = try attempt { () throws(CacheError) in try cache.record(forKey: Self.pinnedKey) }
         say("  now \(report.remainingCount) records, \(HumanFormat.size(report.remainingSize)); locked \(Self.pinnedKey) \(pinned != nil ? "survived" : "was removed?")")
         return cache
     }
@@ -172,44 +172,33 @@ struct DemoRun {
         let memory = MemoryCache<String, Data>(countLimit: 100, clock: clock)
         let hybrid = HybridCache(memory: memory, disk: cache)
         let key = "text/greeting.txt"
-        let fromMemoryBefore = try attempt { try hybrid.data(forKey: key, from: .memory) }
+        let fromMemoryBefore = try attempt { () throws(CacheError) in try hybrid.value(forKey: key, from: .memory) }
         say("  memory alone before: \(fromMemoryBefore == nil ? "miss" : "hit?")")
         let loadsBefore = cache.statistics.hits
-        let first = try attempt { try hybrid.data(forKey: key) }
+        let first = try attempt { () throws(CacheError) in try hybrid.value(forKey: key) }
         say("  read through both tiers: \(first == nil ? "miss?" : "disk hit (\(HumanFormat.size(first!.count))), promoted to memory")")
-        let second = try attempt { try hybrid.data(forKey: key) }
+        let second = try attempt { () throws(CacheError) in try hybrid.value(forKey: key) }
         let diskReads = cache.statistics.hits - loadsBefore
         say("  read again: \(second == first && second != nil ? "memory hit" : "mismatch?"); disk loads for both reads: \(diskReads)")
-        try attempt { try hybrid.store(Data("written through".utf8), forKey: "hybrid/note.txt") }
+        try attempt { () throws(CacheError) in try hybrid.store(Data("written through".utf8), forKey: "hybrid/note.txt") }
         let inMemory = memory.value(forKey: "hybrid/note.txt") != nil
-        let onDisk = try attempt { try cache.load(forKey: "hybrid/note.txt") } != nil
+        let onDisk = cache.contains("hybrid/note.txt")
         say("  stored hybrid/note.txt through the hybrid: memory \(inMemory ? "yes" : "no"), disk \(onDisk ? "yes" : "no")")
-        try attempt { try hybrid.remove(forKey: "hybrid/note.txt") }
-        let gone = try attempt { try hybrid.data(forKey: "hybrid/note.txt") } == nil
+        _ = try attempt { () throws(CacheError) in try hybrid.remove(forKey: "hybrid/note.txt") }
+        let gone = try attempt { () throws(CacheError) in try hybrid.value(forKey: "hybrid/note.txt") } == nil
         say("  removed it: \(gone ? "gone from both tiers" : "still there?")")
         say("  memory statistics: \(memory.statistics)")
     }
 
     private func summary(_ cache: DiskCache) {
         section("Statistics")
-        var total = DiskCacheStatistics()
-        for s in statistics {
-            total.hits += s.hits
-            total.misses += s.misses
-            total.expirations += s.expirations
-            total.stores += s.stores
-            total.bytesWritten += s.bytesWritten
-            total.bytesRead += s.bytesRead
-            total.collections += s.collections
-            total.corruptRecordsRemoved += s.corruptRecordsRemoved
-            for (cause, n) in s.evictions { total.evictions[cause, default: 0] += n }
-        }
+        let total = statistics.reduce(CacheStatistics()) { $0.adding($1) }
         var fields = FieldList()
-        fields.add("  stores", "\(total.stores) (\(HumanFormat.size(total.bytesWritten)))")
+        fields.add("  stores", "\(total.insertions) (\(HumanFormat.size(total.bytesWritten)))")
         fields.add("  hits", "\(total.hits) (\(HumanFormat.size(total.bytesRead)))")
         fields.add("  misses", "\(total.misses) (\(total.expirations) expired)")
         fields.add("  collections", "\(total.collections)")
-        fields.add("  evictions", EvictionCause.allCases.map { "\($0.rawValue) \(total.evictions[$0] ?? 0)" }.joined(separator: ", "))
+        fields.add("  evictions", [EvictionReason.expired, .sizeLimit, .countLimit, .diskFull].map { "\($0) \(total.evictions[$0] ?? 0)" }.joined(separator: ", "))
         fields.add("  on disk", "\(cache.count) records, \(HumanFormat.size(cache.totalSize)), locked \(HumanFormat.size(cache.lockedSize))")
         io.out(fields.render())
     }
@@ -223,13 +212,11 @@ struct DemoRun {
         options.eventHandler = { [events] in events.append($0) }
         do {
             return try DiskCache(options: options)
-        } catch let error as CacheError {
+        } catch {
             if error.code == .keyEncodingMismatch {
                 throw CommandFailure(.cacheError, "'\(directory.path)' is not a demo cache (\(error.message)); pass another --dir")
             }
             throw CacheContext.failure(for: error, root: directory.path)
-        } catch {
-            throw CommandFailure(.cacheError, "cannot open '\(directory.path)': \(error)")
         }
     }
 
@@ -237,11 +224,10 @@ struct DemoRun {
     private func say(_ line: String) { io.out(line + "\n") }
     private func section(_ title: String) { io.out("\n\(title)\n") }
 
-    private func attempt<T>(_ body: () throws -> T) throws(CommandFailure) -> T {
-        do { return try body() } catch let error as CacheError {
+    @discardableResult
+    private func attempt<T>(_ body: () throws(CacheError) -> T) throws(CommandFailure) -> T {
+        do { return try body() } catch {
             throw CacheContext.failure(for: error, root: directory.path)
-        } catch {
-            throw CommandFailure(.cacheError, "\(error)")
         }
     }
 

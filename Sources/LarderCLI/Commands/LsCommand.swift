@@ -64,7 +64,7 @@ enum LsCommand: Subcommand {
             let expires: String
             if entry.header == nil {
                 expires = "-"
-            } else if let time = entry.expirationTime(defaultExpiration: context.defaultExpiration) {
+            } else if let time = entry.expirationTime {
                 expires = HumanFormat.relative(time, now: now)
             } else {
                 expires = "never (locked)"
@@ -93,7 +93,7 @@ enum LsCommand: Subcommand {
             ("ttl", .int(entry.ttl)),
             ("updateTime", .double(entry.updateTime)),
             ("lastAccessTime", .double(entry.lastAccessTime)),
-            ("expirationTime", .double(entry.expirationTime(defaultExpiration: context.defaultExpiration))),
+            ("expirationTime", .double(entry.expirationTime)),
             ("status", .string(entry.status.rawValue)),
             ("corruption", .text(entry.corruption?.rawValue)),
         ])

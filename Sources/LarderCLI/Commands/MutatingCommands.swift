@@ -30,14 +30,14 @@ enum GcCommand: Subcommand {
             }
             defer { cache.close() }
             do { report = try cache.collectGarbage() } catch {
-                throw CacheContext.failure(for: error as? CacheError ?? CacheError(.ioFailure, "\(error)"), root: context.layout.root)
+                throw CacheContext.failure(for: error, root: context.layout.root)
             }
         }
         // Opening with limits may already have trimmed; the event log holds every removal.
         let removed = removals.evictions
-        var byReason: [EvictionCause: Int] = [:]
+        var byReason: [EvictionReason: Int] = [:]
         for item in removed { byReason[item.1, default: 0] += 1 }
-        let reasons = EvictionCause.allCases.compactMap { cause in byReason[cause].map { "\($0) \(cause.rawValue)" } }
+        let reasons = EvictionReason.allCases.compactMap { reason in byReason[reason].map { "\($0) \(reason)" } }
         io.out("removed \(removed.count) record\(removed.count == 1 ? "" : "s")" + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: ", ")))") + "\n")
         for (key, reason) in removed { io.out("  \(key)  \(reason.rawValue)\n") }
         if let report { io.out("remaining: \(report.remainingCount) records, \(HumanFormat.size(report.remainingSize))\n") }
@@ -54,7 +54,7 @@ final class EventLog: Sendable {
     /// Forgets what was recorded.
     func removeAll() { storage.withLock { $0.removeAll() } }
     /// Every record evicted so far: its key (or file name) and why.
-    var evictions: [(String, EvictionCause)] {
+    var evictions: [(String, EvictionReason)] {
         storage.withLock { list in
             list.compactMap { if case .recordEvicted(let key, let file, let cause) = $0 { (key ?? file, cause) } else { nil } }
         }
@@ -67,7 +67,7 @@ enum PutCommand: Subcommand {
         name: "put", summary: "Store FILE (or standard input) under KEY.",
         positionalUsage: "KEY [FILE]", minimumPositionals: 1, maximumPositionals: 2,
         options: CacheContext.options + [
-            .value("ttl", "SECONDS", "Expire this many seconds after the store (default 0: the default expiration, sliding with reads)."),
+            .value("ttl", "SECONDS", "Expire this many seconds after the store (default 0: the default expiration, sliding with reads; at most 100 years)."),
             .flag("locked", "Store it locked (lock count 1), so it does not expire until unlocked."),
         ],
         discussion: "Creates the directory when missing (with sha256 keys, or --keys). Fails with exit 3 while another process holds the directory.")
@@ -88,9 +88,9 @@ enum PutCommand: Subcommand {
         let cache = try context.openWritable()
         defer { cache.close() }
         do {
-            try cache.store(data, forKey: key, ttl: ttl, locked: arguments.flag("locked"))
+            try cache.store(data, forKey: key, expiry: ttl == 0 ? .default : .seconds(ttl), locked: arguments.flag("locked"))
         } catch {
-            throw CacheContext.failure(for: error as? CacheError ?? CacheError(.ioFailure, "\(error)"), root: context.layout.root)
+            throw CacheContext.failure(for: error, root: context.layout.root)
         }
         io.out("stored '\(key)' (\(HumanFormat.size(data.count)))\(arguments.flag("locked") ? ", locked" : "")\(ttl > 0 ? ", ttl \(HumanFormat.duration(ttl))" : "")\n")
         return .success
@@ -111,15 +111,14 @@ enum RmCommand: Subcommand {
         defer { cache.close() }
         var missing: [String] = []
         for key in arguments.positionals {
-            let name = try? context.keyEncoding?.fileName(for: key)
-            guard let name, FileManager.default.fileExists(atPath: context.layout.path(for: name)) else {
-                missing.append(key)
-                continue
+            let removed: Bool
+            do { removed = try cache.remove(forKey: key) } catch where error.code == .invalidKey {
+                // A key the encoding refuses names no record.
+                removed = false
+            } catch {
+                throw CacheContext.failure(for: error, root: context.layout.root)
             }
-            do { try cache.remove(forKeys: [key]) } catch {
-                throw CacheContext.failure(for: error as? CacheError ?? CacheError(.ioFailure, "\(error)"), root: context.layout.root)
-            }
-            io.out("removed '\(key)'\n")
+            if removed { io.out("removed '\(key)'\n") } else { missing.append(key) }
         }
         for key in missing { io.err("larder rm: no record for key '\(key)'\n") }
         return missing.isEmpty ? .success : .failure
@@ -145,7 +144,7 @@ enum LockCommand: Subcommand {
         let keys = arguments.positionals
         let changed: [String]
         do { changed = locking ? try cache.lock(forKeys: keys) : try cache.unlock(forKeys: keys) } catch {
-            throw CacheContext.failure(for: error as? CacheError ?? CacheError(.ioFailure, "\(error)"), root: context.layout.root)
+            throw CacheContext.failure(for: error, root: context.layout.root)
         }
         let verb = locking ? "locked" : "unlocked"
         for key in changed { io.out("\(verb) '\(key)'\n") }

@@ -52,7 +52,7 @@ enum ShowCommand: Subcommand {
         fields.add("reserved4", hex(header.reserved4) + (header.flags.contains(.storedKey) ? " (stored key CRC-32)" : ""))
         fields.add("flags", hex(header.flags.rawValue) + " (\(flagNames(header.flags)))")
         fields.add("crc", "valid (CRC-32 of bytes 0..<60)")
-        if let expiration = entry.expirationTime(defaultExpiration: context.defaultExpiration) {
+        if let expiration = entry.expirationTime {
             let verb = expiration < now ? "expired" : "expires"
             fields.add(verb, "\(HumanFormat.date(expiration)) (\(HumanFormat.relative(expiration, now: now)))")
         } else {

@@ -144,10 +144,8 @@ struct CacheContext {
         configure(&options)
         do {
             return try DiskCache(options: options)
-        } catch let error as CacheError {
-            throw Self.failure(for: error, root: layout.root)
         } catch {
-            throw CommandFailure(.cacheError, "cannot open '\(layout.root)': \(error)")
+            throw Self.failure(for: error, root: layout.root)
         }
     }
 
@@ -157,7 +155,7 @@ struct CacheContext {
             let holder = error.holderPID.map { "process \($0)" } ?? "another process"
             return CommandFailure(.cacheError, "cache directory '\(root)' is in use by \(holder); commands that change it must wait until that process closes it (inspecting commands still work)")
         }
-        if error.code == .invalidKey || error.code == .invalidOptions {
+        if error.code == .invalidKey || error.code == .invalidOptions || error.code == .invalidArgument {
             return CommandFailure(.usage, error.message + (error.key.map { " (key '\($0)')" } ?? ""))
         }
         var message = error.message

@@ -8,19 +8,21 @@ import Darwin
 import Foundation
 import Larder
 
-/// Reads a cache directory's records with `RecordFile`, without the directory's lock and without
-/// removing anything, so corrupt records are reported rather than cleaned away.
+/// The `larder` command's view of a directory's records: the library's ``RecordInspector``
+/// (its own validation and expiry rules), with failures turned into command failures.
 struct CacheInspector {
     let context: CacheContext
-    let records = RecordFile(io: FileIO())
-    private var io: FileIO { records.io }
+    let inspector: RecordInspector
 
-    init(_ context: CacheContext) { self.context = context }
+    init(_ context: CacheContext) {
+        self.context = context
+        self.inspector = RecordInspector(layout: context.layout, keyEncoding: context.keyEncoding, defaultExpiration: context.defaultExpiration)
+    }
 
     /// The file names of every record, sorted, found the way `DiskCache` finds them.
     func recordNames() throws(CommandFailure) -> [String] {
         do {
-            return try context.layout.recordNames(io: io).names.sorted()
+            return try inspector.recordNames()
         } catch {
             throw CommandFailure(.cacheError, "cannot read cache directory '\(context.layout.root)': \(String(cString: strerror(error.rawValue)))")
         }
@@ -31,49 +33,10 @@ struct CacheInspector {
     ///   - name: Its file name.
     ///   - readPayload: Whether to read (and with `verify`, check) the payload, or only header and key.
     func entry(named name: String, readPayload: Bool, verify: Bool = true) -> RecordEntry? {
-        let path = context.layout.path(for: name)
-        let relative = String(path.dropFirst(context.layout.root.count + 1))
-        var entry = RecordEntry(
-            file: name, relativePath: relative, path: path, key: context.encodingName == "verbatim" ? name : nil,
-            fileSize: 0, header: nil, corruption: nil, status: .ok, payload: nil)
-        let result: RecordReadResult
-        do {
-            result = try records.read(path, readPayload: readPayload, verifyPayload: verify)
-        } catch {
-            // Unreadable (permissions, I/O): report it as corrupt with what stat says.
-            entry.corruption = .truncated
-            entry.status = .corrupt
-            return entry
-        }
-        switch result {
-        case .missing:
+        guard let record = inspector.inspect(name: name, readPayload: readPayload, verifyPayload: verify, now: context.now) else {
             return nil
-        case .corrupt(let reason):
-            entry.corruption = reason
-            entry.status = .corrupt
-            entry.fileSize = (try? io.lstat(path)).flatMap { $0 }.map { Int($0.st_size) } ?? 0
-            // Show what the header says where the header itself is sound.
-            if reason == .badPayloadChecksum || reason == .badStoredKey,
-               case .record(let contents)? = try? records.read(path, readPayload: false) {
-                entry.header = contents.header
-                entry.key = contents.storedKey ?? entry.key
-            }
-        case .record(let contents):
-            entry.header = contents.header
-            entry.fileSize = contents.fileSize
-            entry.payload = contents.payload
-            if let stored = contents.storedKey {
-                entry.key = stored
-                // A stored key that does not name this file is what DiskCache calls a bad stored key.
-                if let encoding = context.keyEncoding, (try? encoding.fileName(for: stored)) != name {
-                    entry.corruption = .badStoredKey
-                    entry.status = .corrupt
-                    return entry
-                }
-            }
-            entry.status = contents.header.isExpired(now: context.now, defaultExpiration: context.defaultExpiration) ? .expired : .ok
         }
-        return entry
+        return RecordEntry(record, relativePath: String(record.path.dropFirst(context.layout.root.count + 1)))
     }
 
     /// Every record, read with `readPayload`.

@@ -48,7 +48,7 @@ struct ReportPage {
         let largest = entries.sorted { $0.fileSize > $1.fileSize }.prefix(10)
         let stalest = sound.sorted { ($0.lastAccessTime ?? 0) < ($1.lastAccessTime ?? 0) }.prefix(10)
         let expiring = sound
-            .compactMap { entry in entry.expirationTime(defaultExpiration: defaultExpiration).flatMap { $0 >= now ? (entry, $0) : nil } }
+            .compactMap { entry in entry.expirationTime.flatMap { $0 >= now ? (entry, $0) : nil } }
             .sorted { $0.1 < $1.1 }.prefix(10)
         let corrupt = entries.filter { $0.corruption != nil }
 
@@ -77,7 +77,7 @@ struct ReportPage {
             """
         html += table("Largest records", Array(largest), extra: ("size", { HumanFormat.size($0.fileSize) }))
         html += table("Stalest records (least recently used)", Array(stalest), extra: ("last access", { e in e.lastAccessTime.map { HumanFormat.relative($0, now: now) } ?? "-" }))
-        html += table("Expiring soon", expiring.map(\.0), extra: ("expires", { e in e.expirationTime(defaultExpiration: defaultExpiration).map { HumanFormat.relative($0, now: now) } ?? "-" }))
+        html += table("Expiring soon", expiring.map(\.0), extra: ("expires", { e in e.expirationTime.map { HumanFormat.relative($0, now: now) } ?? "-" }))
         html += table("Corrupt records", corrupt, extra: ("reason", { $0.corruption?.rawValue ?? "?" }))
         if !thumbnails.isEmpty {
             html += "<section class=\"panel\"><h2>Images (\(thumbnails.count))</h2><div class=\"thumbs\">\n"

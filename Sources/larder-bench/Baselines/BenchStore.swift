@@ -29,7 +29,7 @@ final class LarderStore: BenchStore, Sendable {
     }
 
     func load(forKey key: String) throws -> Data? {
-        try cache.load(forKey: key)?.data
+        try cache.value(forKey: key)
     }
 
     func close() {

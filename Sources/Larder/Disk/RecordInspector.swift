@@ -1,0 +1,112 @@
+import Foundation
+
+/// What one record file says, read without the directory's lock and without changing anything,
+/// judged by the disk tier's own validation and expiry rules.
+package struct InspectedRecord: Sendable {
+    /// `ok`, `expired` or `corrupt`.
+    package enum Status: String, Sendable, Comparable {
+        case ok, expired, corrupt
+        package static func < (a: Status, b: Status) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    /// The file name.
+    package var name: String
+    /// The absolute path.
+    package var path: String
+    /// The key: the stored key, or the file name in verbatim directories; `nil` when unknown.
+    package var key: String?
+    /// The file's length in bytes.
+    package var fileSize: Int
+    /// The decoded header; `nil` when it failed validation.
+    package var header: RecordHeader?
+    /// Why the record is corrupt, if it is.
+    package var corruption: CorruptionReason?
+    /// What the cache would make of it now.
+    package var status: Status
+    /// The payload, when it was read.
+    package var payload: Data?
+    /// When it expires by the cache's rule, seconds since the epoch; `nil` while locked and for
+    /// records without a sound header.
+    package var expirationTime: Double?
+}
+
+/// Reads a cache directory's records the way ``DiskCache`` does (``RecordFile``, ``DiskLayout``,
+/// ``KeyEncoding``, ``ExpiryRule``), without the directory's lock and without removing anything,
+/// so corrupt records are reported rather than cleaned away: the `larder` command's one reader.
+package struct RecordInspector: Sendable {
+    /// Where the records are.
+    package let layout: DiskLayout
+    /// The directory's key encoding, when it can be computed (`nil` for custom encodings).
+    package let keyEncoding: KeyEncoding?
+    /// The expiry rule with the directory's default expiration.
+    package let expiryRule: ExpiryRule
+    private let records: RecordFile
+
+    /// An inspector of the directory `layout` describes.
+    package init(layout: DiskLayout, keyEncoding: KeyEncoding?, defaultExpiration: Double, io: FileIO = FileIO()) {
+        self.layout = layout
+        self.keyEncoding = keyEncoding
+        self.expiryRule = ExpiryRule(defaultExpiration: defaultExpiration)
+        self.records = RecordFile(io: io)
+    }
+
+    /// The file names of every record, sorted, found the way ``DiskCache`` finds them.
+    package func recordNames() throws(Errno) -> [String] {
+        try layout.recordNames(io: records.io).names.sorted()
+    }
+
+    /// Reads one record.
+    /// - Parameters:
+    ///   - name: Its file name.
+    ///   - readPayload: Whether to read (and with `verifyPayload`, check) the payload, or only
+    ///     the header and key.
+    ///   - now: The time that decides expiry, seconds since the epoch.
+    /// - Returns: What the file says, or `nil` when there is no such file.
+    package func inspect(name: String, readPayload: Bool, verifyPayload: Bool = true, now: Double) -> InspectedRecord? {
+        let path = layout.path(for: name)
+        var record = InspectedRecord(
+            name: name, path: path, key: keyEncoding.map { $0.storesKey ? nil : name } ?? nil,
+            fileSize: 0, header: nil, corruption: nil, status: .ok, payload: nil, expirationTime: nil)
+        let result: RecordReadResult
+        do {
+            result = try records.read(path, readPayload: readPayload, verifyPayload: verifyPayload)
+        } catch {
+            // Unreadable (permissions, I/O): a cache would have to treat it as corrupt.
+            record.corruption = .truncated
+            record.status = .corrupt
+            return record
+        }
+        switch result {
+        case .missing:
+            return nil
+        case .corrupt(let reason):
+            record.corruption = reason
+            record.status = .corrupt
+            record.fileSize = (try? records.io.lstat(path)).flatMap { $0 }.map { Int($0.st_size) } ?? 0
+            // Show what the header says where the header itself is sound.
+            if reason == .badPayloadChecksum || reason == .badStoredKey,
+               case .record(let contents)? = try? records.read(path, readPayload: false) {
+                record.header = contents.header
+                record.key = contents.storedKey ?? record.key
+            }
+        case .record(let contents):
+            record.header = contents.header
+            record.fileSize = contents.fileSize
+            record.payload = contents.payload
+            if let stored = contents.storedKey {
+                record.key = stored
+                // A stored key that does not name this file is what the cache calls a bad stored key.
+                if let keyEncoding, (try? keyEncoding.fileName(for: stored)) != name {
+                    record.corruption = .badStoredKey
+                    record.status = .corrupt
+                    return record
+                }
+            }
+            let header = contents.header
+            let anchor = header.updateTimeSec
+            record.status = expiryRule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: anchor, now: now) ? .expired : .ok
+            record.expirationTime = expiryRule.expirationTime(lockCount: header.refCount, ttl: header.ttl, anchor: anchor)
+        }
+        return record
+    }
+}
