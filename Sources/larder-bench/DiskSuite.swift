@@ -7,10 +7,14 @@ import LarderTestSupport
 // same keys, payloads and access order.
 //
 // Stores are fresh inserts: every round opens each implementation on a new empty folder and
-// stores n new keys (the first round is a warm-up, later rounds give the median). Loads and
-// misses then run against the last round's n records, in a shuffled order, with the files in
-// the page cache (a warm cache: what a hit costs once the OS has the data). Implementations take
-// turns within each round, so that a noisy neighbour slows all of them alike.
+// stores n new keys (the first round is a warm-up, later rounds give the median). No round
+// deletes an earlier round's files: on ext4 a creator that follows a mass delete pays the
+// kernel's search past the recently freed inodes, which would measure the file system more than
+// the store. Every round's folders stay until the end of the suite (the space they need is
+// checked first). Loads and misses then run against the last round's n records, in a shuffled
+// order, with the files in the page cache (a warm cache: what a hit costs once the OS has the
+// data). Implementations take turns within each round, so that a noisy neighbour slows all of
+// them alike.
 
 func runDiskSuite(_ context: BenchContext) throws {
     let kinds: [BenchStoreKind] = [.larder, .larderNoVerify, .posixFloor, .sqlite, .foundationNaive]
@@ -23,6 +27,10 @@ func runDiskSuite(_ context: BenchContext) throws {
     let growthSizes = context.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]
     let directory = try BenchDirectory("disk")
     defer { directory.remove() }
+    // Every store round of every size stays on disk until the end: (repeats + 1) rounds of n
+    // records per implementation and size (about 18 GiB in a full run, 1.2 GiB with --quick).
+    let needed = sizes.reduce(0) { $0 + (repeats + 1) * kinds.count * $1.n * ($1.bytes + 4096) }
+    try requireFreeSpace(needed, at: directory.path)
     var random = SplitMix64(seed: 7)
 
     for size in sizes {
@@ -31,13 +39,13 @@ func runDiskSuite(_ context: BenchContext) throws {
 
         // Stores: each round opens every implementation on a new folder and stores n new keys
         // into it, one implementation after the other, so that all see the same machine state.
+        // Earlier rounds' folders are kept (see the top of the file).
         var storeSamples = Array(repeating: [Double](), count: kinds.count)
         var kept: [(any BenchStore)?] = Array(repeating: nil, count: kinds.count)
         var keys: [String] = []
         for round in 0 ... repeats {
             keys = (0 ..< size.n).map { "asset-\(round)-\($0)" }
-            // The order turns each round: on this ext4 the first creator after a mass delete pays
-            // the kernel's search past recently deleted inodes.
+            // The order turns each round, so that no implementation is always first or last.
             for turn in 0 ..< kinds.count {
                 let k = (turn + round) % kinds.count
                 let kind = kinds[k]
@@ -48,11 +56,8 @@ func runDiskSuite(_ context: BenchContext) throws {
                 if round > 0 { storeSamples[k].append(Double(elapsed) / Double(size.n)) }
                 if round == repeats { kept[k] = store } else { store.close() }
             }
-            if round < repeats {
-                // Unmeasured: drop the round's files and let the disk settle before the next.
-                for kind in kinds { removeTree(directory.sub("\(kind.name)-\(size.label)-\(round)")) }
-                sync()
-            }
+            // Unmeasured: write the round's dirty pages back before the next round starts.
+            sync()
         }
         for (k, kind) in kinds.enumerated() { lines.append(("store-\(size.label)", kind.name, median(storeSamples[k]))) }
 
@@ -67,8 +72,6 @@ func runDiskSuite(_ context: BenchContext) throws {
             for (k, kind) in kinds.enumerated() { lines.append(("load-miss", kind.name, missed[k])) }
         }
         for store in stores { store.close() }
-        for kind in kinds { removeTree(directory.sub("\(kind.name)-\(size.label)-\(repeats)")) }
-        sync()
         for line in lines.sorted(by: { $0.name < $1.name }) {
             context.report(suite: "disk", case: line.name, impl: line.impl, n: size.n, bytes: size.bytes, nsPerOp: line.nsPerOp)
         }
@@ -109,4 +112,16 @@ private func interleavedLoads(_ stores: [any BenchStore], probes: [String], repe
         }
     }
     return samples.map(median)
+}
+
+/// Throws unless the file system holding `path` has `bytes` free, plus a gigabyte to spare.
+private func requireFreeSpace(_ bytes: Int, at path: String) throws {
+    var info = statvfs()
+    guard statvfs(path, &info) == 0 else { throw BenchError("statvfs \(path): errno \(errno)") }
+    let free = Int(info.f_bavail) * Int(info.f_frsize)
+    let wanted = bytes + (1 << 30)
+    guard free >= wanted else {
+        throw BenchError("the disk suite keeps every store round until it ends and needs \(wanted >> 20) MiB free in \(path); "
+            + "it has \(free >> 20) MiB (try --quick, or TMPDIR on a larger volume)")
+    }
 }
