@@ -1,7 +1,7 @@
 import Foundation
 
 extension DiskCache {
-    /// Encodes `value` with `coder` and stores the bytes under `key`, like ``store(_:forKey:expiry:locked:)``.
+    /// Encodes `value` with `coder` and stores the bytes under `key`, like `store(_:forKey:expiry:locked:)`.
     /// - Parameters:
     ///   - value: The value to store.
     ///   - key: The key.
@@ -9,7 +9,7 @@ extension DiskCache {
     ///   - locked: Whether to store it locked against expiry.
     ///   - coder: How to turn the value into bytes (``CacheCoder/json``).
     /// - Throws: ``CacheError/Code/encodingFailed`` naming the key and type, or what
-    ///   ``store(_:forKey:expiry:locked:)`` throws.
+    ///   `store(_:forKey:expiry:locked:)` throws.
     public func store<T: Encodable>(
         _ value: T, forKey key: String, expiry: Expiry = .default, locked: Bool = false, coder: CacheCoder = .json
     ) throws(CacheError) {
@@ -23,7 +23,7 @@ extension DiskCache {
     ///   - coder: How to turn bytes into the value (``CacheCoder/json``).
     /// - Returns: The value, or `nil` when no live record is stored under `key`.
     /// - Throws: ``CacheError/Code/decodingFailed`` naming the key and type when the bytes do not
-    ///   decode (never a silent miss), or what ``value(forKey:)`` throws.
+    ///   decode (never a silent miss), or what `value(forKey:)` throws.
     public func value<T: Decodable>(_ type: T.Type, forKey key: String, coder: CacheCoder = .json) throws(CacheError) -> T? {
         guard let data = try value(forKey: key) else { return nil }
         return try coder.decoded(type, from: data, key: key)

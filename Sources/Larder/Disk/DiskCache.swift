@@ -181,7 +181,7 @@ public final class DiskCache: Sendable {
         emit(events)
     }
 
-    /// Returns the payload stored under `key`: ``record(forKey:)``'s data.
+    /// Returns the payload stored under `key`: `record(forKey:)`'s data.
     /// - Returns: The payload, or `nil` when the record is absent, expired (and unlocked) or corrupt.
     /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
     public func value(forKey key: String) throws(CacheError) -> Data? {
@@ -326,7 +326,7 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// Removes the records stored under `keys`, as ``remove(forKey:)`` does for each.
+    /// Removes the records stored under `keys`, as `remove(forKey:)` does for each.
     /// - Returns: The keys whose files were removed, in the order given.
     /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/readOnly``,
     ///   ``CacheError/Code/ioFailure`` (the records before the failing one are removed).

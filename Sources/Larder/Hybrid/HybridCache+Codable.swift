@@ -1,7 +1,7 @@
 import Foundation
 
 extension HybridCache {
-    /// Encodes `value` and stores the bytes under `key`, like ``store(_:forKey:in:expiry:locked:)``.
+    /// Encodes `value` and stores the bytes under `key`, like `store(_:forKey:in:expiry:locked:)`.
     /// - Parameters:
     ///   - value: The value to store.
     ///   - key: The key.
@@ -10,7 +10,7 @@ extension HybridCache {
     ///   - locked: Whether it is locked against expiry.
     ///   - coder: How to turn it into bytes; `nil` (the default) means the cache's ``coder``.
     /// - Throws: ``CacheError/Code/encodingFailed`` naming the key and type, or
-    ///   what ``store(_:forKey:in:expiry:locked:)`` throws.
+    ///   what `store(_:forKey:in:expiry:locked:)` throws.
     public func store<T: Encodable>(
         _ value: T, forKey key: String, in tiers: CacheTiers = .all, expiry: Expiry = .default, locked: Bool = false,
         coder: CacheCoder? = nil
@@ -18,7 +18,7 @@ extension HybridCache {
         try store((coder ?? self.coder).encoded(value, key: key), forKey: key, in: tiers, expiry: expiry, locked: locked)
     }
 
-    /// Reads the bytes under `key` like ``value(forKey:from:)`` and decodes them as a `T`.
+    /// Reads the bytes under `key` like `value(forKey:from:)` and decodes them as a `T`.
     ///
     /// Memory holds bytes, not values: each call decodes.
     /// - Parameters:
@@ -28,7 +28,7 @@ extension HybridCache {
     ///   - coder: How to turn bytes into the value; `nil` (the default) means the cache's ``coder``.
     /// - Returns: The value, or `nil` when no tier asked holds a live entry.
     /// - Throws: ``CacheError/Code/decodingFailed`` naming the key and type when
-    ///   the bytes do not decode (never a silent miss), or what ``value(forKey:from:)`` throws.
+    ///   the bytes do not decode (never a silent miss), or what `value(forKey:from:)` throws.
     public func value<T: Decodable>(
         _ type: T.Type, forKey key: String, from tiers: CacheTiers = .all, coder: CacheCoder? = nil
     ) throws(CacheError) -> T? {

@@ -13,8 +13,8 @@ import Synchronization
 ///
 /// **Consistency.** Every call that reads the disk or changes either tier holds a lock for its
 /// key (one of 64 stripes, hashed by key) across both tiers, so "read disk, promote to memory"
-/// never interleaves with a store or removal of the same key: once ``store(_:forKey:in:expiry:locked:)``
-/// or ``remove(forKey:)`` returns, no tier serves the older value. Memory hits take no extra
+/// never interleaves with a store or removal of the same key: once `store(_:forKey:in:expiry:locked:)`
+/// or `remove(forKey:)` returns, no tier serves the older value. Memory hits take no extra
 /// lock. Different keys run in parallel.
 ///
 /// **Expiry.** Expiry and locks are the disk's (SPT's rules). An entry in memory gets a lifetime
@@ -22,11 +22,11 @@ import Synchronization
 /// ``MemoryCache/defaultExpiration``), so memory never serves what the disk considers expired.
 /// Reads served from memory do **not** slide the disk expiry of ``Expiry/default`` entries: such an entry expires
 /// from both tiers at the disk expiry it had when last stored or read from disk, however often
-/// memory serves it. ``touch(forKey:)`` slides it (and drops the memory copy, which the next
+/// memory serves it. `touch(forKey:)` slides it (and drops the memory copy, which the next
 /// read brings back with the new expiry).
 ///
 /// **Disk changes made behind its back.** With ``init(options:)``, records the disk evicts (limits,
-/// collection) or finds corrupt are dropped from memory too. With ``init(memory:disk:)``, calls
+/// collection) or finds corrupt are dropped from memory too. With ``init(memory:disk:coder:)``, calls
 /// made on ``disk`` directly are not seen by the memory tier.
 ///
 /// **Event handlers.** The disk's ``DiskCacheOptions/eventHandler`` may run while the hybrid holds
@@ -251,7 +251,7 @@ public final class HybridCache: Sendable {
         }
     }
 
-    /// Removes the keys in `keys` from every tier, as ``remove(forKey:)`` does for each.
+    /// Removes the keys in `keys` from every tier, as `remove(forKey:)` does for each.
     /// - Returns: The keys that either tier held a live value for, in the order given.
     /// - Throws: ``CacheError`` from the disk tier (the keys before the failing one are removed).
     @discardableResult
@@ -285,7 +285,7 @@ public final class HybridCache: Sendable {
         }
     }
 
-    /// Locks the entries under `keys` against expiry in both tiers (see ``DiskCache/lock(forKeys:)``).
+    /// Locks the entries under `keys` against expiry in both tiers (see `DiskCache.lock(forKeys:)`).
     /// The memory copies keep their expiry until the next promotion; they are never later than the disk's.
     /// - Returns: The keys that were locked.
     /// - Throws: ``CacheError`` from the disk tier.
@@ -294,7 +294,7 @@ public final class HybridCache: Sendable {
         try changeLocks(keys) { (keys: [String]) throws(CacheError) in try disk.lock(forKeys: keys) }
     }
 
-    /// Unlocks the entries under `keys` (see ``DiskCache/unlock(forKeys:)``), dropping their
+    /// Unlocks the entries under `keys` (see `DiskCache.unlock(forKeys:)`), dropping their
     /// memory copies, which held no expiry while locked.
     /// - Returns: The keys whose lock count went down.
     /// - Throws: ``CacheError`` from the disk tier.

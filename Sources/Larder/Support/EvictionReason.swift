@@ -2,7 +2,7 @@
 /// tier's eviction handler, in a disk tier's ``CacheEvent/recordEvicted(key:file:reason:)`` and
 /// ``CollectionReport``, and counted by reason in ``CacheStatistics/evictions``.
 ///
-/// Values the caller removes (``MemoryCache/remove(forKey:)``, ``DiskCache/removeAll()``, ...)
+/// Values the caller removes (``MemoryCache/remove(forKey:)``, `DiskCache.removeAll()`, ...)
 /// or replaces by a new write are not evictions, as with `NSCacheDelegate`.
 public enum EvictionReason: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     /// The cache held more entries than its count limit.

@@ -17,7 +17,7 @@ import Foundation
 ///   ``CacheError/Code/invalidArgument`` and keeps the previous entry. Values above
 ///   ``maximumSeconds`` are clamped to it.
 ///
-/// Locked disk records never expire, whatever their expiry (see ``DiskCache/lock(forKeys:)``).
+/// Locked disk records never expire, whatever their expiry (see `DiskCache.lock(forKeys:)`).
 public enum Expiry: Sendable, Hashable, CustomStringConvertible {
     /// The tier's default expiry.
     case `default`
