@@ -51,14 +51,14 @@ public enum LarderCommand {
     public static func run(arguments: [String], io: CommandIO) -> Int32 {
         let rest = Array(arguments.dropFirst())
         guard let name = rest.first else {
-            io.err(help)
+            io.err(TerminalText(verbatim: help))
             return ExitCode.usage.rawValue
         }
         if name == "--help" || name == "-h" || name == "help" {
             if name == "help", rest.count > 1, let command = subcommands.first(where: { $0.spec.name == rest[1] }) {
-                io.out(command.spec.help)
+                io.out(TerminalText(verbatim: command.spec.help))
             } else {
-                io.out(help)
+                io.out(TerminalText(verbatim: help))
             }
             return ExitCode.success.rawValue
         }
@@ -69,7 +69,7 @@ public enum LarderCommand {
         do {
             let parsed = try ArgumentParser.parse(Array(rest.dropFirst()), spec: command.spec)
             if parsed.wantsHelp {
-                io.out(command.spec.help)
+                io.out(TerminalText(verbatim: command.spec.help))
                 return ExitCode.success.rawValue
             }
             return try command.run(parsed, io: io).rawValue

@@ -19,7 +19,7 @@ enum ShowCommand: Subcommand {
         return entry.status == .corrupt ? .failure : .success
     }
 
-    static func describe(_ entry: RecordEntry, context: CacheContext) -> String {
+    static func describe(_ entry: RecordEntry, context: CacheContext) -> TerminalText {
         let now = context.now
         var fields = FieldList()
         fields.add("key", entry.key ?? "(not stored)")
@@ -28,9 +28,7 @@ enum ShowCommand: Subcommand {
         fields.add("file size", "\(entry.fileSize) bytes (\(HumanFormat.size(entry.fileSize)))")
         fields.add("status", LsCommand.statusText(entry))
         guard let header = entry.header else {
-            var text = fields.render()
-            text += "\nThe header failed validation; its first bytes:\n" + hexDump(path: entry.path)
-            return text
+            return fields.render() + "\nThe header failed validation; its first bytes:\n" + hexDump(path: entry.path)
         }
         func hex(_ value: UInt32) -> String { "0x" + String(value, radix: 16).leftPadded(to: 8) }
         fields.add("magic", "0x46545053 (SPTF)")
@@ -74,7 +72,7 @@ enum ShowCommand: Subcommand {
     }
 
     /// A hex dump of a file's first 64 bytes.
-    static func hexDump(path: String) -> String {
+    static func hexDump(path: String) -> TerminalText {
         guard let handle = FileHandle(forReadingAtPath: path) else { return "  (unreadable)\n" }
         defer { try? handle.close() }
         let bytes = Array((try? handle.read(upToCount: RecordHeader.size)) ?? Data())
@@ -84,7 +82,7 @@ enum ShowCommand: Subcommand {
             text += "  " + String(row, radix: 16).leftPadded(to: 4) + "  "
             text += slice.map { String($0, radix: 16).leftPadded(to: 2) }.joined(separator: " ") + "\n"
         }
-        return text
+        return TerminalText(verbatim: text)  // hex digits, spaces and newlines
     }
 }
 
