@@ -95,6 +95,8 @@ public final class OutputCapture: Sendable {
     public var stdoutData: Data { buffers.withLock { $0.out } }
     /// Everything written to standard output, as UTF-8 text.
     public var stdout: String { String(decoding: stdoutData, as: UTF8.self) }
+    /// Everything written to standard error, as bytes.
+    public var stderrData: Data { buffers.withLock { $0.err } }
     /// Everything written to standard error, as UTF-8 text.
-    public var stderr: String { String(decoding: buffers.withLock { $0.err }, as: UTF8.self) }
+    public var stderr: String { String(decoding: stderrData, as: UTF8.self) }
 }
