@@ -36,6 +36,11 @@ public enum LarderCommand {
             Run 'larder COMMAND --help' for a command's options. Without --dir, commands use the
             demo directory ($XDG_CACHE_HOME/larder/demo, else ~/.cache/larder/demo).
 
+            Keys, file names, paths and messages are printed with control characters, C1 controls
+            and bidirectional overrides escaped (\\n, \\t, \\e for ESC, \\x7F, \\u{202E}; a backslash
+            as \\\\), so a crafted cache cannot drive the terminal. --json output gives them exactly,
+            and 'larder cat' writes payloads as they are (see 'larder cat --help').
+
             Exit codes: 0 done, 1 not found or corrupt records found, 2 usage error,
             3 cache error (directory missing, unreadable, or in use by another process).
 

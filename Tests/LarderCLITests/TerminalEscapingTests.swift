@@ -382,6 +382,7 @@ func withoutColourCodes(_ text: String) -> String {
             Self.expectSafe(refused, "cat refusing")
         }
         #expect(larder(["cat", "--help"]).stdout.contains("byte for byte"))
+        #expect(larder(["--help"]).stdout.contains(#"\e for ESC"#))
     }
 
     @Test func demoOnAHostilePathEscapesIt() throws {
