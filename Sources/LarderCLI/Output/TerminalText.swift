@@ -13,8 +13,9 @@
 /// The escapes (``escaped(_:)``):
 /// - `\\` for a backslash, so that every escape below is unambiguous;
 /// - `\n`, `\r`, `\t`, `\e` (ESC), and `\xHH` for the other C0 controls and DEL, each one byte;
-/// - `\u{H…}`, the scalar's hex value as in a Swift literal (`\u{85}`, `\u{202E}`), for C1 controls (U+0080–U+009F), the Unicode line and paragraph separators
-///   (U+2028, U+2029), and the bidirectional marks, embeddings, overrides and isolates
+/// - `\u{H…}`, the scalar's hex value as in a Swift literal (`\u{85}`, `\u{202E}`), for C1
+///   controls (U+0080–U+009F; some terminals read U+009B as CSI), the Unicode line and paragraph
+///   separators (U+2028, U+2029), and the bidirectional marks, embeddings, overrides and isolates
 ///   (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), which reorder what follows them;
 /// - `\xHH` for each byte that is not UTF-8, by ``escaped(utf8:)``.
 ///
@@ -37,8 +38,8 @@ struct TerminalText: Sendable, Hashable, CustomStringConvertible {
     /// Whether a scalar may be written to a terminal as it is.
     static func isSafe(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
-        case 0x00 ... 0x1F, 0x7F ... 0x9F: false
-        case 0x061C, 0x200E, 0x200F, 0x2028 ... 0x202E, 0x2066 ... 0x2069: false
+        case 0x00 ... 0x1F, 0x7F ... 0x9F: false  // C0, DEL, C1
+        case 0x061C, 0x200E, 0x200F, 0x2028 ... 0x202E, 0x2066 ... 0x2069: false  // line breaks and bidi controls
         default: true
         }
     }
