@@ -47,10 +47,15 @@ public struct CommandIO: Sendable {
             environment: ProcessInfo.processInfo.environment)
     }
 
-    /// Writes text to standard output.
-    func out(_ text: String) { writeOut(Data(text.utf8)) }
-    /// Writes text to standard error.
-    func err(_ text: String) { writeErr(Data(text.utf8)) }
+    /// Writes text to standard output. Interpolated values are escaped (see ``TerminalText``), so
+    /// keys, paths and messages cannot send control sequences to the terminal.
+    func out(_ text: TerminalText) { writeOut(Data(text.text.utf8)) }
+    /// Writes text to standard error, escaped like ``out(_:)``.
+    func err(_ text: TerminalText) { writeErr(Data(text.text.utf8)) }
+    /// Writes a JSON value and a newline to standard output. Exact: strings are JSON-escaped,
+    /// including every character ``TerminalText`` escapes (``JSONValue/quote(_:)``), so parsing
+    /// gives back the original text and the raw text is safe on a terminal too.
+    func out(json value: JSONValue) { writeOut(Data((value.render() + "\n").utf8)) }
 
     private static func writeAll(_ fd: Int32, _ data: Data) {
         data.withUnsafeBytes { buffer in
@@ -90,6 +95,8 @@ public final class OutputCapture: Sendable {
     public var stdoutData: Data { buffers.withLock { $0.out } }
     /// Everything written to standard output, as UTF-8 text.
     public var stdout: String { String(decoding: stdoutData, as: UTF8.self) }
+    /// Everything written to standard error, as bytes.
+    public var stderrData: Data { buffers.withLock { $0.err } }
     /// Everything written to standard error, as UTF-8 text.
-    public var stderr: String { String(decoding: buffers.withLock { $0.err }, as: UTF8.self) }
+    public var stderr: String { String(decoding: stderrData, as: UTF8.self) }
 }

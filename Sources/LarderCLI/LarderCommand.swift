@@ -36,6 +36,11 @@ public enum LarderCommand {
             Run 'larder COMMAND --help' for a command's options. Without --dir, commands use the
             demo directory ($XDG_CACHE_HOME/larder/demo, else ~/.cache/larder/demo).
 
+            Keys, file names, paths and messages are printed with control characters, C1 controls
+            and bidirectional overrides escaped (\\n, \\t, \\e for ESC, \\x7F, \\u{202E}; a backslash
+            as \\\\), so a crafted cache cannot drive the terminal. --json output gives them exactly,
+            and 'larder cat' writes payloads as they are (see 'larder cat --help').
+
             Exit codes: 0 done, 1 not found or corrupt records found, 2 usage error,
             3 cache error (directory missing, unreadable, or in use by another process).
 
@@ -51,14 +56,14 @@ public enum LarderCommand {
     public static func run(arguments: [String], io: CommandIO) -> Int32 {
         let rest = Array(arguments.dropFirst())
         guard let name = rest.first else {
-            io.err(help)
+            io.err(TerminalText(verbatim: help))
             return ExitCode.usage.rawValue
         }
         if name == "--help" || name == "-h" || name == "help" {
             if name == "help", rest.count > 1, let command = subcommands.first(where: { $0.spec.name == rest[1] }) {
-                io.out(command.spec.help)
+                io.out(TerminalText(verbatim: command.spec.help))
             } else {
-                io.out(help)
+                io.out(TerminalText(verbatim: help))
             }
             return ExitCode.success.rawValue
         }
@@ -69,7 +74,7 @@ public enum LarderCommand {
         do {
             let parsed = try ArgumentParser.parse(Array(rest.dropFirst()), spec: command.spec)
             if parsed.wantsHelp {
-                io.out(command.spec.help)
+                io.out(TerminalText(verbatim: command.spec.help))
                 return ExitCode.success.rawValue
             }
             return try command.run(parsed, io: io).rawValue

@@ -38,8 +38,8 @@ import Testing
         table.append(["longer", "10.0 KiB"], colour: "31")
         let plain = table.render(colour: false)
         #expect(plain == "KEY         SIZE\na            1 B\nlonger  10.0 KiB\n")
-        #expect(!plain.contains("\u{1B}"))
-        #expect(table.render(colour: true).contains("\u{1B}[31m"))
+        #expect(!plain.text.contains("\u{1B}"))
+        #expect(table.render(colour: true).text.contains("\u{1B}[31m"))
     }
 
     @Test func jsonEscapesAndKeepsOrder() throws {

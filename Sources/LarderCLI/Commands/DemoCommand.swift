@@ -221,7 +221,7 @@ struct DemoRun {
     }
 
     private func tick(_ seconds: Double) { clock.advance(by: seconds) }
-    private func say(_ line: String) { io.out(line + "\n") }
+    private func say(_ line: TerminalText) { io.out(line + "\n") }
     private func section(_ title: String) { io.out("\n\(title)\n") }
 
     @discardableResult

@@ -26,7 +26,7 @@ enum LsCommand: Subcommand {
         let context = try CacheContext(arguments, io: io, mustExist: true)
         let entries = sorted(try CacheInspector(context).entries(readPayload: false), by: sort)
         if arguments.flag("json") {
-            io.out(JSONValue.array(entries.map { json($0, context: context) }).render() + "\n")
+            io.out(json: .array(entries.map { json($0, context: context) }))
         } else {
             io.out(table(entries, context: context).render(colour: useColour(io)))
             let counts = Dictionary(grouping: entries, by: \.status).mapValues(\.count)

@@ -19,7 +19,7 @@ enum ShowCommand: Subcommand {
         return entry.status == .corrupt ? .failure : .success
     }
 
-    static func describe(_ entry: RecordEntry, context: CacheContext) -> String {
+    static func describe(_ entry: RecordEntry, context: CacheContext) -> TerminalText {
         let now = context.now
         var fields = FieldList()
         fields.add("key", entry.key ?? "(not stored)")
@@ -28,9 +28,7 @@ enum ShowCommand: Subcommand {
         fields.add("file size", "\(entry.fileSize) bytes (\(HumanFormat.size(entry.fileSize)))")
         fields.add("status", LsCommand.statusText(entry))
         guard let header = entry.header else {
-            var text = fields.render()
-            text += "\nThe header failed validation; its first bytes:\n" + hexDump(path: entry.path)
-            return text
+            return fields.render() + "\nThe header failed validation; its first bytes:\n" + hexDump(path: entry.path)
         }
         func hex(_ value: UInt32) -> String { "0x" + String(value, radix: 16).leftPadded(to: 8) }
         fields.add("magic", "0x46545053 (SPTF)")
@@ -74,7 +72,7 @@ enum ShowCommand: Subcommand {
     }
 
     /// A hex dump of a file's first 64 bytes.
-    static func hexDump(path: String) -> String {
+    static func hexDump(path: String) -> TerminalText {
         guard let handle = FileHandle(forReadingAtPath: path) else { return "  (unreadable)\n" }
         defer { try? handle.close() }
         let bytes = Array((try? handle.read(upToCount: RecordHeader.size)) ?? Data())
@@ -84,7 +82,7 @@ enum ShowCommand: Subcommand {
             text += "  " + String(row, radix: 16).leftPadded(to: 4) + "  "
             text += slice.map { String($0, radix: 16).leftPadded(to: 2) }.joined(separator: " ") + "\n"
         }
-        return text
+        return TerminalText(verbatim: text)  // hex digits, spaces and newlines
     }
 }
 
@@ -93,8 +91,17 @@ enum CatCommand: Subcommand {
     static let spec = CommandSpec(
         name: "cat", summary: "Write one record's payload, without its header, to standard output.",
         positionalUsage: "KEY", minimumPositionals: 1, maximumPositionals: 1,
-        options: CacheContext.options,
-        discussion: "Expired records are written too, with a note on standard error. Corrupt records are not (exit 1).")
+        options: CacheContext.options + [
+            .flag("force", "Write the payload even when it is not plain text and standard output is a terminal."),
+        ],
+        discussion: """
+            The output is the payload itself, byte for byte, unescaped: pipe it or redirect it
+            ('larder cat KEY > file', 'larder cat KEY | less'). When standard output is a terminal
+            and the payload is not plain UTF-8 text (binary, or text with escape sequences or other
+            control characters, which a terminal would act on), nothing is written and the exit
+            code is 2, unless --force is given. Expired records are written too, with a note on
+            standard error. Corrupt records are not (exit 1).
+            """)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
         let key = arguments.positionals[0]
@@ -105,8 +112,16 @@ enum CatCommand: Subcommand {
         if let corruption = entry.corruption {
             throw CommandFailure(.failure, "the record for '\(key)' is corrupt (\(corruption)); 'larder verify --repair' removes it")
         }
+        let payload = entry.payload ?? Data()
+        // A payload from a crafted cache could set the clipboard or rewrite the screen; people who
+        // pipe or redirect get the bytes, people who look at a terminal get a refusal.
+        if io.isStdoutTerminal, !arguments.flag("force"), !TerminalText.isPlainText(payload) {
+            let kind = PayloadKind.of(payload)
+            let what = kind == .text || kind == .json ? "text with control characters or escape sequences" : "binary (\(kind))"
+            throw .usage("not writing the payload of '\(key)' to a terminal: it is \(what); redirect or pipe it, or pass --force")
+        }
         if entry.status == .expired { io.err("larder cat: note: the record for '\(key)' has expired\n") }
-        io.writeOut(entry.payload ?? Data())
+        io.writeOut(payload)
         return .success
     }
 }

@@ -32,7 +32,7 @@ enum StatsCommand: Subcommand {
         let summary = CacheSummary(entries: try CacheInspector(context).entries(readPayload: false))
         let holder = lockHolder(context.layout)
         if arguments.flag("json") {
-            io.out(JSONValue.object([
+            io.out(json: .object([
                 ("directory", .string(context.layout.root)),
                 ("keyEncoding", .string(context.encodingName)),
                 ("hasMetadata", .bool(context.metadata != nil)),
@@ -47,7 +47,7 @@ enum StatsCommand: Subcommand {
                 ("newestUpdate", .double(summary.newestUpdate)),
                 ("defaultExpiration", .double(context.defaultExpiration)),
                 ("writerPID", .int(holder.map(Int.init))),
-            ]).render() + "\n")
+            ]))
             return .success
         }
         var fields = FieldList()

@@ -67,7 +67,7 @@ enum VerifyCommand: Subcommand {
                     ])
                 })),
             ])
-            io.out(value.render() + "\n")
+            io.out(json: value)
         } else {
             io.out("checked \(checked) record\(checked == 1 ? "" : "s") in \(context.layout.root): \(checked - corrupt.count) sound, \(corrupt.count) corrupt\n")
             if !corrupt.isEmpty {

@@ -36,6 +36,10 @@ enum JSONValue: Equatable {
         }
     }
 
+    /// A JSON string literal. Besides what JSON requires (quote, backslash, C0 controls), DEL, C1
+    /// controls, U+2028, U+2029 and the bidirectional controls are written as `\uXXXX`: the value
+    /// parses back to the same text, and the raw output is safe on a terminal (``TerminalText``)
+    /// and inside JavaScript.
     static func quote(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {
@@ -45,7 +49,7 @@ enum JSONValue: Equatable {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case let c where c.value < 0x20:
+            case let c where !TerminalText.isSafe(c):
                 out += String(format: "\\u%04x", c.value)
             default: out.unicodeScalars.append(scalar)
             }

@@ -136,9 +136,11 @@ struct ReportPage {
         return html + "</table></section>\n"
     }
 
+    /// Text for HTML, shown as a terminal would show it: control characters and bidirectional
+    /// overrides as visible escapes (``TerminalText``), then `&`, `<`, `>`, `"` and `'` as entities.
     func escape(_ text: String) -> String {
         var out = ""
-        for c in text {
+        for c in TerminalText.escaped(text) {
             switch c {
             case "&": out += "&amp;"
             case "<": out += "&lt;"

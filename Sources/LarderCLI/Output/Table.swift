@@ -20,8 +20,11 @@ struct TextTable {
         rowColours.append(colour)
     }
 
-    /// The table as text, one line per row after a header line.
-    func render(colour: Bool) -> String {
+    /// The table as text, one line per row after a header line. Every cell is escaped
+    /// (``TerminalText``), so a newline in a key cannot start a forged row.
+    func render(colour: Bool) -> TerminalText {
+        let rows = rows.map { $0.map(TerminalText.escaped) }
+        let columns = columns.map { Column(title: TerminalText.escaped($0.title), alignment: $0.alignment) }
         var widths = columns.map(\.title.count)
         for row in rows {
             for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) }
@@ -49,7 +52,7 @@ struct TextTable {
                 text += rendered + "\n"
             }
         }
-        return text
+        return TerminalText(verbatim: text)
     }
 }
 
@@ -59,8 +62,10 @@ struct FieldList {
 
     mutating func add(_ label: String, _ value: String) { fields.append((label, value)) }
 
-    func render() -> String {
+    /// One line per field; labels and values are escaped (``TerminalText``).
+    func render() -> TerminalText {
+        let fields = fields.map { (TerminalText.escaped($0.0), TerminalText.escaped($0.1)) }
         let width = fields.map(\.0.count).max() ?? 0
-        return fields.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.1 + "\n" }.joined()
+        return TerminalText(verbatim: fields.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.1 + "\n" }.joined())
     }
 }
