@@ -120,7 +120,7 @@ func churn(_ args: Arguments) -> Never {
     // Locks on churn keys left by a killed run would pile up; release them first, so that locked
     // bytes stay far below the size limit (which would otherwise evict locked records too).
     for key in churnKeys {
-        while let record = try? cache.load(forKey: key), record.lockCount > 0 {
+        while let record = try? cache.record(forKey: key), record.lockCount > 0 {
             _ = try? cache.unlock(forKeys: [key])
         }
     }
@@ -133,10 +133,10 @@ func churn(_ args: Arguments) -> Never {
             case 0 ..< 36:
                 let version = nextVersion()
                 let length = Int(random.next() % 32_000)
-                let ttl: TimeInterval = random.next() % 10 == 0 ? 1 : 0
-                try cache.store(Data(StampedPayload.make(key: key, version: version, length: length)), forKey: key, ttl: ttl)
+                let expiry: Expiry = random.next() % 10 == 0 ? .seconds(1) : .default
+                try cache.store(Data(StampedPayload.make(key: key, version: version, length: length)), forKey: key, expiry: expiry)
             case 36 ..< 56:
-                verify(try cache.load(forKey: key), key: key)
+                verify(try cache.record(forKey: key), key: key)
             case 56 ..< 64:
                 if try !cache.lock(forKeys: [key]).isEmpty { try cache.unlock(forKeys: [key]) }
             case 64 ..< 74:
@@ -154,7 +154,7 @@ func churn(_ args: Arguments) -> Never {
                 log?.append("D\t\(durable)\t\(version)")
             default:
                 let pinned = pinnedKeys[Int(random.next() % UInt64(pinnedKeys.count))]
-                let record = try cache.load(forKey: pinned)
+                let record = try cache.record(forKey: pinned)
                 if let record, let version = verify(record, key: pinned) {
                     if record.lockCount == 0 {
                         // Stored by a run killed before it could lock it.
@@ -200,7 +200,7 @@ func read(_ args: Arguments) -> Never {
         let n = Int(random.next() % UInt64(keyCount + 16))
         let key = n < keyCount ? "c\(n)" : "d\(n - keyCount)"
         do {
-            if verify(try cache.load(forKey: key), key: key) != nil { hits += 1 } else { misses += 1 }
+            if verify(try cache.record(forKey: key), key: key) != nil { hits += 1 } else { misses += 1 }
         } catch {
             errors += 1
         }
