@@ -371,4 +371,190 @@ import Testing
         #expect(options.sizeLimit == 0 && options.countLimit == 0)
         if case .sha256 = options.keyEncoding {} else { Issue.record("default key encoding is not sha256") }
     }
+
+    // MARK: The unified API (issue 11)
+
+    @Test func invalidExpiriesAreRejectedAndThePreviousRecordStays() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 1_700_000_000)
+        let cache = try DiskCache(options: testOptions(dir.url, clock: clock, encoding: .verbatim))
+        try cache.store(Data("old".utf8), forKey: "k", expiry: .seconds(100))
+        let file = dir.url.appendingPathComponent("k")
+        let bytesBefore = try Data(contentsOf: file)
+        let before = cache.statistics
+        for expiry in invalidExpiries {
+            let error = #expect(throws: CacheError.self, "\(expiry)") { try cache.store(Data("new".utf8), forKey: "k", expiry: expiry) }
+            #expect(error?.code == .invalidArgument, "\(expiry)")
+            #expect(error?.key == "k", "\(expiry)")
+            // The typed store takes the same path.
+            let typed = #expect(throws: CacheError.self, "\(expiry)") { try cache.store([1, 2], forKey: "k", expiry: expiry) }
+            #expect(typed?.code == .invalidArgument, "\(expiry)")
+        }
+        #expect(cache.statistics == before)
+        #expect(try Data(contentsOf: file) == bytesBefore)
+        #expect(recordFiles(in: dir.url) == ["k"])
+        let record = try #require(try cache.record(forKey: "k"))
+        #expect(record.data == Data("old".utf8) && record.expiry == .seconds(100))
+        #expect(record.expirationTime == 1_700_000_100)
+    }
+
+    @Test func expiriesAreClampedToTheMaximumAndRoundedUpToWholeSeconds() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 1_700_000_000)
+        let cache = try DiskCache(options: testOptions(dir.url, clock: clock, encoding: .verbatim))
+        try cache.store(Data("x".utf8), forKey: "huge", expiry: .seconds(1e30))
+        try cache.store(Data("x".utf8), forKey: "half", expiry: .seconds(0.5))
+        try cache.store(Data("x".utf8), forKey: "default")
+        let huge = try #require(try cache.record(forKey: "huge"))
+        #expect(huge.expiry == .seconds(Expiry.maximumSeconds))
+        #expect(huge.expirationTime == 1_700_000_000 + Expiry.maximumSeconds)
+        #expect(try cache.record(forKey: "half")?.expiry == .seconds(1))
+        #expect(try cache.record(forKey: "default")?.expiry == .default)
+        // What the headers say: the clamped seconds, ceil(0.5), and SPT's 0 for the default.
+        func ttl(_ name: String) throws -> UInt64 {
+            try RecordHeader.decode(Array(try Data(contentsOf: dir.url.appendingPathComponent(name)))).ttl
+        }
+        #expect(try ttl("hu/huge") == 3_155_760_000)
+        #expect(try ttl("ha/half") == 1)
+        #expect(try ttl("de/default") == 0)
+        // The clamped record lives its hundred years, and not a second more.
+        clock.advance(by: Expiry.maximumSeconds)
+        #expect(cache.contains("huge"))
+        clock.advance(by: 1)
+        #expect(!cache.contains("huge"))
+        #expect(try cache.record(forKey: "huge") == nil)
+    }
+
+    @Test func removeSaysWhatItRemoved() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 1_700_000_000)
+        let cache = try DiskCache(options: testOptions(dir.url, clock: clock))
+        for key in ["a", "b", "c", "d"] { try cache.store(Data(key.utf8), forKey: key) }
+        try cache.store(Data("s".utf8), forKey: "stale", expiry: .seconds(1))
+        try cache.store(Data("l".utf8), forKey: "locked", expiry: .seconds(1), locked: true)
+        _ = cache.count  // the index knows every record
+        clock.advance(by: 2)
+        #expect(try cache.remove(forKey: "a"))
+        #expect(!(try cache.remove(forKey: "a")))
+        #expect(!(try cache.remove(forKey: "never")))
+        // Absent and expired keys are not listed; a key given twice is removed once.
+        #expect(try cache.remove(forKeys: ["d", "missing", "b", "a", "stale", "d", "locked"]) == ["d", "b", "locked"])
+        #expect(try cache.keys(withPrefix: "") == ["c"])
+        #expect(recordFiles(in: dir.url).count == 1)  // the expired record's file went all the same
+        #expect(try cache.remove(forKeys: []) == [])
+        #expect(try cache.remove(forKeys: ["c"]) == ["c"])
+        #expect(cache.count == 0 && recordFiles(in: dir.url).isEmpty)
+        // Async and callback twins report the same.
+        try cache.store(Data("e".utf8), forKey: "e")
+        let removed = awaitCallback { cache.remove(forKeys: ["e", "f"], queue: DispatchQueue(label: "t"), completion: $0) }
+        #expect(removed.response.value == ["e"])
+    }
+
+    @Test func containsIsNotAUse() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 1_700_000_000)
+        let events = EventLog()
+        var options = testOptions(dir.url, clock: clock)  // default expiration 600
+        options.countLimit = 3
+        options.eventHandler = events.handler
+        let cache = try DiskCache(options: options)
+        _ = cache.count  // limits apply once the index is built
+        try cache.store(Data("a".utf8), forKey: "a")
+        clock.advance(by: 1)
+        try cache.store(Data("b".utf8), forKey: "b", expiry: .seconds(5))  // expires at t = 7
+        clock.advance(by: 1)
+        try cache.store(Data("c".utf8), forKey: "c")  // default: expired from t = 603 unless used
+        let before = cache.statistics
+        #expect(cache.contains("a") && cache.contains("b") && cache.contains("c") && !cache.contains("z"))
+        #expect(try cache.keys(withPrefix: "") == ["a", "b", "c"])
+        #expect(cache.statistics == before)
+        // "a" was not used by contains, so it is the one a new record evicts.
+        try cache.store(Data("d".utf8), forKey: "d")
+        #expect(try cache.keys(withPrefix: "") == ["b", "c", "d"])
+        let evicted = events.all.compactMap { event -> String? in
+            if case .recordEvicted(let key, _, .countLimit) = event { return key }
+            return nil
+        }
+        #expect(evicted == ["a"])
+        #expect(cache.statistics.evictions == [.countLimit: 1])
+        // An expired record is not contained, and contains does not drop it or count anything.
+        let afterStore = cache.statistics
+        clock.advance(by: 5)  // t = 7
+        #expect(!cache.contains("b"))
+        #expect(cache.count == 3 && cache.statistics == afterStore)
+        // contains does not slide a default-expiry record: "c" goes 600 s after its store.
+        clock.advance(by: 595)  // t = 602: exactly 600 s, still alive
+        #expect(cache.contains("c"))
+        #expect(cache.contains("c"))
+        clock.advance(by: 1)  // t = 603
+        #expect(!cache.contains("c"))
+        #expect(try cache.record(forKey: "c") == nil)
+    }
+
+    @Test func aStoreOverTheSizeLimitEvictsUnderSizeLimit() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 1_700_000_000)
+        let events = EventLog()
+        var options = testOptions(dir.url, clock: clock)
+        options.eventHandler = events.handler
+        let probeDir = TemporaryDirectory()
+        defer { probeDir.remove() }
+        let probe = try DiskCache(options: testOptions(probeDir.url))  // for the block size
+        options.sizeLimit = 3 * probe.blockSize
+        probe.close()
+        let cache = try DiskCache(options: options)
+        _ = cache.count
+        for i in 0 ..< 5 {
+            try cache.store(Data(repeating: 1, count: 100), forKey: "k\(i)")
+            clock.advance(by: 1)
+        }
+        #expect(try cache.keys(withPrefix: "") == ["k2", "k3", "k4"])
+        #expect(cache.statistics.evictions == [.sizeLimit: 2])
+        #expect(cache.statistics.totalEvictions == 2)
+        let reasons = events.all.compactMap { event -> EvictionReason? in
+            if case .recordEvicted(_, _, let reason) = event { return reason }
+            return nil
+        }
+        #expect(reasons == [.sizeLimit, .sizeLimit])
+    }
+
+    @Test func aCollectionOverTheFreeSpaceFloorCountsItsEvictionsUnderSizeLimit() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 1_700_000_000)
+        // The volume: 10,000 blocks of 4 KiB, with `free` blocks available.
+        let free = LarderMutex(5_000)
+        var calls = SystemCalls.live
+        calls.statvfs = { _, buf in
+            buf.pointee = StatVFS()
+            buf.pointee.f_frsize = 4096
+            buf.pointee.f_blocks = 10_000
+            buf.pointee.f_bavail = .init(free.withLock { $0 })
+            return 0
+        }
+        var options = testOptions(dir.url, clock: clock)
+        options.minimumFreeDiskSpace = .bytes(1_000 * 4096)
+        let cache = try DiskCache(options: options, systemCalls: calls)
+        for i in 0 ..< 6 {
+            try cache.store(Data(repeating: 1, count: 100), forKey: "k\(i)")
+            clock.advance(by: 1)
+        }
+        #expect(cache.count == 6 && cache.statistics.totalEvictions == 0)
+        // The volume fills up behind the cache's back: 2 blocks short of the floor, so a collection
+        // frees at least as much, least recently used first.
+        free.withLock { $0 = 998 }
+        let report = try cache.collectGarbage()
+        let removed = report.count(for: .sizeLimit)
+        #expect(removed >= 1 && removed < 6)
+        #expect(report.removed.allSatisfy { $0.reason == .sizeLimit })
+        #expect(report.removed.map(\.key) == (0 ..< removed).map { "k\($0)" })
+        #expect(report.bytesFreed >= 2 * 4096)
+        #expect(cache.statistics.evictions == [.sizeLimit: removed])
+        #expect(cache.statistics.collections == 1)
+    }
 }
