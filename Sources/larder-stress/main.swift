@@ -133,8 +133,8 @@ func churn(_ args: Arguments) -> Never {
             case 0 ..< 36:
                 let version = nextVersion()
                 let length = Int(random.next() % 32_000)
-                let ttl: TimeInterval = random.next() % 10 == 0 ? 1 : 0
-                try cache.store(Data(StampedPayload.make(key: key, version: version, length: length)), forKey: key, expiry: ttl == 0 ? .default : .seconds(ttl))
+                let expiry: Expiry = random.next() % 10 == 0 ? .seconds(1) : .default
+                try cache.store(Data(StampedPayload.make(key: key, version: version, length: length)), forKey: key, expiry: expiry)
             case 36 ..< 56:
                 verify(try cache.record(forKey: key), key: key)
             case 56 ..< 64:

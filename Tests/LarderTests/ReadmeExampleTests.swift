@@ -23,19 +23,19 @@ import Testing
         options.countLimit = 500
         options.disk.sizeLimit = 200 << 20
         let cache = try HybridCache(options: options)
-        try cache.store(pngData, forKey: "https://example.com/a.png", ttl: 3600)
-        let png = try cache.data(forKey: "https://example.com/a.png")
+        try cache.store(pngData, forKey: "https://example.com/a.png", expiry: .seconds(3600))
+        let png = try cache.value(forKey: "https://example.com/a.png")
         try cache.store(profile, forKey: "profile")
         let me = try cache.value(Profile.self, forKey: "profile")
         #expect(png == pngData && me == profile)
 
         let memory = MemoryCache<String, Data>(countLimit: 1_000, totalCostLimit: 64 << 20)
-        memory.setValue(data, forKey: "avatar", cost: data.count)
+        try memory.store(data, forKey: "avatar", cost: data.count)
         #expect(memory.value(forKey: "avatar") == data)
 
         let disk = try DiskCache(options: DiskCacheOptions(directory: cachesURL.appendingPathComponent("records")))
-        try disk.store(data, forKey: "avatar", ttl: 0, locked: true)
-        let record = try disk.load(forKey: "avatar")
+        try disk.store(data, forKey: "avatar", locked: true)
+        let record = try disk.record(forKey: "avatar")
         disk.scheduleGarbageCollection()
         #expect(record?.data == data && record?.isLocked == true && disk.isGarbageCollectionScheduled)
     }
@@ -45,7 +45,7 @@ import Testing
         defer { temporary.remove() }
         let cache = try HybridCache(options: HybridCacheOptions(directory: temporary.url))
         try await cache.store(Data([1, 2, 3]), forKey: "https://example.com/a.png")
-        let later = try await cache.data(forKey: "https://example.com/a.png")
+        let later = try await cache.value(forKey: "https://example.com/a.png")
         #expect(later == Data([1, 2, 3]))
     }
 }

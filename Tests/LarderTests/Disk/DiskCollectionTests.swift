@@ -19,9 +19,9 @@ import Testing
         defer { dir.remove() }
         let clock = ManualClock(now: 100_000)
         let cache = try makeCache(dir, clock: clock)
-        try cache.store(Data("a".utf8), forKey: "ttl60", ttl: 60)
+        try cache.store(Data("a".utf8), forKey: "ttl60", expiry: .seconds(60))
         try cache.store(Data("b".utf8), forKey: "default")  // 600
-        try cache.store(Data("c".utf8), forKey: "locked", ttl: 1, locked: true)
+        try cache.store(Data("c".utf8), forKey: "locked", expiry: .seconds(1), locked: true)
         clock.advance(by: 60)
         #expect(try cache.collectGarbage().removed.isEmpty)
         clock.advance(by: 1)
@@ -44,7 +44,7 @@ import Testing
             try cache.store(Data(repeating: 1, count: 100), forKey: key, locked: key.hasPrefix("l"))
             clock.advance(by: 1)
         }
-        _ = try cache.load(forKey: "u1")  // u1 becomes the most recent unlocked
+        _ = try cache.record(forKey: "u1")  // u1 becomes the most recent unlocked
         cache.close()
         // Reopen with a limit of three records: the index build enforces it at once. u2 and u3
         // go (the oldest unlocked); locked ones stay.
@@ -71,14 +71,14 @@ import Testing
         let cache = try makeCache(dir, clock: clock)
         try cache.store(Data("old".utf8), forKey: "live-old")
         clock.advance(by: 1)
-        try cache.store(Data("exp".utf8), forKey: "expiring", ttl: 5)
+        try cache.store(Data("exp".utf8), forKey: "expiring", expiry: .seconds(5))
         clock.advance(by: 1)
         try cache.store(Data("new".utf8), forKey: "live-new")
         cache.close()
         clock.advance(by: 10)
         // Room for two records: the expired one goes, not the least recently used live one.
         let reopened = try makeCache(dir, clock: clock, sizeLimit: 2 * cache.blockSize)
-        #expect(try reopened.keys(withPrefix: "") == ["live-new", "live-old"])
+        #expect(try reopened.keys(withPrefix: "").sorted() == ["live-new", "live-old"])
         #expect(reopened.statistics.evictions == [.expired: 1])
     }
 
@@ -154,9 +154,9 @@ import Testing
                 clock.advance(by: 1)
             }
             // Reads reorder: k0 and k3 become the most recent (their access times live in the index).
-            _ = try cache.load(forKey: "k0")
+            _ = try cache.record(forKey: "k0")
             clock.advance(by: 1)
-            _ = try cache.load(forKey: "k3")
+            _ = try cache.record(forKey: "k3")
             let totals = (cache.count, cache.totalSize)
             cache.close()
             if !withSnapshot { try FileManager.default.removeItem(at: dir.url.appendingPathComponent(".larder-index")) }
@@ -178,7 +178,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: snapshot))
         try cache.collectGarbage()
         #expect(FileManager.default.fileExists(atPath: snapshot))
-        _ = try cache.load(forKey: "a")  // a read changes no record: the snapshot stays
+        _ = try cache.record(forKey: "a")  // a read changes no record: the snapshot stays
         #expect(FileManager.default.fileExists(atPath: snapshot))
         // A read-only reader (what another process would see after a crash now) trusts it.
         var readOnly = testOptions(dir.url, clock: clock)
@@ -216,9 +216,9 @@ import Testing
         let victim = DiskLayout(root: dir.path).path(for: SHA256Hash.hex(of: "k2"))
         try FileManager.default.removeItem(atPath: victim)
         cache = try makeCache(dir, clock: clock)
-        #expect(try cache.keys(withPrefix: "") == ["added", "k0", "k1", "k3", "k4"])
+        #expect(try cache.keys(withPrefix: "").sorted() == ["added", "k0", "k1", "k3", "k4"])
         #expect(cache.totalSize == 5 * cache.blockSize)
-        #expect(try cache.load(forKey: "added")?.data == Data("new".utf8))
+        #expect(try cache.record(forKey: "added")?.data == Data("new".utf8))
     }
 
     @Test func accessTimesAreWrittenBackToHeaders() throws {
@@ -227,10 +227,10 @@ import Testing
         let clock = ManualClock(now: 100_000)
         let cache = try makeCache(dir, clock: clock, configure: { $0.keyEncoding = .verbatim })
         try cache.store(Data("x".utf8), forKey: "slides")
-        try cache.store(Data("y".utf8), forKey: "fixed", ttl: 1000)
+        try cache.store(Data("y".utf8), forKey: "fixed", expiry: .seconds(1000))
         clock.advance(by: 30.5)
-        _ = try cache.load(forKey: "slides")
-        _ = try cache.load(forKey: "fixed")
+        _ = try cache.record(forKey: "slides")
+        _ = try cache.record(forKey: "fixed")
         func header(_ name: String) throws -> RecordHeader {
             try RecordHeader.decode(Array(try Data(contentsOf: dir.url.appendingPathComponent(name))))
         }
@@ -272,13 +272,13 @@ import Testing
         try cache.store(Data("v1".utf8), forKey: "target")
         failures.withLock { $0 = 1 }
         try cache.store(Data("v2".utf8), forKey: "target")
-        #expect(try cache.load(forKey: "target")?.data == Data("v2".utf8))
-        #expect(try cache.load(forKey: "old") == nil)  // the least recently used unlocked record made room
-        #expect(try cache.load(forKey: "locked") != nil)
+        #expect(try cache.record(forKey: "target")?.data == Data("v2".utf8))
+        #expect(try cache.record(forKey: "old") == nil)  // the least recently used unlocked record made room
+        #expect(try cache.record(forKey: "locked") != nil)
         #expect(cache.statistics.evictions[.diskFull] == 1)
         failures.withLock { $0 = 2 }
         #expect { try cache.store(Data("v3".utf8), forKey: "target") } throws: { ($0 as? CacheError)?.code == .diskFull }
-        #expect(try cache.load(forKey: "target")?.data == Data("v2".utf8))
+        #expect(try cache.record(forKey: "target")?.data == Data("v2".utf8))
         #expect((try? FileManager.default.contentsOfDirectory(atPath: dir.url.appendingPathComponent(".larder-tmp").path))?.isEmpty == true)
     }
 
@@ -293,7 +293,7 @@ import Testing
                 if case .collectionFinished = event { finished.signal() }
             }
         }
-        try cache.store(Data("x".utf8), forKey: "k", ttl: 1)
+        try cache.store(Data("x".utf8), forKey: "k", expiry: .seconds(1))
         clock.advance(by: 5)
         cache.scheduleGarbageCollection()
         cache.scheduleGarbageCollection()
@@ -319,8 +319,8 @@ import Testing
                 } else {
                     let key = "w\(worker)-\(i % 50)"
                     let payload = Data("\(key)#\(i)".utf8)
-                    try? cache.store(payload, forKey: key, ttl: Double(i % 3) * 5)
-                    if let loaded = try? cache.load(forKey: key), !String(decoding: loaded.data, as: UTF8.self).hasPrefix(key + "#") {
+                    try? cache.store(payload, forKey: key, expiry: i % 3 == 0 ? .default : .seconds(Double(i % 3) * 5))
+                    if let loaded = try? cache.record(forKey: key), !String(decoding: loaded.data, as: UTF8.self).hasPrefix(key + "#") {
                         wrongBytes.withLock { $0 += 1 }
                     }
                 }

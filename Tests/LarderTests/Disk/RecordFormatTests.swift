@@ -57,12 +57,15 @@ enum IndependentSPTParser {
     @Test func storedKeyVectorMatchesDocs() throws {
         let vectors = try Self.documentedVectors()
         let key = Array("greeting".utf8)
+        // The semantic initializer fills the flags and reserved fields the vector spells out.
         let header = RecordHeader(
             refCount: 0, ttl: 0, updateTimeSec: 1_700_000_000, payloadSizeBytes: 5,
-            flags: [.payloadChecksum, .accessTime, .storedKey], reserved1: CRC32.checksum(of: Array("hello".utf8)),
-            reserved2: 1_700_000_000_123, reserved3: 8, reserved4: CRC32.checksum(of: key))
+            payloadChecksum: CRC32.checksum(of: Array("hello".utf8)), lastAccessMilliseconds: 1_700_000_000_123, storedKey: key)
+        #expect(header.flags == [.payloadChecksum, .accessTime, .storedKey])
         #expect(header.flags.rawValue == 0x700)
         #expect(header.reserved1 == 0x3610_A686 && header.reserved4 == 0x46E3_A4AB)
+        #expect(header.reserved2 == 1_700_000_000_123 && header.reserved3 == 8)
+        #expect(header.reserved4 == CRC32.checksum(of: key))
         #expect(header.encoded() + key + Array("hello".utf8) == vectors[1])
         #expect(SHA256Hash.hex(of: "greeting") == "18f6b0200b6fd32ce4e85b6c841f72247964195b8e1cd7c52e046dc51e48f779")
         #expect(try RecordHeader.decode(vectors[1]).payloadOffset == 72)
@@ -83,9 +86,13 @@ enum IndependentSPTParser {
     }
 
     @Test func unknownFlagsAreRejected() {
-        let bytes = RecordHeader(updateTimeSec: 9, payloadSizeBytes: 0, flags: RecordFlags(rawValue: 1 << 20)).encoded()
+        var unknown = RecordHeader(updateTimeSec: 9, payloadSizeBytes: 0)
+        unknown.flags = RecordFlags(rawValue: 1 << 20)
+        let bytes = unknown.encoded()
         #expect(throws: CorruptionReason.unsupportedFlags) { try RecordHeader.decode(bytes) }
-        let incomplete = RecordHeader(updateTimeSec: 9, payloadSizeBytes: 0, flags: .streamIncomplete).encoded()
+        var streaming = RecordHeader(updateTimeSec: 9, payloadSizeBytes: 0)
+        streaming.flags = .streamIncomplete
+        let incomplete = streaming.encoded()
         #expect(throws: CorruptionReason.unsupportedFlags) { try RecordHeader.decode(incomplete) }
     }
 
@@ -97,16 +104,25 @@ enum IndependentSPTParser {
     }
 
     @Test func expiryBoundaryIsStrict() {
+        // SPT's rule now lives in ExpiryRule, asked with a header's fields.
+        let rule = ExpiryRule(defaultExpiration: 10)
+        func isExpired(_ header: RecordHeader, now: Double) -> Bool {
+            rule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: header.updateTimeSec, now: now)
+        }
         let header = RecordHeader(ttl: 60, updateTimeSec: 1000, payloadSizeBytes: 0)
-        #expect(!header.isExpired(now: 1060, defaultExpiration: 10))
-        #expect(!header.isExpired(now: 1060.9, defaultExpiration: 10))
-        #expect(header.isExpired(now: 1061, defaultExpiration: 10))
+        #expect(!isExpired(header, now: 1060))
+        #expect(!isExpired(header, now: 1060.9))
+        #expect(isExpired(header, now: 1061))
         let usesDefault = RecordHeader(ttl: 0, updateTimeSec: 1000, payloadSizeBytes: 0)
-        #expect(!usesDefault.isExpired(now: 1010, defaultExpiration: 10))
-        #expect(usesDefault.isExpired(now: 1011, defaultExpiration: 10))
+        #expect(!isExpired(usesDefault, now: 1010))
+        #expect(isExpired(usesDefault, now: 1011))
         var locked = usesDefault
         locked.refCount = 1
-        #expect(!locked.isExpired(now: 1_000_000, defaultExpiration: 10))
+        #expect(!isExpired(locked, now: 1_000_000))
+        // The expiration times the rule reports agree with the boundary.
+        #expect(rule.expirationTime(lockCount: 0, ttl: 60, anchor: 1000) == 1060)
+        #expect(rule.expirationTime(lockCount: 0, ttl: 0, anchor: 1000) == 1010)
+        #expect(rule.expirationTime(lockCount: 1, ttl: 0, anchor: 1000) == nil)
     }
 
     /// Random bytes, and random mutations of a valid header, never crash the parser: each
@@ -115,7 +131,8 @@ enum IndependentSPTParser {
     func randomBytesNeverCrashTheParser(seed: UInt64) {
         var random = SplitMix64(seed: seed)
         func next() -> UInt64 { random.next() }
-        let valid = RecordHeader(refCount: 2, ttl: 7, updateTimeSec: 99, payloadSizeBytes: 3, flags: [.accessTime]).encoded()
+        let valid = RecordHeader(refCount: 2, ttl: 7, updateTimeSec: 99, payloadSizeBytes: 3, lastAccessMilliseconds: 0).encoded()
+        #expect((try? RecordHeader.decode(valid))?.flags == [.accessTime])
         var accepted = 0
         for round in 0 ..< 20_000 {
             var bytes: [UInt8]

@@ -9,21 +9,23 @@ import Testing
         defer { dir.remove() }
         let cache = try HybridCache(options: hybridOptions(dir.url))
         try await cache.store(bytes("x"), forKey: "k")
-        #expect(try await cache.data(forKey: "k") == bytes("x"))
-        #expect(try await cache.data(forKey: "k", from: .disk) == bytes("x"))
-        try await cache.store(Profile(name: "a", age: 1, tags: []), forKey: "p", ttl: 60)
+        #expect(try await cache.value(forKey: "k") == bytes("x"))
+        #expect(try await cache.value(forKey: "k", from: .disk) == bytes("x"))
+        try await cache.store(Profile(name: "a", age: 1, tags: []), forKey: "p", expiry: .seconds(60))
         #expect(try await cache.value(Profile.self, forKey: "p")?.age == 1)
         #expect(try await cache.touch(forKey: "k"))
         #expect(try await cache.lock(forKeys: ["k"]) == ["k"])
         #expect(try await cache.unlock(forKeys: ["k"]) == ["k"])
-        try await cache.remove(forKey: "k")
-        #expect(try await cache.data(forKey: "k") == nil)
+        #expect(try await cache.remove(forKey: "k"))
+        #expect(try await cache.value(forKey: "k") == nil)
+        #expect(try await cache.remove(forKeys: ["k", "p"]) == ["p"])
+        try await cache.store(Profile(name: "b", age: 2, tags: []), forKey: "p")
         try await cache.removeAll()
-        #expect(try await cache.data(forKey: "p") == nil)
+        #expect(try await cache.value(forKey: "p") == nil)
 
         let disk = cache.disk
-        try await disk.store(bytes("d"), forKey: "d1", ttl: 10)
-        #expect(try await disk.load(forKey: "d1")?.ttl == 10)
+        try await disk.store(bytes("d"), forKey: "d1", expiry: .seconds(10))
+        #expect(try await disk.record(forKey: "d1")?.expiry == .seconds(10))
         try await disk.store([1, 2], forKey: "d2")
         #expect(try await disk.value([Int].self, forKey: "d2") == [1, 2])
         #expect(try await disk.keys(withPrefix: "d") == ["d1", "d2"])
@@ -77,7 +79,7 @@ import Testing
         queued.cancel()
         let read = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            return try await cache.data(forKey: "d")
+            return try await cache.value(forKey: "d")
         }
         cache.disk.ioQueue.resume()
         for result in [await early.result.map { _ in nil as Data? }, await queued.result.map { _ in nil as Data? }, await read.result] {
@@ -96,24 +98,27 @@ import Testing
 
         let stored = awaitCallback { cache.store(bytes("x"), forKey: "k", queue: queue.queue, completion: $0) }
         #expect(stored.queue == "callbacks" && stored.response.value != nil)
-        let loaded = awaitCallback { cache.load(forKey: "k", queue: queue.queue, completion: $0) }
+        let loaded = awaitCallback { cache.value(forKey: "k", queue: queue.queue, completion: $0) }
         #expect(loaded.queue == "callbacks" && loaded.response.value == bytes("x"))
-        let missing = awaitCallback { cache.load(forKey: "absent", queue: queue.queue, completion: $0) }
+        let missing = awaitCallback { cache.value(forKey: "absent", queue: queue.queue, completion: $0) }
         guard case .notFound = missing.response else { Issue.record("expected notFound, got \(missing.response)"); return }
         let bad = awaitCallback { cache.value(Profile.self, forKey: "k", queue: queue.queue, completion: $0) }
-        #expect((bad.response.error as? CacheError)?.code == .decodingFailed && bad.queue == "callbacks")
+        #expect(bad.response.error?.code == .decodingFailed && bad.queue == "callbacks")
         let invalid = awaitCallback { cache.store(bytes("x"), forKey: "../escape", queue: queue.queue, completion: $0) }
-        #expect((invalid.response.error as? CacheError)?.code == .invalidKey)
+        #expect(invalid.response.error?.code == .invalidKey)
         #expect(awaitCallback { cache.touch(forKey: "k", queue: queue.queue, completion: $0) }.response.value != nil)
         #expect(awaitCallback { cache.lock(forKeys: ["k"], queue: queue.queue, completion: $0) }.response.value == ["k"])
         #expect(awaitCallback { cache.unlock(forKeys: ["k"], queue: queue.queue, completion: $0) }.response.value == ["k"])
-        _ = awaitCallback { cache.remove(forKey: "k", queue: queue.queue, completion: $0) }
-        #expect(try cache.data(forKey: "k") == nil)
+        #expect(awaitCallback { cache.remove(forKey: "k", queue: queue.queue, completion: $0) }.response.value != nil)
+        #expect(try cache.value(forKey: "k") == nil)
+        guard case .notFound = awaitCallback({ cache.remove(forKey: "k", queue: queue.queue, completion: $0) }).response else {
+            Issue.record("removing an absent key should be notFound"); return
+        }
 
         // The disk tier's SPT-shaped calls.
         let disk = cache.disk
-        _ = awaitCallback { disk.store(bytes("r"), forKey: "r", ttl: 5, locked: true, queue: queue.queue, completion: $0) }
-        let record = awaitCallback { disk.load(forKey: "r", queue: queue.queue, completion: $0) }
+        _ = awaitCallback { disk.store(bytes("r"), forKey: "r", expiry: .seconds(5), locked: true, queue: queue.queue, completion: $0) }
+        let record = awaitCallback { disk.record(forKey: "r", queue: queue.queue, completion: $0) }
         #expect(record.queue == "callbacks" && record.response.value?.data == bytes("r") && record.response.value?.isLocked == true)
         guard case .notFound = awaitCallback({ disk.touch(forKey: "absent", queue: queue.queue, completion: $0) }).response else {
             Issue.record("touching an absent key should be notFound"); return

@@ -13,7 +13,7 @@ import Testing
         #expect(try cache.value(Profile.self, forKey: "me") == profile)
         #expect(try cache.value(Profile.self, forKey: "me", from: .disk) == profile)
         // The default coder is JSON.
-        let stored = try #require(try cache.disk.load(forKey: "me")).data
+        let stored = try #require(try cache.disk.record(forKey: "me")).data
         #expect(try JSONDecoder().decode(Profile.self, from: stored) == profile)
         #expect(try cache.value(Profile.self, forKey: "absent") == nil)
         try cache.store([1, 2, 3], forKey: "numbers", in: .memory)
@@ -24,9 +24,9 @@ import Testing
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try DiskCache(options: testOptions(dir.url))
-        try cache.store(profile, forKey: "me", ttl: 30, locked: true)
+        try cache.store(profile, forKey: "me", expiry: .seconds(30), locked: true)
         #expect(try cache.value(Profile.self, forKey: "me") == profile)
-        #expect(try cache.load(forKey: "me")?.isLocked == true)
+        #expect(try cache.record(forKey: "me")?.isLocked == true)
         #expect(try cache.value(Profile.self, forKey: "absent") == nil)
     }
 
@@ -49,7 +49,7 @@ import Testing
             #expect(error.underlying != nil)
         }
         // The bytes are still there: a failed decode is not a miss and removes nothing.
-        #expect(try cache.data(forKey: "garbage") == bytes("not json"))
+        #expect(try cache.value(forKey: "garbage") == bytes("not json"))
     }
 
     @Test func encodingFailureThrowsAndStoresNothing() throws {
@@ -58,7 +58,7 @@ import Testing
         let cache = try HybridCache(options: hybridOptions(dir.url))
         let error = try #require(throws: CacheError.self) { try cache.store(Double.nan, forKey: "nan") }
         #expect(error.code == .encodingFailed && error.key == "nan" && error.message.contains("Double"))
-        #expect(try cache.data(forKey: "nan") == nil)
+        #expect(try cache.value(forKey: "nan") == nil)
     }
 
     @Test func coderIsPluggable() throws {
@@ -71,7 +71,7 @@ import Testing
         options.coder = plist
         let cache = try HybridCache(options: options)
         try cache.store(profile, forKey: "me")
-        let stored = try #require(try cache.disk.load(forKey: "me")).data
+        let stored = try #require(try cache.disk.record(forKey: "me")).data
         #expect(stored.starts(with: Data("bplist".utf8)))
         #expect(try cache.value(Profile.self, forKey: "me") == profile)
         // A per-call coder overrides the cache's.

@@ -107,7 +107,7 @@ private struct JitteryClock: CacheClock {
                         barrier = start
                     } else {
                         let tiers: CacheTiers = [.all, .disk, .memory][roll % 3]
-                        let data = try cache.data(forKey: "k", from: tiers)
+                        let data = try cache.value(forKey: "k", from: tiers)
                         let version = data.map { $0.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) } }
                         log.check(read: version, barrier: barrier, thread: thread, tiers: tiers)
                     }

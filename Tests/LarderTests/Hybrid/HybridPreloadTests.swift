@@ -31,11 +31,11 @@ import Testing
         #expect(report.imported == ["a", "c"])
         #expect(report.alreadyPresent == ["b"])
         #expect(report.failures.map { ($0.path as NSString).lastPathComponent } == ["broken"])
-        #expect(try cache.data(forKey: "a") == bytes("alpha"))
-        #expect(try cache.data(forKey: "b") == bytes("kept b"))
-        #expect(try cache.data(forKey: ".hidden") == nil)
+        #expect(try cache.value(forKey: "a") == bytes("alpha"))
+        #expect(try cache.value(forKey: "b") == bytes("kept b"))
+        #expect(try cache.value(forKey: ".hidden") == nil)
         // Imported with a fresh update time: the time of the open, not the file's.
-        #expect(try cache.disk.load(forKey: "c")?.updateTime == 1_700_000_100)
+        #expect(try cache.disk.record(forKey: "c")?.updateTime == 1_700_000_100)
         #expect(cache.disk.count == 3)
     }
 
@@ -46,7 +46,7 @@ import Testing
         let shipped = dir.appending("shipped")
         do {
             let source = try DiskCache(options: testOptions(shipped, clock: clock))
-            try source.store(bytes("one"), forKey: "https://example.com/1", ttl: 50)
+            try source.store(bytes("one"), forKey: "https://example.com/1", expiry: .seconds(50))
             try source.store(bytes("two"), forKey: "https://example.com/2", locked: true)
             try source.store(bytes("three"), forKey: "present")
             source.close()
@@ -68,10 +68,10 @@ import Testing
         #expect(Set(report.imported) == ["https://example.com/1", "https://example.com/2"])
         #expect(report.alreadyPresent == ["present"])
         #expect(report.failures.count == 1 && report.failures[0].path.hasSuffix("zz-broken"))
-        let one = try #require(try cache.disk.load(forKey: "https://example.com/1"))
-        #expect(one.ttl == 50 && one.updateTime == 1_700_000_000 && !one.isLocked)
-        #expect(try cache.disk.load(forKey: "https://example.com/2")?.isLocked == true)
-        #expect(try cache.data(forKey: "present") == bytes("mine"))
+        let one = try #require(try cache.disk.record(forKey: "https://example.com/1"))
+        #expect(one.expiry == .seconds(50) && one.updateTime == 1_700_000_000 && !one.isLocked)
+        #expect(try cache.disk.record(forKey: "https://example.com/2")?.isLocked == true)
+        #expect(try cache.value(forKey: "present") == bytes("mine"))
     }
 
     @Test func readThroughServesMissesFromTheDirectoryAndPromotesThem() throws {
@@ -84,16 +84,16 @@ import Testing
         let cache = try HybridCache(options: options)
         #expect(cache.preloadReport?.imported == [])
         #expect(!cache.disk.contains("logo"))  // nothing copied at open
-        #expect(try cache.data(forKey: "logo", from: .memory) == nil)
-        #expect(try cache.data(forKey: "logo") == bytes("png bytes"))
+        #expect(try cache.value(forKey: "logo", from: .memory) == nil)
+        #expect(try cache.value(forKey: "logo") == bytes("png bytes"))
         #expect(cache.disk.contains("logo"))  // promoted to the cache on the hit
         #expect(cache.memory.value(forKey: "logo") == bytes("png bytes"))
         #expect(!cache.disk.contains("other"))
-        #expect(try cache.data(forKey: "../shipped/logo") == nil)  // only names in the directory
-        #expect(try cache.data(forKey: "absent") == nil)
+        #expect(try cache.value(forKey: "../shipped/logo") == nil)  // only names in the directory
+        #expect(try cache.value(forKey: "absent") == nil)
         // The cache's own newer value wins over the shipped one.
         try cache.store(bytes("new logo"), forKey: "logo")
-        #expect(try cache.data(forKey: "logo", from: .disk) == bytes("new logo"))
+        #expect(try cache.value(forKey: "logo", from: .disk) == bytes("new logo"))
         #expect(FileManager.default.contents(atPath: shipped.appendingPathComponent("logo").path) == bytes("png bytes"))
     }
 
@@ -103,7 +103,7 @@ import Testing
         let shipped = dir.appending("shipped")
         do {
             let source = try DiskCache(options: testOptions(shipped))
-            try source.store(bytes("payload"), forKey: "https://example.com/a.json", ttl: 3600)
+            try source.store(bytes("payload"), forKey: "https://example.com/a.json", expiry: .seconds(3600))
             source.close()
         }
         try Data(repeating: 0x41, count: 100).write(to: shipped.appendingPathComponent("junk"))
@@ -113,7 +113,7 @@ import Testing
         let report = try #require(cache.preloadReport)
         #expect(report.available == ["https://example.com/a.json"])
         #expect(report.failures.count == 1)
-        #expect(try cache.data(forKey: "https://example.com/a.json", from: .disk) == bytes("payload"))
-        #expect(try cache.disk.load(forKey: "https://example.com/a.json")?.ttl == 3600)
+        #expect(try cache.value(forKey: "https://example.com/a.json", from: .disk) == bytes("payload"))
+        #expect(try cache.disk.record(forKey: "https://example.com/a.json")?.expiry == .seconds(3600))
     }
 }

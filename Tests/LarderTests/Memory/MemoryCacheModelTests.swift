@@ -14,7 +14,7 @@ private struct ReferenceLRU {
     var entries: [Entry] = []  // least recently used first
     var countLimit: Int
     var totalCostLimit: Int
-    var defaultTTL: Double?
+    var defaultExpiration: Double?
     var statistics = CacheStatistics()
     var evicted: [EvictionRecorder<Int, Int>.Event] = []
 
@@ -39,24 +39,33 @@ private struct ReferenceLRU {
         return entry.value
     }
 
-    mutating func setValue(_ value: Int, forKey key: Int, cost: Int, ttl: Double?, now: Double) {
-        let deadline = (ttl ?? defaultTTL).map { now + $0 } ?? .infinity
+    /// A store; `false` when its expiry is rejected (zero seconds), which changes nothing.
+    mutating func store(_ value: Int, forKey key: Int, cost: Int, seconds: Double?, now: Double) -> Bool {
+        if let seconds, !(seconds.isFinite && seconds > 0) { return false }
+        let deadline = (seconds ?? defaultExpiration).map { now + $0 } ?? .infinity
         entries.removeAll { $0.key == key }
-        if totalCostLimit > 0 && cost > totalCostLimit { return }
+        if totalCostLimit > 0 && cost > totalCostLimit { return true }
         entries.append(Entry(key: key, value: value, cost: cost, deadline: deadline))
         statistics.insertions += 1
         enforceLimits()
+        return true
     }
 
-    mutating func removeValue(forKey key: Int, now: Double) -> Int? {
-        guard let i = entries.firstIndex(where: { $0.key == key }) else { return nil }
+    /// Whether a live value is stored under `key`; not a use.
+    func contains(_ key: Int, now: Double) -> Bool {
+        entries.contains { $0.key == key && now < $0.deadline }
+    }
+
+    /// Whether a live value was removed.
+    mutating func remove(forKey key: Int, now: Double) -> Bool {
+        guard let i = entries.firstIndex(where: { $0.key == key }) else { return false }
         let entry = entries.remove(at: i)
         if now >= entry.deadline {
             statistics.expirations += 1
             evicted.append(.init(key: key, value: entry.value, reason: .expired))
-            return nil
+            return false
         }
-        return entry.value
+        return true
     }
 
     mutating func removeExpired(now: Double) {
@@ -69,7 +78,7 @@ private struct ReferenceLRU {
 
     mutating func evictFirst(_ reason: EvictionReason) {
         let entry = entries.removeFirst()
-        statistics.evictions += 1
+        statistics.evictions[reason, default: 0] += 1
         evicted.append(.init(key: entry.key, value: entry.value, reason: reason))
     }
 
@@ -89,13 +98,14 @@ struct MemoryCacheModelTests {
     func randomOperations(seed: UInt64) {
         var random = SplitMix64(seed: seed)
         let clock = ManualClock(now: 1_000)
-        let defaultTTL: Double? = seed % 2 == 0 ? 20 : nil
+        let defaultExpiration: Double? = seed % 2 == 0 ? 20 : nil
         let recorder = EvictionRecorder<Int, Int>()
         let cache = MemoryCache<Int, Int>(
-            countLimit: 8, totalCostLimit: 40, defaultTTL: defaultTTL, clock: clock,
+            countLimit: 8, totalCostLimit: 40, defaultExpiration: defaultExpiration, clock: clock,
             evictionHandler: recorder.handler
         )
-        var model = ReferenceLRU(countLimit: 8, totalCostLimit: 40, defaultTTL: defaultTTL)
+        var model = ReferenceLRU(countLimit: 8, totalCostLimit: 40, defaultExpiration: defaultExpiration)
+        var rejected = 0
 
         for step in 0..<100_000 {
             let key = Int.random(in: 0..<24, using: &random)
@@ -109,11 +119,19 @@ struct MemoryCacheModelTests {
             case 350..<700:
                 let value = Int.random(in: 0..<1_000_000, using: &random)
                 let cost = Int.random(in: 0..<12, using: &random)
-                let ttl: Double? = Bool.random(using: &random) ? Double(Int.random(in: 0..<30, using: &random)) : nil
-                cache.setValue(value, forKey: key, cost: cost, ttl: ttl)
-                model.setValue(value, forKey: key, cost: cost, ttl: ttl, now: now)
+                // Seconds of 0 are drawn too: rejected with invalidArgument (they used to expire at once).
+                let seconds: Double? = Bool.random(using: &random) ? Double(Int.random(in: 0..<30, using: &random)) : nil
+                let accepted = model.store(value, forKey: key, cost: cost, seconds: seconds, now: now)
+                do {
+                    try cache.store(value, forKey: key, cost: cost, expiry: seconds.map { .seconds($0) } ?? .default)
+                    #expect(accepted, "step \(step): store with \(String(describing: seconds)) s was accepted")
+                } catch {
+                    #expect(!accepted && error.code == .invalidArgument, "step \(step): store threw \(error)")
+                    rejected += 1
+                }
             case 700..<780:
-                #expect(cache.removeValue(forKey: key) == model.removeValue(forKey: key, now: now), "step \(step): remove")
+                #expect(cache.contains(key) == model.contains(key, now: now), "step \(step): contains")
+                #expect(cache.remove(forKey: key) == model.remove(forKey: key, now: now), "step \(step): remove")
             case 780..<850:
                 clock.advance(by: Double(Int.random(in: 0..<4, using: &random)))
             case 850..<870:
@@ -135,7 +153,7 @@ struct MemoryCacheModelTests {
                 model.totalCostLimit = limit
                 model.enforceLimits()
             case 950..<970:
-                cache.removeExpiredValues()
+                cache.removeExpired()
                 model.removeExpired(now: now)
             case 970..<990:
                 let (count, cost) = (model.entries.count / 2, model.totalCost / 2)
@@ -150,7 +168,7 @@ struct MemoryCacheModelTests {
             }
 
             // Which keys survive, in which order, is the point; totals alone would hide a wrong victim.
-            let keys = cache.keys
+            let keys = cache.keys()
             if keys != model.keys {
                 Issue.record("step \(step) (roll \(roll), key \(key)): keys \(keys), expected \(model.keys)")
                 return
@@ -170,12 +188,13 @@ struct MemoryCacheModelTests {
         }
         // The run must have exercised the interesting paths, or the comparison proves little.
         #expect(model.statistics.hits > 1_000)
-        #expect(model.statistics.evictions > 1_000)
-        #expect(model.statistics.expirations > 100 || defaultTTL == nil)
+        #expect(model.statistics.totalEvictions > 1_000)
+        #expect(model.statistics.expirations > 100 || defaultExpiration == nil)
+        #expect(rejected > 100)
     }
 
     @Test("Growing and shrinking through thousands of keys keeps every lookup right", arguments: [7, 8] as [UInt64])
-    func largeKeySpace(seed: UInt64) {
+    func largeKeySpace(seed: UInt64) throws {
         // The reference LRU is too slow for thousands of entries; a dictionary checks membership
         // and values while the index grows and its probe runs shift on removal.
         var random = SplitMix64(seed: seed)
@@ -186,16 +205,19 @@ struct MemoryCacheModelTests {
             switch Int.random(in: 0..<10, using: &random) {
             case 0..<4:
                 let value = Int.random(in: 0..<1_000, using: &random)
-                cache.setValue(value, forKey: key)
+                try cache.store(value, forKey: key)
                 reference[key] = value
             case 4..<7:
-                #expect(cache.removeValue(forKey: key) == reference.removeValue(forKey: key), "step \(step)")
+                // remove(forKey:) reports only whether a value went; its value is checked first.
+                let expected = reference.removeValue(forKey: key)
+                #expect(cache.value(forKey: key) == expected, "step \(step)")
+                #expect(cache.remove(forKey: key) == (expected != nil), "step \(step)")
             default:
                 #expect(cache.value(forKey: key) == reference[key], "step \(step)")
             }
             if step % 10_000 == 0 {
                 #expect(cache.count == reference.count)
-                #expect(Set(cache.keys) == Set(reference.keys))
+                #expect(Set(cache.keys()) == Set(reference.keys))
             }
         }
         #expect(cache.count == reference.count)

@@ -31,7 +31,7 @@ import Testing
                     try cache.store(Data(StampedPayload.make(key: key, version: version, length: Int(random.next() % 6000))), forKey: key, locked: random.next() % 8 == 0)
                     log.state.withLock { _ = $0.stored[key, default: []].insert(version) }
                 case 3, 4:
-                    if let record = try cache.load(forKey: key), StampedPayload.version(of: record.data, key: key) == nil {
+                    if let record = try cache.record(forKey: key), StampedPayload.version(of: record.data, key: key) == nil {
                         log.state.withLock { $0.wrongBytes += 1 }
                     }
                 case 5:
@@ -63,7 +63,7 @@ import Testing
         #expect(state.wrongBytes == 0)
         #expect(state.ops == workers * operations)
         for key in keys {
-            let record = try cache.load(forKey: key)
+            let record = try cache.record(forKey: key)
             if let record {
                 let version = StampedPayload.version(of: record.data, key: key)
                 #expect(version.map { state.stored[key]?.contains($0) == true } == true, "\(key): a version the log does not allow")

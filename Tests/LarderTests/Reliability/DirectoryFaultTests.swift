@@ -27,7 +27,7 @@ import Testing
         attempt("store") { try cache.store(newer, forKey: "k") }
         attempt("store other") { try cache.store(newer, forKey: "other") }
         attempt("load") {
-            if let record = try cache.load(forKey: "k") {
+            if let record = try cache.record(forKey: "k") {
                 #expect(record.data == payload || record.data == newer, "\(label): wrong bytes")
             }
         }
@@ -45,9 +45,9 @@ import Testing
     static func expectRecovery(_ cache: DiskCache, root: URL, label: String) throws {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         try cache.store(newer, forKey: "k")
-        #expect(try cache.load(forKey: "k")?.data == newer, "\(label): no recovery")
+        #expect(try cache.record(forKey: "k")?.data == newer, "\(label): no recovery")
         try cache.lock(forKeys: ["k"])
-        #expect(try cache.load(forKey: "k")?.lockCount == 1)
+        #expect(try cache.record(forKey: "k")?.lockCount == 1)
         #expect(try cache.collectGarbage().removed.isEmpty)
     }
 
@@ -94,10 +94,10 @@ import Testing
         })
         Self.exerciseEverything(cache, label: "read-only \(kind)")
         #expect(injector.fired > 0, "the read-only folder was never noticed")
-        if let data = try cache.load(forKey: "k")?.data { #expect(data == Self.payload || data == Self.newer) }
+        if let data = try cache.record(forKey: "k")?.data { #expect(data == Self.payload || data == Self.newer) }
         injector.disarm()
         try cache.store(Self.newer, forKey: "k")
-        #expect(try cache.load(forKey: "k")?.data == Self.newer)
+        #expect(try cache.record(forKey: "k")?.data == Self.newer)
         #expect(DiskAudit.indexMismatches(cache).isEmpty)
         #expect(DiskAudit.strayFiles(in: dir.path).isEmpty)
     }
@@ -111,10 +111,10 @@ import Testing
         let shard = cache.layout.folder(for: try cache.options.keyEncoding.fileName(for: "k"))
         for folder in [dir.path, shard, cache.layout.temporaryFolder] { chmod(folder, 0o555) }
         #expect(throws: CacheError.self) { try cache.store(Self.newer, forKey: "k") }
-        #expect(try cache.load(forKey: "k")?.data == Self.payload)
+        #expect(try cache.record(forKey: "k")?.data == Self.payload)
         Self.exerciseEverything(cache, label: "chmod 555")
         for folder in [dir.path, shard, cache.layout.temporaryFolder] { chmod(folder, 0o755) }
         try cache.store(Self.newer, forKey: "k")
-        #expect(try cache.load(forKey: "k")?.data == Self.newer)
+        #expect(try cache.record(forKey: "k")?.data == Self.newer)
     }
 }

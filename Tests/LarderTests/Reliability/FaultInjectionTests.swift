@@ -42,7 +42,7 @@ import Testing
             cache = try DiskCache(options: options, systemCalls: injector.calls)
             try cache.store(FaultInjectionTests.old, forKey: FaultInjectionTests.key)
             try cache.store(FaultInjectionTests.other, forKey: FaultInjectionTests.bystander)
-            try cache.store(Data("gone soon".utf8), forKey: FaultInjectionTests.expired, ttl: 1)
+            try cache.store(Data("gone soon".utf8), forKey: FaultInjectionTests.expired, expiry: .seconds(1))
             if operation == .unlock { try cache.lock(forKeys: [FaultInjectionTests.key]) }
             clock.advance(by: 5)
             _ = cache.count  // the index is built before any fault
@@ -57,7 +57,7 @@ import Testing
             switch operation {
             case .store: try cache.store(FaultInjectionTests.new, forKey: FaultInjectionTests.key)
             case .load:
-                if let record = try cache.load(forKey: FaultInjectionTests.key) {
+                if let record = try cache.record(forKey: FaultInjectionTests.key) {
                     #expect(record.data == FaultInjectionTests.old, "a load under a fault returned other bytes")
                 }
             case .lock: try cache.lock(forKeys: [FaultInjectionTests.key])
@@ -108,7 +108,7 @@ import Testing
                     #expect(fired > 0 || !succeeded || kind == .close, "\(label): the fault never fired")
 
                     // The record under the key: exactly what the outcome says.
-                    let data = try fixture.cache.load(forKey: Self.key)?.data
+                    let data = try fixture.cache.record(forKey: Self.key)?.data
                     switch operation {
                     case .store: #expect(data == (succeeded || committed ? Self.new : Self.old), "\(label): succeeded \(succeeded), committed \(committed)")
                     case .remove: #expect(data == (succeeded ? nil : Self.old), "\(label): succeeded \(succeeded)")
@@ -122,7 +122,7 @@ import Testing
                     default: #expect(locksAfter == locksBefore, "\(label)")
                     }
                     // A full disk may evict the bystander; nothing may change its bytes.
-                    let otherData = try fixture.cache.load(forKey: Self.bystander)?.data
+                    let otherData = try fixture.cache.record(forKey: Self.bystander)?.data
                     #expect(otherData == Self.other || (otherData == nil && fault == .fail(ENOSPC)), "\(label): bystander \(otherData?.count ?? -1) bytes")
                     // Nothing half-written: no temporary files, every record file valid, index == disk.
                     #expect(DiskAudit.strayFiles(in: fixture.cache.layout.root).isEmpty, "\(label): \(DiskAudit.strayFiles(in: fixture.cache.layout.root))")
@@ -168,12 +168,11 @@ import Testing
                         _ = cache.count
                         injector.disarm()
                         // The record either loads exactly or, if the build's read of it failed, loads on demand.
-                        #expect(try cache.load(forKey: Self.key)?.data == Self.old, "open: \(kind) #\(nth) \(fault)")
+                        #expect(try cache.record(forKey: Self.key)?.data == Self.old, "open: \(kind) #\(nth) \(fault)")
                         cache.close()
-                    } catch let error as CacheError {
-                        #expect([.ioFailure, .unsupportedFormat, .directoryInUse].contains(error.code), "open: \(kind) #\(nth) \(fault): \(error)")
                     } catch {
-                        Issue.record("open: \(kind) #\(nth) \(fault): not a CacheError: \(error)")
+                        // Typed throws: only a CacheError can reach here.
+                        #expect([.ioFailure, .unsupportedFormat, .directoryInUse].contains(error.code), "open: \(kind) #\(nth) \(fault): \(error)")
                     }
                     injector.disarm()
                 }
@@ -182,7 +181,7 @@ import Testing
         #expect(cases > 0)
         // After all that, the directory still opens and holds the record.
         let cache = try DiskCache(options: DiskCacheOptions(directory: seed.url))
-        #expect(try cache.load(forKey: Self.key)?.data == Self.old)
+        #expect(try cache.record(forKey: Self.key)?.data == Self.old)
         print("faults, open: \(cases) cases")
     }
 }

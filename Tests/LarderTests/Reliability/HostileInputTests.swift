@@ -37,7 +37,7 @@ import Testing
             try cache.store(Data(StampedPayload.make(key: key, version: UInt64(i), length: 100)), forKey: key)
         }
         for (i, key) in Self.hostileKeys.enumerated() {
-            #expect(try cache.load(forKey: key)?.data == Data(StampedPayload.make(key: key, version: UInt64(i), length: 100)), "\(key.debugDescription)")
+            #expect(try cache.record(forKey: key)?.data == Data(StampedPayload.make(key: key, version: UInt64(i), length: 100)), "\(key.debugDescription)")
         }
         #expect(cache.count == Self.hostileKeys.count)
         #expect(Set(try cache.keys(withPrefix: "")) == Set(Self.hostileKeys))
@@ -65,12 +65,12 @@ import Testing
             do {
                 try cache.store(Data("v".utf8), forKey: key)
                 #expect(!unsafe, "stored the unsafe key \(key.debugDescription)")
-                #expect(try cache.load(forKey: key)?.data == Data("v".utf8))
+                #expect(try cache.record(forKey: key)?.data == Data("v".utf8))
                 accepted += 1
-            } catch let error as CacheError {
+            } catch {
                 #expect(unsafe && error.code == .invalidKey, "\(key.debugDescription): \(error)")
                 // Every other entry point rejects it too.
-                #expect(throws: CacheError.self) { try cache.load(forKey: key) }
+                #expect(throws: CacheError.self) { try cache.record(forKey: key) }
                 #expect(throws: CacheError.self) { try cache.remove(forKeys: [key]) }
                 #expect(throws: CacheError.self) { try cache.lock(forKeys: [key]) }
                 #expect(!cache.contains(key))
@@ -98,9 +98,9 @@ import Testing
             let metadata = Self.metadataBytes(root)
             do {
                 try cache.store(Data("v".utf8), forKey: "any key")
-                #expect(try cache.load(forKey: "any key")?.data == Data("v".utf8), "\(name.debugDescription)")
+                #expect(try cache.record(forKey: "any key")?.data == Data("v".utf8), "\(name.debugDescription)")
                 #expect(!name.contains("/") && !name.hasPrefix(".") && !name.isEmpty, "accepted \(name.debugDescription)")
-            } catch let error as CacheError {
+            } catch {
                 #expect(error.code == .invalidKey, "\(name.debugDescription): \(error)")
             }
             #expect(Self.siblings(of: root).isEmpty, "\(name.debugDescription) escaped: \(Self.siblings(of: root))")
@@ -114,7 +114,7 @@ import Testing
         options.keyEncoding = .custom(name: "throws") { _ in throw Refused() }
         let cache = try DiskCache(options: options)
         #expect { try cache.store(Data(), forKey: "k") } throws: { ($0 as? CacheError)?.code == .invalidKey }
-        #expect { try cache.load(forKey: "k") } throws: { ($0 as? CacheError)?.code == .invalidKey }
+        #expect { try cache.record(forKey: "k") } throws: { ($0 as? CacheError)?.code == .invalidKey }
     }
 
     @Test func badOptionsFailAtInit() throws {
@@ -143,9 +143,10 @@ import Testing
         }
         // Store-time values.
         let cache = try DiskCache(options: DiskCacheOptions(directory: dir.appending("ok")))
-        for ttl in [-1, -.infinity, .nan, .infinity] as [TimeInterval] {
-            #expect("ttl \(ttl)") { try cache.store(Data(), forKey: "k", ttl: ttl) } throws: { ($0 as? CacheError)?.code == .invalidOptions }
+        // An expiry is a call's argument, not an option: invalidArgument (was invalidOptions for `ttl:`).
+        for seconds in [-1, -.infinity, .nan, .infinity, 0] as [TimeInterval] {
+            #expect("expiry \(seconds)") { try cache.store(Data(), forKey: "k", expiry: .seconds(seconds)) } throws: { ($0 as? CacheError)?.code == .invalidArgument }
         }
-        #expect(try cache.load(forKey: "k") == nil)
+        #expect(try cache.record(forKey: "k") == nil)
     }
 }

@@ -28,14 +28,14 @@ import Testing
         var readOnly = DiskCacheOptions(directory: dir.url)
         readOnly.isReadOnly = true
         let reader = try DiskCache(options: readOnly)
-        #expect(try reader.load(forKey: "nothing") == nil)
+        #expect(try reader.record(forKey: "nothing") == nil)
         #expect { try reader.store(Data(), forKey: "k") } throws: { ($0 as? CacheError)?.code == .readOnly }
         // The advisory lock dies with its holder.
         holder.kill()
         #expect(holder.wasKilled)
         let writer = try DiskCache(options: DiskCacheOptions(directory: dir.url))
         try writer.store(Data("mine".utf8), forKey: "k")
-        #expect(try writer.load(forKey: "k")?.data == Data("mine".utf8))
+        #expect(try writer.record(forKey: "k")?.data == Data("mine".utf8))
     }
 
     @Test func secondWriterInTheSameProcess() throws {
@@ -66,7 +66,7 @@ import Testing
         var hits = 0, misses = 0
         for i in 0 ..< 3000 {
             let key = i % 2 == 0 ? "c\(i % 12)" : "d\(i % 16)"
-            if let record = try local.load(forKey: key) {
+            if let record = try local.record(forKey: key) {
                 #expect(StampedPayload.version(of: record.data, key: key) != nil, "\(key): wrong bytes while the writer ran")
                 hits += 1
             } else {
@@ -83,7 +83,7 @@ import Testing
         // After the kill, a new writer opens and every record verifies.
         let next = try DiskCache(options: DiskCacheOptions(directory: dir.url))
         for key in (0 ..< 12).map({ "c\($0)" }) + (0 ..< 16).map({ "d\($0)" }) {
-            if let record = try next.load(forKey: key) {
+            if let record = try next.record(forKey: key) {
                 #expect(StampedPayload.version(of: record.data, key: key) != nil)
             }
         }

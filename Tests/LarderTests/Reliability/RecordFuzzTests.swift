@@ -69,7 +69,7 @@ import Testing
             if reseal || random.next() % 4 == 0 { Self.resealHeader(&bytes) }
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             do {
-                if let record = try cache.load(forKey: Self.key) {
+                if let record = try cache.record(forKey: Self.key) {
                     // Other bytes may only come back when the header, resealed, no longer carries a
                     // payload checksum and the file's payload region really holds them.
                     let header = try? RecordHeader.decode(bytes)
@@ -79,7 +79,7 @@ import Testing
                 } else {
                     outcomes["miss", default: 0] += 1
                 }
-            } catch let error as CacheError {
+            } catch {
                 outcomes["CacheError \(error.code)", default: 0] += 1
             }
         }
@@ -105,9 +105,9 @@ import Testing
         try Data(header.encoded()).write(to: URL(fileURLWithPath: path))
         #expect(truncate(path, off_t(size)) == 0)
         do {
-            let record = try cache.load(forKey: "huge")
+            let record = try cache.record(forKey: "huge")
             #expect(record == nil)
-        } catch let error as CacheError {
+        } catch {
             #expect(error.code == .ioFailure)
         }
         #expect(cache.contains("huge") == validHeader)  // contains reads only the header
@@ -133,7 +133,7 @@ import Testing
         try FileManager.default.createSymbolicLink(atPath: cache.layout.path(for: "dangling"), withDestinationPath: "/nonexistent/x")
         try FileManager.default.createSymbolicLink(atPath: cache.layout.path(for: "loop"), withDestinationPath: cache.layout.path(for: "loop"))
         for key in ["linked", "folder", "dangling", "loop"] {
-            #expect(try cache.load(forKey: key) == nil, "\(key)")
+            #expect(try cache.record(forKey: key) == nil, "\(key)")
             #expect(!cache.contains(key), "\(key)")
             #expect(try cache.lock(forKeys: [key]).isEmpty, "\(key)")
         }
@@ -142,6 +142,6 @@ import Testing
         var isDirectory: ObjCBool = false
         #expect(FileManager.default.fileExists(atPath: cache.layout.path(for: "folder"), isDirectory: &isDirectory) && isDirectory.boolValue)
         #expect(try cache.collectGarbage().removed.isEmpty)
-        #expect(try cache.load(forKey: "target")?.data == Data("target".utf8))
+        #expect(try cache.record(forKey: "target")?.data == Data("target".utf8))
     }
 }

@@ -31,3 +31,18 @@ final class EvictionRecorder<Key: Sendable & Equatable, Value: Sendable & Equata
         }
     }
 }
+
+extension CacheStatistics {
+    /// The counters a test expects, every other one at 0.
+    init(hits: Int = 0, misses: Int = 0, insertions: Int = 0, expirations: Int = 0, evictions: [EvictionReason: Int] = [:]) {
+        self.init()
+        self.hits = hits
+        self.misses = misses
+        self.insertions = insertions
+        self.expirations = expirations
+        self.evictions = evictions
+    }
+}
+
+/// The expiries every tier must reject with ``CacheError/Code/invalidArgument``.
+let invalidExpiries: [Expiry] = [.seconds(0), .seconds(-1), .seconds(.nan), .seconds(.infinity), .seconds(-.infinity)]
