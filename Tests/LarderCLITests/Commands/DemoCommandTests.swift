@@ -10,7 +10,7 @@ import Testing
         for run in 1 ... 2 {
             let result = larder(["demo", "--dir", dir])
             #expect(result.code == 0, "run \(run): \(result.stderr)")
-            for section in ["Disk tier", "Memory tier", "TTL", "Lock", "Collection with a size limit", "Promotion", "Statistics"] {
+            for section in ["Disk tier", "Memory tier", "Expiry", "Lock", "Collection with a size limit", "Promotion", "Statistics"] {
                 #expect(result.stdout.contains("\n\(section)\n"), "run \(run): \(section)")
             }
             #expect(result.stdout.contains("miss (expired)"))
