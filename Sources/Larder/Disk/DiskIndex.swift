@@ -160,11 +160,6 @@ struct DiskIndex: Sendable {
         return entry
     }
 
-    /// Removes everything.
-    mutating func removeAll() {
-        self = DiskIndex()
-    }
-
     /// Entries from least to most recently used, stopping when `body` returns `false`.
     /// - Complexity: O(*k*) for the *k* entries visited.
     func forEachLeastRecentFirst(_ body: (IndexEntry) -> Bool) {

@@ -9,7 +9,7 @@ enum DemoCommand: Subcommand {
         options: [.value("dir", "DIR", "Where (default: $XDG_CACHE_HOME/larder/demo, else ~/.cache/larder/demo).")],
         discussion: """
             Stores text, JSON and PNG images on disk and reads them back, shows the memory tier's
-            LRU eviction and TTL, lets a short TTL expire on disk, locks a record, collects
+            LRU eviction and expiry, lets a short expiry pass on disk, locks a record, collects
             garbage with a size limit (the locked record survives), promotes a disk hit into
             memory through a HybridCache, and prints the statistics. Its clock is a manual one that starts an hour in the past, so expiry
             happens in an instant. Running it again reuses the directory. Afterwards try
@@ -87,7 +87,7 @@ struct DemoRun {
         say("  load never/stored: \(missing == nil ? "miss, as expected" : "hit?")")
     }
 
-    /// Memory tier: an LRU with a count limit of 3 and a TTL, on the same manual clock.
+    /// Memory tier: an LRU with a count limit of 3 and an expiry, on the same manual clock.
     private mutating func memoryTier() {
         section("Memory tier")
         let evicted = Mutex<[String]>([])
