@@ -333,11 +333,7 @@ public final class DiskCache: Sendable {
     /// - Complexity: O(*k*) file removals for *k* keys.
     @discardableResult
     public func remove(forKeys keys: [String]) throws(CacheError) -> [String] {
-        var removed: [String] = []
-        for key in keys where try remove(forKey: key) {
-            removed.append(key)
-        }
-        return removed
+        try KeyBatch.removing(keys) { (key: String) throws(CacheError) in try remove(forKey: key) }
     }
 
     /// Locks the records under `keys` against expiry and collection (up to the size limit),

@@ -256,11 +256,7 @@ public final class HybridCache: Sendable {
     /// - Throws: ``CacheError`` from the disk tier (the keys before the failing one are removed).
     @discardableResult
     public func remove(forKeys keys: [String]) throws(CacheError) -> [String] {
-        var removed: [String] = []
-        for key in keys where try remove(forKey: key) {
-            removed.append(key)
-        }
-        return removed
+        try KeyBatch.removing(keys) { (key: String) throws(CacheError) in try remove(forKey: key) }
     }
 
     /// Removes every entry from every tier. Waits for calls in progress on any key.

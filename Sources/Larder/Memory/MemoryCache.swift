@@ -155,21 +155,15 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
         let lifetime = try expiry.validatedSeconds(key: "\(key)") ?? defaultExpiration
         let deadline = lifetime.map { clock.now + $0 } ?? .infinity
-        let collecting = evictionHandler != nil
-        let evicted = state.withLock { state -> Evicted in
+        changeEnforcingLimits { state in
             if state.totalCostLimit > 0 && cost > state.totalCostLimit {
                 if let slot = state.storage.slot(forKey: key) { state.storage.remove(slot) }
-                state._checkInvariants()
-                return []
+                return false
             }
             state.storage.setValue(value, forKey: key, cost: cost, deadline: deadline)
             state.counters.insertions += 1
-            var evicted: Evicted = []
-            state._enforceLimits(collecting: collecting, into: &evicted)
-            state._checkInvariants()
-            return evicted
+            return true
         }
-        notify(evicted)
     }
 
     /// Removes the value stored under `key`. The eviction handler is not called.
@@ -338,11 +332,20 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     private func updateLimits(_ change: (inout State) -> Void) {
+        changeEnforcingLimits { state in
+            change(&state)
+            return true
+        }
+    }
+
+    /// Runs `change` under the lock, then, when it returns `true`, evicts until the cache is
+    /// within its limits; the evicted values reach the handler once the lock is released.
+    @inlinable
+    func changeEnforcingLimits(_ change: (inout State) -> Bool) {
         let collecting = evictionHandler != nil
         let evicted = state.withLock { state -> Evicted in
-            change(&state)
             var evicted: Evicted = []
-            state._enforceLimits(collecting: collecting, into: &evicted)
+            if change(&state) { state._enforceLimits(collecting: collecting, into: &evicted) }
             state._checkInvariants()
             return evicted
         }
