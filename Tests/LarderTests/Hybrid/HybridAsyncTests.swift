@@ -39,6 +39,25 @@ import Testing
         await #expect(throws: CacheError.self) { try await disk.value([Int].self, forKey: "bad") }
     }
 
+    @Test func asyncTwinsRejectInvalidExpiriesAndKeepThePreviousValue() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try HybridCache(options: hybridOptions(dir.url))
+        try await cache.store(bytes("old"), forKey: "k")
+        for expiry in invalidExpiries {
+            await #expect(throws: CacheError.self, "\(expiry)") { try await cache.store(bytes("new"), forKey: "k", expiry: expiry) }
+            await #expect(throws: CacheError.self, "\(expiry)") { try await cache.disk.store(bytes("new"), forKey: "k", expiry: expiry) }
+            do {
+                try await cache.store(Profile(name: "n", age: 1, tags: []), forKey: "k", expiry: expiry)
+                Issue.record("\(expiry) was accepted")
+            } catch {
+                #expect(error.code == .invalidArgument, "\(expiry)")
+            }
+        }
+        #expect(try await cache.value(forKey: "k") == bytes("old"))
+        #expect(try await cache.disk.value(forKey: "k") == bytes("old"))
+    }
+
     @Test func blockingWorkRunsOnTheCachesOwnQueue() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }

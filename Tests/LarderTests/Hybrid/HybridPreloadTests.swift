@@ -39,6 +39,31 @@ import Testing
         #expect(cache.disk.count == 3)
     }
 
+    @Test func plainFilesTakeTheEntriesExpiry() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let shipped = dir.appending("shipped")
+        try writeFiles(["a": "alpha", "r": "read through"], to: shipped)
+        let clock = ManualClock(now: 1_700_000_000)
+        var options = hybridOptions(dir.appending("cache"), clock: clock)
+        var entries = PreloadedEntries(directory: shipped)
+        #expect(entries.expiry == .default)
+        entries.expiry = .seconds(50)
+        options.preloaded = entries
+        let cache = try HybridCache(options: options)
+        #expect(cache.preloadReport?.imported == ["a", "r"])
+        #expect(try cache.disk.record(forKey: "a")?.expiry == .seconds(50))
+        // Read through, a plain file is stored on disk with the same expiry.
+        var readThrough = hybridOptions(dir.appending("cache2"), clock: clock)
+        entries.mode = .readThrough
+        readThrough.preloaded = entries
+        let other = try HybridCache(options: readThrough)
+        #expect(try other.value(forKey: "r") == bytes("read through"))
+        #expect(try other.disk.record(forKey: "r")?.expiry == .seconds(50))
+        clock.advance(by: 51)
+        #expect(try cache.value(forKey: "a", from: .disk) == nil)
+    }
+
     @Test func copyIfMissingImportsRecordsWithTheirTTLAndLockAndSkipsBrokenOnes() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
