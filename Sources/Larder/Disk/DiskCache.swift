@@ -46,7 +46,7 @@ public final class DiskCache: Sendable {
     /// Held for the duration of a collection or a limit-enforcing trim.
     let collectionGate = LarderMutex(())
     /// Whether the index snapshot on disk is exact, and how many changes to records are under way.
-    let snapshotGate = LarderMutex(SnapshotState())
+    let snapshotGate: LarderMutex<SnapshotState>
     /// One lock per record file name (striped), held across each change to a record.
     private let keyLocks = StripedLock()
     let directoryLock: DirectoryLock?
@@ -57,7 +57,11 @@ public final class DiskCache: Sendable {
     let isClosed = Atomic<Bool>(false)
 
     struct SnapshotState {
-        var isOnDisk = false
+        /// Whether a snapshot may be on disk, so the next change must withdraw it first. A
+        /// writer starts with `true`: the snapshot its last close wrote stays until the
+        /// background build has read it, and a store made meanwhile must not leave it behind
+        /// for a crash to trust (found by the crash-consistency test under load).
+        var isOnDisk: Bool
         var changesInFlight = 0
     }
 
@@ -100,6 +104,7 @@ public final class DiskCache: Sendable {
         self.blockSize = max(512, Int(rootInfo?.st_blksize ?? 4096))
         self.expiryRule = ExpiryRule(defaultExpiration: options.defaultExpiration)
         self.state = LarderMutex(State())
+        self.snapshotGate = LarderMutex(SnapshotState(isOnDisk: !options.isReadOnly))
         self.ioQueue = DispatchQueue(label: "larder.disk", qos: .utility, attributes: .concurrent)
         self.directoryLock = lock
         indexBuild.enter()
