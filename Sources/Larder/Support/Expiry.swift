@@ -39,12 +39,13 @@ public enum Expiry: Sendable, Hashable, CustomStringConvertible {
     /// The lifetime in seconds, clamped to ``maximumSeconds``; `nil` for ``default``.
     /// - Throws: ``CacheError/Code/invalidArgument`` naming `key` for zero, negative or
     ///   non-finite seconds.
-    @usableFromInline
-    package func validatedSeconds(key: String?) throws(CacheError) -> TimeInterval? {
+    /// - Parameter key: Evaluated only for the error, so that a hot path pays nothing for it.
+    @inlinable
+    package func validatedSeconds(key: @autoclosure () -> String?) throws(CacheError) -> TimeInterval? {
         guard case .seconds(let seconds) = self else { return nil }
         guard seconds.isFinite, seconds > 0 else {
             throw CacheError(
-                .invalidArgument, "an expiry must be a finite number of seconds above 0 (or .default), not \(seconds)", key: key)
+                .invalidArgument, "an expiry must be a finite number of seconds above 0 (or .default), not \(seconds)", key: key())
         }
         return min(seconds, Self.maximumSeconds)
     }
