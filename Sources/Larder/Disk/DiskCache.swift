@@ -92,18 +92,9 @@ public final class DiskCache: Sendable {
     /// Opens the cache with a table of system calls of the caller's choosing (fault injection in tests).
     package init(options: DiskCacheOptions, systemCalls: SystemCalls) throws {
         try options.validate()
-        let io = FileIO(calls: systemCalls)
-        let layout = DiskLayout(root: options.directory.standardizedFileURL.path)
-        if options.isReadOnly {
-            guard let info = try? io.lstat(layout.root), (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw CacheError(.notFound, "the cache directory does not exist or is not a folder", path: layout.root)
-            }
-        } else {
-            do { try io.mkdirs(layout.root) } catch {
-                throw CacheError(.ioFailure, "cannot create the cache directory", path: layout.root, errno: error.rawValue)
-            }
-        }
-        let lock = options.isReadOnly ? nil : try DirectoryLock(path: layout.lockPath, io: io)
+        // Every path below resolves beneath a descriptor of the root (see `FileIO`).
+        let (layout, io) = try Self.openFolder(options: options, systemCalls: systemCalls)
+        let lock = options.isReadOnly ? nil : try DirectoryLock(path: layout.lockPath, io: io, sharedWithGroup: options.sharing == .group)
         do {
             try Self.checkMetadata(layout: layout, options: options, io: io)
             if !options.isReadOnly { try Self.prepareTemporaryFolder(layout: layout, io: io) }
@@ -115,7 +106,7 @@ public final class DiskCache: Sendable {
         self.options = options
         self.layout = layout
         self.io = io
-        self.records = RecordFile(io: io)
+        self.records = RecordFile(io: io, maximumPayloadSize: options.maximumRecordSize)
         self.blockSize = max(512, Int(rootInfo?.st_blksize ?? 4096))
         self.state = LarderMutex(State())
         self.ioQueue = DispatchQueue(label: "larder.disk", qos: .utility, attributes: .concurrent)
@@ -140,9 +131,10 @@ public final class DiskCache: Sendable {
     ///   - key: The key.
     ///   - ttl: Seconds until it expires, counted from now whatever the reads; 0 (the default)
     ///     means the cache's default expiration, counted from the last store, load or touch.
+    ///     Above ``RecordHeader/maximumTTL`` (100 years) it is clamped to that.
     ///   - locked: Whether to store it with a lock count of 1, so that it never expires until unlocked.
     /// - Throws: ``CacheError``: ``CacheError/Code/invalidKey``, ``CacheError/Code/invalidOptions``
-    ///   for a negative TTL, ``CacheError/Code/diskFull`` when the volume stays full after the
+    ///   for a negative or NaN TTL or a payload above ``DiskCacheOptions/maximumRecordSize``, ``CacheError/Code/diskFull`` when the volume stays full after the
     ///   cache freed room, ``CacheError/Code/ioFailure``. A failed store leaves the previous record
     ///   intact, with one exception: with ``Durability/fsync``, when only the final sync of the
     ///   record's folder fails, the new record is already in place (and indexed) but may not
@@ -151,6 +143,9 @@ public final class DiskCache: Sendable {
         try checkWritable(key: key)
         guard ttl.isFinite, ttl >= 0 else {
             throw CacheError(.invalidOptions, "ttl must be 0 (the default expiration) or a positive number of seconds, not \(ttl)", key: key)
+        }
+        guard data.count <= options.maximumRecordSize else {
+            throw CacheError(.invalidOptions, "the payload (\(data.count) bytes) is larger than maximumRecordSize (\(options.maximumRecordSize))", key: key)
         }
         let name = try options.keyEncoding.fileName(for: key)
         let keyBytes = options.keyEncoding.storesKey ? Array(key.utf8) : []
@@ -161,7 +156,7 @@ public final class DiskCache: Sendable {
         var flags: RecordFlags = [.payloadChecksum, .accessTime]
         if !keyBytes.isEmpty { flags.insert(.storedKey) }
         let header = RecordHeader(
-            refCount: locked ? 1 : 0, ttl: UInt64(ttl.rounded(.up)), updateTimeSec: Self.seconds(now),
+            refCount: locked ? 1 : 0, ttl: UInt64(min(ttl, Double(RecordHeader.maximumTTL)).rounded(.up)), updateTimeSec: Self.seconds(now),
             payloadSizeBytes: UInt64(data.count), flags: flags,
             reserved1: data.withUnsafeBytes { CRC32.checksum($0) },
             reserved2: Self.milliseconds(now), reserved3: UInt32(keyBytes.count),
@@ -465,8 +460,9 @@ public final class DiskCache: Sendable {
         changingRecords {
             if !options.isReadOnly {
                 if reason == .notARegularFile {
-                    // A folder or a link where a record should be: remove the link, leave folders alone.
-                    if let info = try? io.lstat(path), (info.st_mode & S_IFMT) == S_IFLNK { _ = try? io.unlink(path) }
+                    // A folder, a link or a FIFO where a record should be: remove the link or the
+                    // FIFO (never a link's target), leave folders alone.
+                    if let info = try? io.info(atPath: path), info.kind != .directory { _ = try? io.unlink(path) }
                 } else {
                     _ = try? io.unlink(path)
                 }
