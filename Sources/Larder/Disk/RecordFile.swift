@@ -266,7 +266,7 @@ package struct RecordFile: Sendable {
                 try io.mkdir(folder)
                 try io.rename(temporaryPath, path)
             } catch where (error == .tooManySymbolicLinks || error == .notADirectory) && folder != ""
-                && (try? io.info(atPath: folder))??.kind == .symbolicLink {
+                && (try? io.info(atPath: folder))?.kind == .symbolicLink {
                 // A link where the record's shard folder should be: the cache owns its folder,
                 // so the link goes (never its target) and a real folder takes its place.
                 try io.unlink(folder)

@@ -36,6 +36,8 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     package static let interrupted = Errno(EINTR)
     /// `EIO`: an input/output error.
     package static let ioError = Errno(EIO)
+    /// `EPERM`: operation not permitted (`unlink` of a folder on some systems).
+    package static let notPermitted = Errno(EPERM)
     /// `EACCES`: permission denied.
     package static let permissionDenied = Errno(EACCES)
     /// `ENOMEM`: out of memory.

@@ -112,7 +112,7 @@ enum RmCommand: Subcommand {
         var missing: [String] = []
         for key in arguments.positionals {
             let name = try? context.keyEncoding?.fileName(for: key)
-            guard let name, FileManager.default.fileExists(atPath: context.layout.path(for: name)) else {
+            guard let name, (try? context.files.info(atPath: context.layout.path(for: name))) != nil else {
                 missing.append(key)
                 continue
             }

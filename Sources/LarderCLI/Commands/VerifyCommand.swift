@@ -27,7 +27,8 @@ enum VerifyCommand: Subcommand {
         var corrupt: [RecordEntry] = []
         var checked = 0
         for (i, name) in names.enumerated() {
-            if let entry = inspector.entry(named: name, readPayload: true) {
+            // Streamed: a record is checked in chunks, never read into memory whole.
+            if let entry = inspector.verifiedEntry(named: name) {
                 checked += 1
                 if entry.corruption != nil { corrupt.append(entry) }
             }
@@ -45,7 +46,11 @@ enum VerifyCommand: Subcommand {
                     if let key = entry.key, let encoding = context.keyEncoding, (try? encoding.fileName(for: key)) == entry.file {
                         try cache.remove(forKeys: [key])
                     } else {
-                        try FileManager.default.removeItem(atPath: entry.path)
+                        // One unlink beneath the root: a file or a link goes, never a link's
+                        // target, and a folder named like a record stays (EISDIR), whatever it holds.
+                        do throws(Errno) { try context.files.unlink(entry.path) } catch {
+                            throw CacheError(.ioFailure, error == .isADirectory || error == .notPermitted ? "a folder, not a record file; remove it yourself if it is not yours" : "cannot remove it", path: entry.path, errno: error.rawValue)
+                        }
                     }
                     removed.append(entry.relativePath)
                 } catch {

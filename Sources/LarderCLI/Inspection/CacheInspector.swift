@@ -12,10 +12,13 @@ import Larder
 /// removing anything, so corrupt records are reported rather than cleaned away.
 struct CacheInspector {
     let context: CacheContext
-    let records = RecordFile(io: FileIO())
+    let records: RecordFile
     private var io: FileIO { records.io }
 
-    init(_ context: CacheContext) { self.context = context }
+    init(_ context: CacheContext) {
+        self.context = context
+        records = RecordFile(io: context.files)
+    }
 
     /// The file names of every record, sorted, found the way `DiskCache` finds them.
     func recordNames() throws(CommandFailure) -> [String] {
@@ -31,6 +34,16 @@ struct CacheInspector {
     ///   - name: Its file name.
     ///   - readPayload: Whether to read (and with `verify`, check) the payload, or only header and key.
     func entry(named name: String, readPayload: Bool, verify: Bool = true) -> RecordEntry? {
+        entry(named: name) { path throws(Errno) in try records.read(path, readPayload: readPayload, verifyPayload: verify) }
+    }
+
+    /// Reads one record's header and key and checks its payload's CRC-32 in chunks, without
+    /// reading the payload into memory (`larder verify`). The entry carries no payload.
+    func verifiedEntry(named name: String) -> RecordEntry? {
+        entry(named: name) { path throws(Errno) in try records.verify(path) }
+    }
+
+    private func entry(named name: String, reading: (String) throws(Errno) -> RecordReadResult) -> RecordEntry? {
         let path = context.layout.path(for: name)
         let relative = String(path.dropFirst(context.layout.root.count + 1))
         var entry = RecordEntry(
@@ -38,7 +51,7 @@ struct CacheInspector {
             fileSize: 0, header: nil, corruption: nil, status: .ok, payload: nil)
         let result: RecordReadResult
         do {
-            result = try records.read(path, readPayload: readPayload, verifyPayload: verify)
+            result = try reading(path)
         } catch {
             // Unreadable (permissions, I/O): report it as corrupt with what stat says.
             entry.corruption = .truncated
@@ -51,7 +64,7 @@ struct CacheInspector {
         case .corrupt(let reason):
             entry.corruption = reason
             entry.status = .corrupt
-            entry.fileSize = (try? io.lstat(path)).flatMap { $0 }.map { Int($0.st_size) } ?? 0
+            entry.fileSize = (try? io.info(atPath: path))?.size ?? 0
             // Show what the header says where the header itself is sound.
             if reason == .badPayloadChecksum || reason == .badStoredKey,
                case .record(let contents)? = try? records.read(path, readPayload: false) {
