@@ -155,7 +155,8 @@ extension DiskCache {
             let header = contents.header
             scanned.append(IndexEntry(
                 name: name, key: contents.storedKey ?? (options.keyEncoding.storesKey ? nil : name),
-                diskSize: diskSize(contents.fileSize), fileSize: contents.fileSize, updateTime: header.updateTimeSec,
+                // A header scan does not vouch for the length: the first load checks it for holes.
+                diskSize: diskSize(contents.fileSize), fileSize: 0, updateTime: header.updateTimeSec,
                 lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000,
                 ttl: header.ttl, lockCount: header.refCount))
         }

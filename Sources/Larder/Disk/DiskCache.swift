@@ -505,7 +505,7 @@ public final class DiskCache: Sendable {
                 s.index.modify(slot: slot, moveToMostRecent: true) { entry in
                     if entry.key == nil { entry.key = contents.storedKey ?? key }
                     entry.diskSize = diskSize(contents.fileSize)
-                    entry.fileSize = contents.fileSize
+                    entry.fileSize = contents.vouchedFileSize(previous: entry.fileSize)
                     entry.updateTime = newUpdateTime
                     entry.lastAccessMs = nowMs
                     entry.ttl = header.ttl
@@ -515,7 +515,7 @@ public final class DiskCache: Sendable {
                 }
             } else {
                 s.index.upsert(IndexEntry(
-                    name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: contents.fileSize,
+                    name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: contents.vouchedFileSize(previous: 0),
                     updateTime: newUpdateTime, lastAccessMs: nowMs, ttl: header.ttl, lockCount: header.refCount,
                     isAccessDirty: tracksAccess))
             }
@@ -573,8 +573,8 @@ public final class DiskCache: Sendable {
                 }
                 state.withLock { s in
                     let entry = IndexEntry(
-                        name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: contents.fileSize,
-                        updateTime: header.updateTimeSec, lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec * 1000,
+                        name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize),
+                        fileSize: contents.vouchedFileSize(previous: indexed?.fileSize ?? 0), updateTime: header.updateTimeSec, lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec * 1000,
                         ttl: header.ttl, lockCount: header.refCount)
                     // A lock is not a use: the record keeps its place in the LRU order.
                     s.index.replaceKeepingPosition(entry)

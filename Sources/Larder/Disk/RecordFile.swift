@@ -10,6 +10,14 @@ package struct RecordContents: Sendable {
     package var payload: Data?
     /// The file's length in bytes.
     package var fileSize: Int
+
+    /// The length an index may hand back to ``RecordFile/read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:)``
+    /// as one it can vouch for (exempt from the sparse-file check): this read's length when it
+    /// read the payload (which passed that check, or was vouched for itself) or when it equals
+    /// `previous`, a vouched length; else 0, unknown.
+    package func vouchedFileSize(previous: Int) -> Int {
+        payload != nil || previous == fileSize ? fileSize : 0
+    }
 }
 
 /// The outcome of reading a record file.
