@@ -119,4 +119,19 @@ import Testing
             return
         }
     }
+
+    /// The numbers `docs/SECURITY.md` gives.
+    @Test func documentedLimits() {
+        #expect(RecordHeader.maximumTTL == 3_155_760_000 && Double(RecordHeader.maximumTTL) == 100 * 365.25 * 86_400)
+        let endOf9999 = DateComponents(calendar: Calendar(identifier: .gregorian), timeZone: TimeZone(identifier: "UTC"),
+                                       year: 9999, month: 12, day: 31, hour: 23, minute: 59, second: 59).date!
+        #expect(Double(RecordHeader.maximumTimestamp) == endOf9999.timeIntervalSince1970)
+        let mebibyte = 1 << 20
+        #expect(FileInfo.sparseAllowance == mebibyte)
+        #expect(!FileInfo(kind: .regular, size: mebibyte, allocatedBytes: 0).looksSparse)
+        #expect(FileInfo(kind: .regular, size: mebibyte + 8, allocatedBytes: (mebibyte + 8) / 8 - 1).looksSparse)
+        #expect(!FileInfo(kind: .regular, size: mebibyte + 8, allocatedBytes: (mebibyte + 8) / 8).looksSparse)
+        #expect(IndexSnapshot.maximumEntrySize == 1 << 50 && IndexSnapshot.maximumTotalSize == 1 << 62)
+        #expect(DiskCacheOptions(directory: URL(fileURLWithPath: "/tmp/x")).sharing == .ownerOnly)
+    }
 }
