@@ -26,6 +26,9 @@ package final class CacheRoot: Sendable {
     private let prefix: String
     /// The descriptor in use; replaced by ``reopenIfRemoved()``.
     private let current: Atomic<Int32>
+    /// Whether `openat2` failed with `ENOSYS` or `EPERM` (an old kernel, a seccomp filter): from
+    /// then on, paths beneath this root are walked one component at a time.
+    let beneathIsUnavailable = Atomic<Bool>(false)
     /// Every descriptor opened, closed when the root goes away (a replaced one may still be in
     /// use by a call on another thread, so it is not closed before).
     private let opened: LarderMutex<[Int32]>
@@ -169,9 +172,23 @@ package struct FileIO: Sendable {
     // MARK: - Descriptors
 
     /// Opens `path` with `flags` plus `O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`; a created file gets
-    /// `mode` (default ``fileMode``).
+    /// `mode` (default ``fileMode``). Beneath a root, a path of several components is opened with
+    /// one `openat2` (no link, no way out) where the kernel has it, else walked.
     package func open(_ path: String, _ flags: Int32, mode: UInt16? = nil) throws(Errno) -> Int32 {
         let mode = mode_t(mode ?? fileMode)
+        if let root, !root.beneathIsUnavailable.load(ordering: .relaxed) {
+            guard let components = root.components(of: path) else { throw .escapesRoot }
+            if components.count > 1 {
+                let relative = components.joined(separator: "/")
+                do {
+                    let fd = try retrying { calls.openBeneath(root.fd, relative, flags | Self.safetyFlags, mode) }
+                    if forcesModes, flags & O_CREAT != 0 { _ = calls.fchmod(fd, mode) }
+                    return fd
+                } catch where error.rawValue == ENOSYS || error.rawValue == EPERM {
+                    root.beneathIsUnavailable.store(true, ordering: .relaxed)
+                }
+            }
+        }
         let fd = try resolving(path) { (directory, name) throws(Errno) in
             try retrying { calls.openat(directory, name, flags | Self.safetyFlags, mode) }
         }

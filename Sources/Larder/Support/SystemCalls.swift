@@ -26,6 +26,39 @@ private func c_fchmod(_ fd: Int32, _ mode: mode_t) -> Int32 { fchmod(fd, mode) }
 private func c_pipe(_ fds: UnsafeMutablePointer<Int32>) -> Int32 { pipe(fds) }
 private func c_poll(_ fds: UnsafeMutablePointer<pollfd>, _ count: Int, _ timeout: Int32) -> Int32 { poll(fds, nfds_t(count), timeout) }
 
+#if os(Linux)
+/// `syscall(2)`, looked up once and called through a non-variadic type: Swift cannot call a C
+/// variadic function. Sound on Linux's x86-64 and AArch64 ABIs, where glibc's `syscall` is
+/// assembly that moves its integer arguments into the kernel's registers and never reads a
+/// `va_list`. `nil` when the lookup fails.
+private typealias RawSyscall4 = @convention(c) (Int, Int, UnsafeRawPointer, UnsafeRawPointer, Int) -> Int
+private let rawSyscall: RawSyscall4? = dlsym(nil, "syscall").map { unsafeBitCast($0, to: RawSyscall4.self) }
+/// `SYS_openat2`, the same number on every Linux architecture (Linux 5.6).
+private let openat2Number = 437
+
+/// `openat2(directory, path, {flags, mode, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+/// RESOLVE_NO_MAGICLINKS})`: the whole path resolved beneath `directory`, failing with `ELOOP` at
+/// any link and `EXDEV` on any way out. `ENOSYS` where the kernel (or a seccomp filter) lacks it.
+private func c_openBeneath(_ directory: Int32, _ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    guard let rawSyscall else {
+        errno = ENOSYS
+        return -1
+    }
+    // struct open_how { u64 flags; u64 mode; u64 resolve; }; the mode must be 0 unless creating.
+    let creates = flags & O_CREAT != 0
+    var how: (UInt64, UInt64, UInt64) = (UInt64(UInt32(bitPattern: flags)), creates ? UInt64(mode) : 0, 0x08 | 0x04 | 0x02)
+    let result = withUnsafePointer(to: &how) { pointer in
+        rawSyscall(openat2Number, Int(directory), UnsafeRawPointer(path), UnsafeRawPointer(pointer), MemoryLayout<(UInt64, UInt64, UInt64)>.size)
+    }
+    return Int32(truncatingIfNeeded: result)
+}
+#else
+private func c_openBeneath(_ directory: Int32, _ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    errno = ENOSYS
+    return -1
+}
+#endif
+
 // `flock` and `statvfs` name both a C struct and a C function; a typed reference picks the function.
 private let cFlock: @convention(c) (Int32, Int32) -> Int32 = flock
 private let cStatvfs: @Sendable (UnsafePointer<CChar>, UnsafeMutablePointer<statvfs>) -> Int32 = statvfs
@@ -44,6 +77,11 @@ private let cStatvfs: @Sendable (UnsafePointer<CChar>, UnsafeMutablePointer<stat
 /// cache folder. `AT_FDCWD` (``atCurrentDirectory``) makes them take an absolute path.
 package struct SystemCalls: Sendable {
     package var openat: @Sendable (_ directory: Int32, _ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32
+    /// `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`: a relative
+    /// path of several components opened beneath `directory` in one call, never through a link.
+    /// Fails with `ENOSYS` where the kernel lacks it (before Linux 5.6, other systems); ``FileIO``
+    /// then walks the path with ``openat``.
+    package var openBeneath: @Sendable (_ directory: Int32, _ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32
     package var close: @Sendable (_ fd: Int32) -> Int32
     package var read: @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int
     package var pread: @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: off_t) -> Int
@@ -76,6 +114,7 @@ package struct SystemCalls: Sendable {
     /// The C library's calls.
     package static let live = SystemCalls(
         openat: c_openat,
+        openBeneath: c_openBeneath,
         close: c_close,
         read: c_read,
         pread: c_pread,

@@ -6,11 +6,11 @@ import Testing
 /// `/victim/important.txt`, and with hashed keys stores landed outside the cache. Every path now
 /// resolves beneath a descriptor of the root without following a link at any component.
 @Suite struct PathEscapeTests {
-    @Test(arguments: [HostilePlant.linkToFolder, .linkToFile, .danglingLink, .linkLoop, .fifo, .garbageFile])
-    func verbatimKeysDoNotReachThroughALinkedShard(plant: HostilePlant) throws {
+    @Test(arguments: [HostilePlant.linkToFolder, .linkToFile, .danglingLink, .linkLoop, .fifo, .garbageFile], [false, true])
+    func verbatimKeysDoNotReachThroughALinkedShard(plant: HostilePlant, walking: Bool) throws {
         let fixture = HostileFixture("larder-escape")
         defer { fixture.remove() }
-        let cache = try DiskCache(options: fixture.options())
+        let cache = try DiskCache(options: fixture.options(), systemCalls: HostileFolderFuzzTests.calls(walking: walking))
         try cache.store(Data("bystander".utf8), forKey: "bystander")
         // The link points at the sentinel root, which holds `important.txt`: the key's record path.
         if plant == .linkToFolder {

@@ -115,6 +115,10 @@ final class FaultInjector: Sendable {
             if case .fail(let e)? = fault(for: .open, path: Self.path(directory, path)) { return Self.failing(e) }
             return live.openat(directory, path, flags, mode)
         }
+        calls.openBeneath = { [self] directory, path, flags, mode in
+            if case .fail(let e)? = fault(for: .open, path: Self.path(directory, path)) { return Self.failing(e) }
+            return live.openBeneath(directory, path, flags, mode)
+        }
         calls.close = { [self] fd in
             // Like Linux: the descriptor is gone whatever close reports.
             let result = live.close(fd)
