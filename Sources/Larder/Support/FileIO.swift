@@ -74,6 +74,30 @@ package final class CacheRoot: Sendable {
         return true
     }
 
+    /// `path` relative to the root ("" for the root itself), or `nil` when it is not beneath the
+    /// root, or has an empty, `.` or `..` component or a NUL byte. One scan, no allocation.
+    package func relativePath(of path: String) -> Substring? {
+        if path == self.path { return "" }
+        let utf8 = path.utf8
+        guard utf8.starts(with: prefix.utf8) else { return nil }
+        let start = utf8.index(utf8.startIndex, offsetBy: prefix.utf8.count)
+        var componentLength = 0
+        var dots = 0
+        for byte in utf8[start...] {
+            if byte == UInt8(ascii: "/") {
+                if componentLength == 0 || componentLength == dots && dots <= 2 { return nil }
+                componentLength = 0
+                dots = 0
+                continue
+            }
+            if byte == 0 { return nil }
+            componentLength += 1
+            if byte == UInt8(ascii: ".") { dots += 1 }
+        }
+        if componentLength == 0 || componentLength == dots && dots <= 2 { return nil }
+        return path[start...]
+    }
+
     /// The components of `path` beneath the root (empty for the root itself), or `nil` when the
     /// path is not beneath it, or names `.`, `..` or a NUL byte.
     package func components(of path: String) -> [String]? {
@@ -177,9 +201,9 @@ package struct FileIO: Sendable {
     package func open(_ path: String, _ flags: Int32, mode: UInt16? = nil) throws(Errno) -> Int32 {
         let mode = mode_t(mode ?? fileMode)
         if let root, !root.beneathIsUnavailable.load(ordering: .relaxed) {
-            guard let components = root.components(of: path) else { throw .escapesRoot }
-            if components.count > 1 {
-                let relative = components.joined(separator: "/")
+            guard let relative = root.relativePath(of: path) else { throw .escapesRoot }
+            if relative.utf8.contains(UInt8(ascii: "/")) {
+                let relative = String(relative)
                 do {
                     let fd = try retrying { calls.openBeneath(root.fd, relative, flags | Self.safetyFlags, mode) }
                     if forcesModes, flags & O_CREAT != 0 { _ = calls.fchmod(fd, mode) }

@@ -83,4 +83,21 @@ import Testing
         }
         #expect(FileManager.default.fileExists(atPath: fixture.sentinel.root + "/important.txt"))
     }
+
+    @Test func relativePathsAreCheckedComponentByComponent() throws {
+        let fixture = HostileFixture("larder-escape")
+        defer { fixture.remove() }
+        try FileManager.default.createDirectory(atPath: fixture.root, withIntermediateDirectories: true)
+        let root = try #require(try FileIO().rooted(at: fixture.root).root)
+        let r = fixture.root
+        #expect(root.relativePath(of: r) == "")
+        #expect(root.relativePath(of: r + "/ab/abc") == "ab/abc")
+        #expect(root.relativePath(of: r + "/.larder") == ".larder")
+        #expect(root.relativePath(of: r + "/...") == "...")
+        #expect(root.relativePath(of: r + "/a..") == "a..")
+        for bad in [r + "/", r + "/.", r + "/..", r + "/a/../b", r + "/a//b", r + "/a/", r + "/./a", r + "x", r + "/a\u{0}b", "/", "rel"] {
+            #expect(root.relativePath(of: bad) == nil, "\(bad.debugDescription)")
+            #expect(root.components(of: bad) == nil || bad == r + "/" || bad == r + "/a//b" || bad == r + "/a/", "\(bad.debugDescription)")
+        }
+    }
 }
