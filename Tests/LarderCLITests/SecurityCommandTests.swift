@@ -108,6 +108,10 @@ import Testing
         let corrupt = try #require(object["corrupt"] as? [[String: Any]])
         #expect(corrupt.map { $0["reason"] as? String } == ["too-large"])
         #expect(larder(["cat", "--dir", fixture.dir, "big"]).stdoutData == big)
+        // Reported, not removed: an application may allow records above the default maximum.
+        let repair = larder(["verify", "--dir", fixture.dir, "--repair"])
+        #expect(repair.code == 1 && repair.stderr.contains("left hu/huge"))
+        #expect(FileManager.default.fileExists(atPath: fixture.path("huge")))
     }
 
     /// Attack 8: a header ttl of `UInt64.max` trapped `ls`; `put --ttl 1e30` trapped the store.

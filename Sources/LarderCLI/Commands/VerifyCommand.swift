@@ -38,8 +38,15 @@ enum VerifyCommand: Subcommand {
 
         var removed: [String] = []
         var failures: [String] = []
+        var kept: [String] = []
         if let cache {
             for entry in corrupt {
+                // The tool checks sizes against the library's default maximum (1 GiB); an app
+                // may allow more, so a record above it (or sparse) is reported, never removed.
+                if entry.corruption == .tooLarge {
+                    kept.append(entry.relativePath)
+                    continue
+                }
                 do {
                     // Through the cache when the key maps to this file, so its index stays right;
                     // otherwise (the key is unknown) the file alone, under the cache's lock.
@@ -83,6 +90,9 @@ enum VerifyCommand: Subcommand {
                 io.out(table.render(colour: LsCommand.useColour(io)))
             }
             if repair { io.out("removed \(removed.count) corrupt record\(removed.count == 1 ? "" : "s")\n") }
+            for path in kept {
+                io.err("larder verify: left \(path): larger than 1 GiB or sparse, which an application may allow; 'larder rm' removes it\n")
+            }
             for failure in failures { io.err("larder verify: cannot remove \(failure)\n") }
         }
         if !failures.isEmpty { return .cacheError }
