@@ -428,6 +428,11 @@ package struct FileIO: Sendable {
         return buf
     }
 
+    /// The size and free space of the volume that holds `path`.
+    package func volumeInfo(_ path: String) throws(Errno) -> VolumeInfo {
+        VolumeInfo(try statvfs(path))
+    }
+
     /// The entries of a folder (never through a link).
     package func listDirectory(_ path: String) throws(Errno) -> [(name: String, isDirectory: Bool?)] {
         let fd = try openDirectory(path)

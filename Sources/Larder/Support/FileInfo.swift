@@ -79,6 +79,20 @@ package struct FileInfo: Sendable, Hashable {
     package var isWritableByGroupOrOthers: Bool { permissions & 0o022 != 0 }
 }
 
+/// What `statvfs` says of a volume, in Swift names.
+package struct VolumeInfo: Sendable, Hashable {
+    /// The volume's size in bytes.
+    package var size: Int
+    /// Bytes an unprivileged process may still write.
+    package var available: Int
+
+    package init(_ info: statvfs) {
+        let fragment = Int(info.f_frsize)
+        size = Int(info.f_blocks) &* fragment
+        available = Int(info.f_bavail) &* fragment
+    }
+}
+
 /// The process's identity, for ownership checks.
 package enum ProcessIdentity {
     /// The effective user id.

@@ -100,4 +100,26 @@ import Testing
             #expect(root.components(of: bad) == nil || bad == r + "/" || bad == r + "/a//b" || bad == r + "/a/", "\(bad.debugDescription)")
         }
     }
+
+    /// The Swift-named helpers over `stat` and `statvfs` that keep C out of `Disk/`.
+    @Test func fileAndVolumeInfoSpeakSwift() throws {
+        let fixture = HostileFixture("larder-escape")
+        defer { fixture.remove() }
+        try FileManager.default.createDirectory(atPath: fixture.root, withIntermediateDirectories: true)
+        let io = try FileIO().rooted(at: fixture.root)
+        _ = FileManager.default.createFile(atPath: fixture.root + "/f", contents: Data(repeating: 1, count: 5000))
+        #expect(HostileFiles.symlink("/etc/passwd", at: fixture.root + "/l"))
+        #expect(HostileFiles.mkfifo(fixture.root + "/p"))
+        let file = try #require(try io.info(atPath: fixture.root + "/f"))
+        #expect(file.kind == .regular && file.size == 5000 && file.linkCount == 1 && file.allocatedBytes >= 4096)
+        #expect(file.ownerID == ProcessIdentity.effectiveUserID && file.modificationTime > 1_700_000_000)
+        #expect(try io.info(atPath: fixture.root + "/l")?.kind == .symbolicLink)
+        #expect(try io.info(atPath: fixture.root + "/p")?.kind == .fifo)
+        #expect(try io.info(atPath: fixture.root)?.kind == .directory)
+        #expect(try io.info(atPath: fixture.root + "/missing") == nil)
+        #expect(throws: Errno.notARegularFile) { _ = try io.readFile(fixture.root + "/p", limit: 100) }
+        #expect(throws: Errno.tooManySymbolicLinks) { _ = try io.readFile(fixture.root + "/l", limit: 100) }
+        let volume = try io.volumeInfo(fixture.root)
+        #expect(volume.size > 0 && volume.available <= volume.size)
+    }
 }
