@@ -1,37 +1,61 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 
 /// The advisory write lock on a cache directory: `flock` on `.larder.lock`, which holds the
 /// holder's pid. The lock dies with its process; a second opener, in this process or another,
 /// gets ``CacheError/Code/directoryInUse`` with that pid.
+///
+/// The lock file is opened without following a link and without blocking, and must be a regular
+/// file with one link, owned by the current user (by anyone, when `sharedWithGroup`), before
+/// anything is written to it: a link or a hard link planted there by someone else cannot make the
+/// cache truncate another file.
 package struct DirectoryLock: Sendable {
     private let fd: Int32
     private let io: FileIO
 
     /// Takes the lock, or throws naming the holder.
-    package init(path: String, io: FileIO) throws(CacheError) {
+    /// - Parameters:
+    ///   - path: The lock file, beneath `io`'s root.
+    ///   - io: A rooted ``FileIO``.
+    ///   - sharedWithGroup: Whether a lock file owned by another user is accepted (``CacheSharing/group``).
+    /// - Throws: ``CacheError/Code/directoryInUse``, ``CacheError/Code/unsafeDirectory`` for a
+    ///   lock file that is not a regular file with one link owned by the user,
+    ///   ``CacheError/Code/ioFailure``.
+    package init(path: String, io: FileIO, sharedWithGroup: Bool = false) throws(CacheError) {
         self.io = io
         let fd: Int32
         do {
-            fd = try io.open(path, O_RDWR | O_CREAT, mode: 0o644)
+            fd = try io.openForUpdate(path, creating: true)
+        } catch where error == .tooManySymbolicLinks || error == .isADirectory || error == .noSuchDeviceOrAddress {
+            throw CacheError(.unsafeDirectory, "the lock file is a link, a folder or a socket, not a regular file", path: path, errno: error.rawValue)
         } catch {
             throw CacheError(.ioFailure, "cannot open the lock file", path: path, errno: error.rawValue)
         }
         do {
-            try io.flock(fd, LOCK_EX | LOCK_NB)
+            let info = try io.info(fd)
+            let problem: String? =
+                if info.kind != .regular { "is not a regular file" }
+                else if info.linkCount != 1 { "has \(info.linkCount) links (a hard link to another file?)" }
+                else if !sharedWithGroup, info.ownerID != ProcessIdentity.effectiveUserID { "belongs to user \(info.ownerID), not to this user" }
+                else { nil }
+            if let problem {
+                io.close(fd)
+                throw CacheError(.unsafeDirectory, "the lock file \(problem); remove it if this is your cache", path: path)
+            }
+        } catch let error as CacheError {
+            throw error
+        } catch {
+            io.close(fd)
+            throw CacheError(.ioFailure, "cannot inspect the lock file", path: path, errno: (error as? Errno)?.rawValue)
+        }
+        do {
+            try io.lockExclusively(fd)
         } catch {
             var buffer = [UInt8](repeating: 0, count: 32)
             let n = (try? buffer.withUnsafeMutableBytes { b in
                 Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) }
             }.get()) ?? 0
             io.close(fd)
-            if error.rawValue == EWOULDBLOCK || error.rawValue == EAGAIN {
+            if error == .wouldBlock || error == .tryAgain {
                 let text = String(decoding: buffer[..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
                 let pid = Int32(text)
                 throw CacheError(
@@ -41,7 +65,7 @@ package struct DirectoryLock: Sendable {
             }
             throw CacheError(.ioFailure, "cannot lock the cache directory", path: path, errno: error.rawValue)
         }
-        let pid = Array("\(getpid())\n".utf8)
+        let pid = Array("\(ProcessIdentity.processID)\n".utf8)
         do {
             try io.ftruncate(fd, 0)
             try pid.withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(fd, b, at: 0) } }.get()
@@ -56,7 +80,7 @@ package struct DirectoryLock: Sendable {
         // Unlock explicitly before closing: a process being spawned at this moment holds a copy of
         // the descriptor until it execs (it is close-on-exec), and the lock, which belongs to the
         // open file description, would outlive this close until then.
-        try? io.flock(fd, LOCK_UN)
+        io.unlock(fd)
         io.close(fd)
     }
 }

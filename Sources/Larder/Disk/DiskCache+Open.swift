@@ -1,21 +1,54 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 
 extension DiskCache {
+    /// Opens (creating it, with its parents, unless read-only) the cache's folder, and checks
+    /// that it is safe to write to: owned by the current user and not writable by group or
+    /// others (``CacheSharing/group`` accepts another owner and group write).
+    ///
+    /// A read-only cache skips the ownership check: it writes nothing, and every read beneath
+    /// the root is bounded, non-blocking and never follows a link, so a folder that belongs to
+    /// someone else can at worst feed it records (which is what reading someone else's cache means).
+    /// - Returns: The layout, and a ``FileIO`` rooted at the folder, creating files and folders
+    ///   with the modes of ``DiskCacheOptions/sharing``.
+    /// - Throws: ``CacheError/Code/notFound`` (read-only, no folder), ``CacheError/Code/unsafeDirectory``,
+    ///   ``CacheError/Code/ioFailure``.
+    static func openFolder(options: DiskCacheOptions, systemCalls: SystemCalls) throws(CacheError) -> (layout: DiskLayout, io: FileIO) {
+        let layout = DiskLayout(root: options.directory.standardizedFileURL.path)
+        var io = FileIO(calls: systemCalls)
+        io.folderMode = options.sharing.folderMode
+        io.fileMode = options.sharing.fileMode
+        io.forcesModes = options.sharing == .group
+        let rooted: FileIO
+        do {
+            rooted = try io.rooted(at: layout.root, create: !options.isReadOnly)
+        } catch {
+            if options.isReadOnly, error == .noSuchFileOrDirectory || error == .notADirectory {
+                throw CacheError(.notFound, "the cache directory does not exist or is not a folder", path: layout.root, errno: error.rawValue)
+            }
+            throw CacheError(.ioFailure, "cannot create or open the cache directory", path: layout.root, errno: error.rawValue)
+        }
+        guard !options.isReadOnly, let info = rooted.root?.info else { return (layout, rooted) }
+        if options.sharing != .group, info.ownerID != ProcessIdentity.effectiveUserID {
+            throw CacheError(.unsafeDirectory, "the cache directory belongs to user \(info.ownerID), not to this user; anyone who controls it could read and change what the cache stores (set DiskCacheOptions.sharing to .group for a deliberately shared cache)", path: layout.root)
+        }
+        let writableByOthers = options.sharing == .group ? info.permissions & 0o002 != 0 : info.isWritableByGroupOrOthers
+        if writableByOthers {
+            let mode = String(info.permissions, radix: 8)
+            throw CacheError(.unsafeDirectory, "the cache directory (mode \(mode)) is writable by \(options.sharing == .group ? "others" : "group or others"), who could read, replace or plant records; chmod it 700 (or set DiskCacheOptions.sharing to .group for a deliberately shared cache)", path: layout.root)
+        }
+        return (layout, rooted)
+    }
+
     /// Reads (or writes, for a new directory) the metadata, and refuses a mismatched key encoding.
     static func checkMetadata(layout: DiskLayout, options: DiskCacheOptions, io: FileIO) throws(CacheError) {
         let requested = options.keyEncoding.description
         let bytes: [UInt8]?
         do {
             bytes = try io.readFile(layout.metadataPath, limit: 64 * 1024)
-        } catch where error.rawValue == ENOENT {
+        } catch where error == .noSuchFileOrDirectory {
             bytes = nil
+        } catch where error == .tooManySymbolicLinks || error == .notARegularFile || error == .fileTooLarge {
+            throw CacheError(.unsafeDirectory, "the cache's metadata is a link, a FIFO, a folder or far too large, not the small file Larder writes", path: layout.metadataPath, errno: error.rawValue)
         } catch {
             throw CacheError(.ioFailure, "cannot read the cache's metadata", path: layout.metadataPath, errno: error.rawValue)
         }
@@ -58,7 +91,13 @@ extension DiskCache {
     /// temporary files of metadata and snapshot writes it left at the root.
     static func prepareTemporaryFolder(layout: DiskLayout, io: FileIO) throws(CacheError) {
         do {
+            // A link, FIFO or file planted where the folder goes is removed (a link, never its
+            // target), so that temporary files cannot be written through it.
+            if let info = try io.info(atPath: layout.temporaryFolder), info.kind != .directory {
+                try io.unlink(layout.temporaryFolder)
+            }
             try io.mkdir(layout.temporaryFolder)
+            // `unlink` removes files and links only: a folder in there stays, whatever it holds.
             for entry in try io.listDirectory(layout.temporaryFolder) {
                 _ = try? io.unlink(layout.temporaryFolder + "/" + entry.name)
             }
@@ -87,7 +126,7 @@ extension DiskCache {
         var events: [CacheEvent] = []
         var snapshot: [IndexEntry]?
         if let bytes = try? io.readFile(layout.snapshotPath, limit: 1 << 31) {
-            snapshot = IndexSnapshot.decode(bytes)
+            snapshot = IndexSnapshot.decode(bytes, keyEncoding: options.keyEncoding)
             // A snapshot is only trusted once: a crash from now on must not leave a stale one.
             if !options.isReadOnly { _ = try? io.unlink(layout.snapshotPath) }
         }
@@ -116,7 +155,8 @@ extension DiskCache {
             let header = contents.header
             scanned.append(IndexEntry(
                 name: name, key: contents.storedKey ?? (options.keyEncoding.storesKey ? nil : name),
-                diskSize: diskSize(contents.fileSize), fileSize: contents.fileSize, updateTime: header.updateTimeSec,
+                // A header scan does not vouch for the length: the first load checks it for holes.
+                diskSize: diskSize(contents.fileSize), fileSize: 0, updateTime: header.updateTimeSec,
                 lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000,
                 ttl: header.ttl, lockCount: header.refCount))
         }

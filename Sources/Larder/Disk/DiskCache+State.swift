@@ -74,15 +74,16 @@ extension DiskCache {
         }
 
         /// Records a use of `entry` (a read or a touch): the entry becomes the most recently
-        /// used, and its new access times, kept only here, are queued for write-back once.
-        mutating func recordUse(_ entry: IndexEntry, tracksAccess: Bool) {
+        /// used, and its new access times, kept only here, are queued for write-back once. Its
+        /// file length is the one `contents` can vouch for (see ``RecordContents/vouchedFileSize(previous:)``).
+        mutating func recordUse(_ entry: IndexEntry, vouching contents: RecordContents, tracksAccess: Bool) {
             var becameDirty = tracksAccess
             if let slot = index.slot(of: entry.name) {
                 index.modify(slot: slot, moveToMostRecent: true) { current in
                     // Field by field: the entry's list links are the index's own.
                     if current.key == nil { current.key = entry.key }
                     current.diskSize = entry.diskSize
-                    current.fileSize = entry.fileSize
+                    current.fileSize = contents.vouchedFileSize(previous: current.fileSize)
                     current.updateTime = entry.updateTime
                     current.lastAccessMs = entry.lastAccessMs
                     current.ttl = entry.ttl
@@ -92,6 +93,7 @@ extension DiskCache {
                 }
             } else {
                 var fresh = entry
+                fresh.fileSize = contents.vouchedFileSize(previous: 0)
                 fresh.isAccessDirty = tracksAccess
                 index.upsert(fresh)
             }

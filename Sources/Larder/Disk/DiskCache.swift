@@ -77,18 +77,9 @@ public final class DiskCache: Sendable {
     /// Opens the cache with a table of system calls of the caller's choosing (fault injection in tests).
     package init(options: DiskCacheOptions, systemCalls: SystemCalls) throws(CacheError) {
         try options.validate()
-        let io = FileIO(calls: systemCalls)
-        let layout = DiskLayout(root: options.directory.standardizedFileURL.path)
-        if options.isReadOnly {
-            guard let info = try? io.lstat(layout.root), (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw CacheError(.notFound, "the cache directory does not exist or is not a folder", path: layout.root)
-            }
-        } else {
-            do { try io.mkdirs(layout.root) } catch {
-                throw CacheError(.ioFailure, "cannot create the cache directory", path: layout.root, errno: error.rawValue)
-            }
-        }
-        let lock = options.isReadOnly ? nil : try DirectoryLock(path: layout.lockPath, io: io)
+        // Every path below resolves beneath a descriptor of the root (see `FileIO`).
+        let (layout, io) = try Self.openFolder(options: options, systemCalls: systemCalls)
+        let lock = options.isReadOnly ? nil : try DirectoryLock(path: layout.lockPath, io: io, sharedWithGroup: options.sharing == .group)
         do {
             try Self.checkMetadata(layout: layout, options: options, io: io)
             if !options.isReadOnly { try Self.prepareTemporaryFolder(layout: layout, io: io) }
@@ -100,7 +91,7 @@ public final class DiskCache: Sendable {
         self.options = options
         self.layout = layout
         self.io = io
-        self.records = RecordFile(io: io)
+        self.records = RecordFile(io: io, maximumPayloadSize: options.maximumRecordSize)
         self.blockSize = max(512, Int(rootInfo?.st_blksize ?? 4096))
         self.expiryRule = ExpiryRule(defaultExpiration: options.defaultExpiration)
         self.state = LarderMutex(State())
@@ -132,13 +123,18 @@ public final class DiskCache: Sendable {
     /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/invalidArgument`` for an
     ///   expiry of zero, negative or non-finite seconds, ``CacheError/Code/diskFull`` when the
     ///   volume stays full after the cache freed room, ``CacheError/Code/ioFailure``,
-    ///   ``CacheError/Code/readOnly``, ``CacheError/Code/closed``. A failed store leaves the
+    ///   ``CacheError/Code/readOnly``, ``CacheError/Code/closed``, and
+    ///   ``CacheError/Code/invalidArgument`` for a payload larger than
+    ///   ``DiskCacheOptions/maximumRecordSize``. A failed store leaves the
     ///   previous record intact, with one exception: with ``Durability/fsync``, when only the
     ///   final sync of the record's folder fails, the new record is already in place (and
     ///   indexed) but may not survive a power loss; the error says so.
     public func store(_ data: Data, forKey key: String, expiry: Expiry = .default, locked: Bool = false) throws(CacheError) {
         try checkWritable(key: key)
         let ttl = try ExpiryRule.headerTTL(for: expiry, key: key)
+        guard data.count <= options.maximumRecordSize else {
+            throw CacheError(.invalidArgument, "the payload (\(data.count) bytes) is larger than maximumRecordSize (\(options.maximumRecordSize))", key: key)
+        }
         let name = try options.keyEncoding.fileName(for: key)
         let keyBytes = options.keyEncoding.storesKey ? Array(key.utf8) : []
         guard keyBytes.count <= RecordHeader.maximumKeyLength else {
@@ -467,8 +463,9 @@ public final class DiskCache: Sendable {
         changingRecords {
             if !options.isReadOnly {
                 if reason == .notARegularFile {
-                    // A folder or a link where a record should be: remove the link, leave folders alone.
-                    if let info = try? io.lstat(path), (info.st_mode & S_IFMT) == S_IFLNK { _ = try? io.unlink(path) }
+                    // A folder, a link or a FIFO where a record should be: remove the link or the
+                    // FIFO (never a link's target), leave folders alone.
+                    if let info = try? io.info(atPath: path), info.kind != .directory { _ = try? io.unlink(path) }
                 } else {
                     _ = try? io.unlink(path)
                 }
@@ -502,9 +499,9 @@ public final class DiskCache: Sendable {
             }
             s.recordUse(
                 IndexEntry(
-                    name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: contents.fileSize,
+                    name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: 0,
                     updateTime: newAnchor, lastAccessMs: nowMs, ttl: header.ttl, lockCount: header.refCount),
-                tracksAccess: tracksAccess)
+                vouching: contents, tracksAccess: tracksAccess)
             return (false, newAnchor)
         }
         if outcome.expired {
@@ -553,9 +550,9 @@ public final class DiskCache: Sendable {
                     throw CacheError(.ioFailure, "cannot update the record's lock count", key: key, path: path, errno: error.rawValue)
                 }
                 let entry = IndexEntry(
-                    name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: contents.fileSize,
-                    updateTime: header.updateTimeSec, lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000,
-                    ttl: header.ttl, lockCount: header.refCount)
+                    name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize),
+                    fileSize: contents.vouchedFileSize(previous: indexed?.fileSize ?? 0), updateTime: header.updateTimeSec,
+                    lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000, ttl: header.ttl, lockCount: header.refCount)
                 // A lock is not a use: the record keeps its place in the LRU order.
                 state.withLock { $0.replaceKeepingPosition(entry) }
                 return true

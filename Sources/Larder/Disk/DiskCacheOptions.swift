@@ -19,6 +19,41 @@ public enum MinimumFreeSpace: Sendable, Hashable {
     case bytes(Int)
 }
 
+/// Who besides its owner may use a cache folder, and so which permissions its files get and
+/// which existing folders a cache accepts.
+public enum CacheSharing: Sendable, Hashable {
+    /// The current user only: folders are created 0700 and files 0600; an existing root must
+    /// belong to the current user and must not be writable by group or others, else opening it
+    /// throws ``CacheError/Code/unsafeDirectory``. The default.
+    case ownerOnly
+    /// Others may read, only the owner writes: folders 0755, files 0644 (Larder's behaviour
+    /// before 0.1). The root is checked as for ``ownerOnly``.
+    case readableByOthers
+    /// A cache shared by the members of a group (for example, several service accounts): folders
+    /// 0770 and files 0660, set with `fchmod` whatever the umask (give the root the group, and
+    /// the setgid bit, yourself). The root, the lock file and records may belong to another user
+    /// and the root may be writable by its group; a root writable by others is still refused.
+    case group
+
+    /// The mode of folders created under this sharing.
+    var folderMode: UInt16 {
+        switch self {
+        case .ownerOnly: 0o700
+        case .readableByOthers: 0o755
+        case .group: 0o770
+        }
+    }
+
+    /// The mode of files created under this sharing.
+    var fileMode: UInt16 {
+        switch self {
+        case .ownerOnly: 0o600
+        case .readableByOthers: 0o644
+        case .group: 0o660
+        }
+    }
+}
+
 /// Settings for a ``DiskCache``. Defaults are in parentheses.
 public struct DiskCacheOptions: Sendable {
     /// The cache's folder; created, with its parents, when missing.
@@ -40,6 +75,15 @@ public struct DiskCacheOptions: Sendable {
     public var eventHandler: (@Sendable (CacheEvent) -> Void)?
     /// The time source (``SystemClock``).
     public var clock: any CacheClock = SystemClock()
+    /// Who besides the owner may use the folder: permissions of what the cache creates, and which
+    /// existing folders it accepts (``CacheSharing/ownerOnly``).
+    public var sharing: CacheSharing = .ownerOnly
+    /// The largest payload, in bytes, a record may carry (1 GiB, 1 << 30). A load materialises the
+    /// whole payload in memory, so this bounds what one load may allocate, whatever a file in the
+    /// folder claims: a larger record on disk is reported as corrupt
+    /// (``CorruptionReason/tooLarge``) without being read (a writable cache removes it), and
+    /// storing a larger payload throws ``CacheError/Code/invalidOptions``.
+    public var maximumRecordSize: Int = 1 << 30
 
     /// The most bytes the records may occupy on disk, 0 for no limit (0; SPT's `sizeConstraintBytes`).
     public var sizeLimit: Int = 0
@@ -67,6 +111,7 @@ public struct DiskCacheOptions: Sendable {
         }
         guard sizeLimit >= 0 else { throw fail("sizeLimit must be 0 (no limit) or positive, not \(sizeLimit)") }
         guard countLimit >= 0 else { throw fail("countLimit must be 0 (no limit) or positive, not \(countLimit)") }
+        guard maximumRecordSize >= 0 else { throw fail("maximumRecordSize must not be negative, not \(maximumRecordSize)") }
         guard garbageCollectionInterval.isFinite, garbageCollectionInterval > 0 else {
             throw fail("garbageCollectionInterval must be a positive number of seconds, not \(garbageCollectionInterval)")
         }

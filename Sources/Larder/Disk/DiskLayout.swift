@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 
 /// Where a cache's files live: `<root>/<2-char shard>/<file name>` (SPTPersistentCache's
@@ -96,8 +89,8 @@ package struct DiskLayout: Sendable {
                 where Self.shard(for: file.name) == entry.name && !Self.isReserved(file.name) {
                     names.append(file.name)
                 }
-            } catch where error.rawValue == ENOTDIR {
-                // A two-character file at the root, not a shard folder.
+            } catch where error == .notADirectory || error == .tooManySymbolicLinks {
+                // A two-character file (or a link) at the root, not a shard folder.
             } catch {
                 isComplete = false
             }

@@ -52,8 +52,38 @@ enum IndexSnapshot {
         }
     }
 
+    /// The largest disk size one entry may claim (1 PiB); a snapshot claiming more is damaged.
+    static let maximumEntrySize: UInt64 = 1 << 50
+    /// The largest total the entries may claim (2^62 bytes), so that no sum the index keeps overflows.
+    static let maximumTotalSize = 1 << 62
+
     /// Decodes a snapshot, or returns `nil` when it is damaged or of another version.
-    static func decode(_ bytes: [UInt8]) -> [IndexEntry]? {
+    ///
+    /// A snapshot is a file in the cache folder, so nothing in it is trusted: sizes are bounded
+    /// (``maximumEntrySize`` each, ``maximumTotalSize`` summed with checked arithmetic, else the
+    /// whole snapshot is ignored), times and ttls are clamped as a header's are, and, given
+    /// `keyEncoding`, an entry whose key does not map to its name under that encoding is
+    /// dropped (its record is then read from its header like any unknown file), so a crafted
+    /// snapshot cannot make one key answer with another key's file.
+    static func decode(_ bytes: [UInt8], keyEncoding: KeyEncoding? = nil) -> [IndexEntry]? {
+        guard var entries = decodeUnchecked(bytes) else { return nil }
+        var total = 0
+        for entry in entries {
+            let (sum, overflow) = total.addingReportingOverflow(entry.diskSize)
+            guard !overflow, sum <= maximumTotalSize else { return nil }
+            total = sum
+        }
+        if let keyEncoding {
+            entries.removeAll { entry in
+                guard let key = entry.key else { return false }
+                if case .verbatim = keyEncoding { return key != entry.name }
+                return (try? keyEncoding.fileName(for: key)) != entry.name
+            }
+        }
+        return entries
+    }
+
+    private static func decodeUnchecked(_ bytes: [UInt8]) -> [IndexEntry]? {
         guard bytes.count >= 16 else { return nil }
         return bytes.withUnsafeBytes { buffer -> [IndexEntry]? in
             let body = UnsafeRawBufferPointer(rebasing: buffer[0 ..< buffer.count - 4])
@@ -72,7 +102,8 @@ enum IndexSnapshot {
             }
             guard get(UInt32.self) == magic, get(UInt32.self) == version, let count = get(UInt32.self) else { return nil }
             var entries: [IndexEntry] = []
-            entries.reserveCapacity(Int(min(count, 10_000_000)))
+            // Each entry takes at least 42 bytes: a count the bytes cannot hold reserves no more than they can.
+            entries.reserveCapacity(min(Int(count), body.count / 42))
             for _ in 0 ..< count {
                 guard let nameLength = get(UInt16.self), let name = string(Int(nameLength)),
                       let keyLength = get(UInt32.self)
@@ -84,11 +115,12 @@ enum IndexSnapshot {
                 }
                 guard let diskSize = get(UInt64.self), let updateTime = get(UInt64.self),
                       let lastAccessMs = get(UInt64.self), let ttl = get(UInt64.self),
-                      let lockCount = get(UInt32.self), diskSize <= UInt64(Int.max)
+                      let lockCount = get(UInt32.self), diskSize <= maximumEntrySize
                 else { return nil }
                 entries.append(IndexEntry(
-                    name: name, key: key, diskSize: Int(diskSize), updateTime: updateTime,
-                    lastAccessMs: lastAccessMs, ttl: ttl, lockCount: lockCount))
+                    name: name, key: key, diskSize: Int(diskSize), updateTime: min(updateTime, RecordHeader.maximumTimestamp),
+                    lastAccessMs: min(lastAccessMs, RecordHeader.maximumTimestamp * 1000),
+                    ttl: min(ttl, RecordHeader.maximumTTL), lockCount: lockCount))
             }
             return offset == body.count ? entries : nil
         }

@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 
 /// A record read from its file.
@@ -17,6 +10,14 @@ package struct RecordContents: Sendable {
     package var payload: Data?
     /// The file's length in bytes.
     package var fileSize: Int
+
+    /// The length an index may hand back to ``RecordFile/read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:)``
+    /// as one it can vouch for (exempt from the sparse-file check): this read's length when it
+    /// read the payload (which passed that check, or was vouched for itself) or when it equals
+    /// `previous`, a vouched length; else 0, unknown.
+    package func vouchedFileSize(previous: Int) -> Int {
+        payload != nil || previous == fileSize ? fileSize : 0
+    }
 }
 
 /// The outcome of reading a record file.
@@ -33,8 +34,14 @@ package enum RecordReadResult: Sendable {
 /// laid out in a file (see `docs/FORMAT.md`).
 package struct RecordFile: Sendable {
     package let io: FileIO
+    /// The largest payload read, in bytes (``DiskCacheOptions/maximumRecordSize``): a record
+    /// claiming more is `.corrupt(.tooLarge)` and nothing is allocated for it.
+    package let maximumPayloadSize: Int
 
-    package init(io: FileIO) { self.io = io }
+    package init(io: FileIO, maximumPayloadSize: Int = 1 << 30) {
+        self.io = io
+        self.maximumPayloadSize = maximumPayloadSize
+    }
 
     /// The stored key: `expected` itself when the bytes spell it (no new string), `nil` when they
     /// spell another key, and a decoded string when nothing was expected.
@@ -46,6 +53,26 @@ package struct RecordFile: Sendable {
     /// Files up to this length are read with one `pread`, header and payload together.
     static let singleReadLimit = 64 * 1024
 
+    /// Opens a record file for reading and runs `body` on it; a missing file is `.missing`, and
+    /// anything but a regular file (a link, a FIFO, a socket, a folder) is `.corrupt(.notARegularFile)`.
+    /// The open never follows a link and never blocks.
+    private func withRecordFile(_ path: String, _ body: (Int32, FileInfo) throws(Errno) -> RecordReadResult) throws(Errno) -> RecordReadResult {
+        let fd: Int32
+        let info: FileInfo
+        do {
+            (fd, info) = try io.openForReading(path)
+        } catch {
+            switch error {
+            case .noSuchFileOrDirectory, .notADirectory: return .missing
+            case .tooManySymbolicLinks, .notARegularFile, .noSuchDeviceOrAddress, .isADirectory:
+                return .corrupt(.notARegularFile)
+            default: throw error
+            }
+        }
+        defer { io.close(fd) }
+        return try body(fd, info)
+    }
+
     /// Reads a record file.
     /// - Parameters:
     ///   - path: The file.
@@ -54,80 +81,92 @@ package struct RecordFile: Sendable {
     ///   - expectedKey: The key the caller looks for: a stored key that differs makes the record
     ///     `.corrupt(.badStoredKey)`, and one that matches is returned as this very string.
     ///   - expectedFileSize: The file's length as the caller last saw it (the index's, from when
-    ///     the cache wrote or read it). A file that still has that length is read with one `pread`
-    ///     and no `fstat`; otherwise the read starts over from the file's real length.
+    ///     the cache wrote or read it). A file that still has that length is one the cache wrote
+    ///     or has read, and is read without the sparse-file check.
     /// - Returns: The record, `.missing`, or `.corrupt` with the reason. Allocates no more than
-    ///   the file's real length (plus one byte), whatever its header claims.
+    ///   the file's real length, whatever its header claims, and nothing for a payload above
+    ///   ``maximumPayloadSize`` or a file that claims far more bytes than its blocks hold
+    ///   (``FileInfo/looksSparse``): both are `.corrupt(.tooLarge)`.
     /// - Throws: ``Errno`` for failures other than a missing or malformed file.
     package func read(
         _ path: String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil,
         expectedFileSize: Int? = nil
     ) throws(Errno) -> RecordReadResult {
-        let fd: Int32
-        do {
-            // O_NONBLOCK: a FIFO planted where a record should be must not hang the open.
-            fd = try io.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
-        } catch {
-            switch error.rawValue {
-            case ENOENT, ENOTDIR: return .missing
-            case ELOOP: return .corrupt(.notARegularFile)
-            default: throw error
-            }
+        try withRecordFile(path) { (fd, info) throws(Errno) in
+            try read(fd: fd, info: info, readPayload: readPayload, verifyPayload: verifyPayload, expectedKey: expectedKey, expectedFileSize: expectedFileSize)
         }
-        defer { io.close(fd) }
+    }
 
-        // The index's length, when it knows one: read one byte more than it; exactly that many
-        // bytes back means the file still has that length, and the fstat is saved. The length is
-        // one the cache itself wrote or read, so the allocation is justified even unchecked.
-        var known: (memory: UnsafeMutableRawPointer, size: Int)?
-        if readPayload, let hint = expectedFileSize, hint >= RecordHeader.size,
-           let memory = malloc(hint + 1) {
-            let got = try? io.pread(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: hint + 1), at: 0)
-            if got == hint { known = (memory, hint) } else { free(memory) }
-        }
-
-        let fileSize: Int
-        let wanted: Int
-        let memory: UnsafeMutableRawPointer
-        if let known {
-            (memory, fileSize, wanted) = (known.memory, known.size, known.size)
-        } else {
-            let info = try io.fstat(fd)
-            guard (info.st_mode & S_IFMT) == S_IFREG else { return .corrupt(.notARegularFile) }
-            fileSize = Int(info.st_size)
-            guard fileSize >= RecordHeader.size else { return .corrupt(.truncated) }
-
-            // Records up to 64 KiB come in one read; larger ones have their header read and
-            // checked against the file's length first, so that a garbage file costs no large
-            // allocation.
-            wanted = readPayload ? fileSize : min(fileSize, RecordHeader.size + 4096)
-            if wanted > Self.singleReadLimit {
-                var head = [UInt8](repeating: 0, count: RecordHeader.size)
-                let got = try head.withUnsafeMutableBytes { b in
-                    Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) }
-                }.get()
-                guard got == head.count else { return .corrupt(.truncated) }
-                do { try RecordHeader.decode(head).validate(fileSize: UInt64(fileSize)) } catch { return .corrupt(error) }
+    /// Checks a record file the way ``read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:)``
+    /// does with the payload verified, but streams the payload through CRC-32 in chunks of
+    /// `chunkSize` bytes instead of reading it into memory (`larder verify`).
+    /// - Returns: The record without its payload, `.missing`, or `.corrupt` with the reason.
+    /// - Complexity: O(*n*) in the payload's length; memory O(`chunkSize`).
+    package func verify(_ path: String, expectedKey: String? = nil, chunkSize: Int = 1 << 20) throws(Errno) -> RecordReadResult {
+        try withRecordFile(path) { (fd, info) throws(Errno) in
+            let result = try read(fd: fd, info: info, readPayload: false, verifyPayload: false, expectedKey: expectedKey, expectedFileSize: nil)
+            guard case .record(let contents) = result, let expected = contents.header.payloadChecksum else { return result }
+            let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, chunkSize), alignment: 16)
+            defer { chunk.deallocate() }
+            var offset = contents.header.payloadOffset
+            var crc: UInt32 = 0
+            while offset < contents.fileSize {
+                let wanted = min(chunk.count, contents.fileSize - offset)
+                let got = try io.pread(fd, into: UnsafeMutableRawBufferPointer(rebasing: chunk[0 ..< wanted]), at: offset)
+                guard got == wanted else { return .corrupt(.truncated) }
+                crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: chunk[0 ..< got]), seed: crc)
+                offset += got
             }
-            // A valid header may still describe a file larger than memory (a sparse one): fail
-            // the read with ENOMEM rather than trap in the allocator.
-            guard let allocated = malloc(wanted) else { throw Errno(ENOMEM) }
-            memory = allocated
-            let n: Int
+            return crc == expected ? result : .corrupt(.badPayloadChecksum)
+        }
+    }
+
+    /// Reads the record open at `fd`, whose `fstat` is `info` (a regular file).
+    private func read(
+        fd: Int32, info: FileInfo, readPayload: Bool, verifyPayload: Bool, expectedKey: String?, expectedFileSize: Int?
+    ) throws(Errno) -> RecordReadResult {
+        let fileSize = info.size
+        guard fileSize >= RecordHeader.size else { return .corrupt(.truncated) }
+        // Longer than any header, key and allowed payload together: nothing more to read.
+        guard fileSize - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize else { return .corrupt(.tooLarge) }
+        // A length the cache did not write itself, and far above what the file's blocks hold: a
+        // sparse file, whose holes would cost memory for bytes that are not on disk.
+        if readPayload, fileSize != expectedFileSize, info.looksSparse { return .corrupt(.tooLarge) }
+
+        // Records up to 64 KiB come in one read; larger ones have their header read and checked
+        // against the file's length first, so that a garbage file costs no large allocation.
+        let wanted = readPayload ? fileSize : min(fileSize, RecordHeader.size + 4096)
+        if wanted > Self.singleReadLimit {
+            var head = [UInt8](repeating: 0, count: RecordHeader.size)
+            let got = try head.withUnsafeMutableBytes { b in
+                Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) }
+            }.get()
+            guard got == head.count else { return .corrupt(.truncated) }
             do {
-                n = try io.pread(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: wanted), at: 0)
+                let header = try RecordHeader.decode(head)
+                try header.validate(fileSize: UInt64(fileSize))
+                guard header.payloadSizeBytes <= UInt64(maximumPayloadSize) else { return .corrupt(.tooLarge) }
             } catch {
-                free(memory)
-                throw error
+                return .corrupt(error)
             }
-            guard n == wanted else {
-                free(memory)
-                return .corrupt(.truncated)
-            }
+        }
+        // A valid header may still describe a file larger than memory: fail the read with
+        // ENOMEM rather than trap in the allocator.
+        guard let memory = RawMemory.allocate(wanted) else { throw .noMemory }
+        let n: Int
+        do {
+            n = try io.pread(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: wanted), at: 0)
+        } catch {
+            RawMemory.free(memory)
+            throw error
+        }
+        guard n == wanted else {
+            RawMemory.free(memory)
+            return .corrupt(.truncated)
         }
         let buffer = UnsafeMutableRawBufferPointer(start: memory, count: wanted)
         var handedOff = false
-        defer { if !handedOff { free(memory) } }
+        defer { if !handedOff { RawMemory.free(memory) } }
 
         let header: RecordHeader
         do {
@@ -136,6 +175,7 @@ package struct RecordFile: Sendable {
         } catch {
             return .corrupt(error)
         }
+        guard header.payloadSizeBytes <= UInt64(maximumPayloadSize) else { return .corrupt(.tooLarge) }
         var storedKey: String?
         if header.flags.contains(.storedKey) {
             let keyEnd = header.payloadOffset
@@ -165,15 +205,15 @@ package struct RecordFile: Sendable {
         if verifyPayload {
             do { try header.validatePayload(payloadBuffer) } catch { return .corrupt(error) }
         }
+        guard payloadBuffer.count > 0 else {
+            return .record(RecordContents(header: header, storedKey: storedKey, payload: Data(), fileSize: fileSize))
+        }
         // Hand the buffer to Data without copying the payload.
         handedOff = true
         let base = buffer.baseAddress!
-        let payload = payloadBuffer.count == 0
-            ? Data()
-            : Data(
-                bytesNoCopy: base + header.payloadOffset, count: payloadBuffer.count,
-                deallocator: .custom { _, _ in free(base) })
-        if payloadBuffer.count == 0 { free(memory) }
+        let payload = Data(
+            bytesNoCopy: base + header.payloadOffset, count: payloadBuffer.count,
+            deallocator: .custom { _, _ in RawMemory.free(base) })
         return .record(RecordContents(header: header, storedKey: storedKey, payload: payload, fileSize: fileSize))
     }
 
@@ -189,12 +229,14 @@ package struct RecordFile: Sendable {
     ) throws(Errno) -> Int {
         let fd: Int32
         do {
-            fd = try io.open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
-        } catch where error.rawValue == ENOENT {
+            fd = try io.createExclusively(temporaryPath)
+        } catch where error == .noSuchFileOrDirectory {
             // The temporary folder is gone (the cache's folder was deleted and made again while
-            // the cache ran): make it again, but not the root, which someone chose to remove.
+            // the cache ran): move to the new root, and make the temporary folder again, but not
+            // the root, which someone chose to remove.
+            io.root?.reopenIfRemoved()
             if let slash = temporaryPath.lastIndex(of: "/") { try io.mkdir(String(temporaryPath[..<slash])) }
-            fd = try io.open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+            fd = try io.createExclusively(temporaryPath)
         }
         var fileSize = 0
         do {
@@ -228,7 +270,14 @@ package struct RecordFile: Sendable {
         do {
             do {
                 try io.rename(temporaryPath, path)
-            } catch where error.rawValue == ENOENT && folder != "" {
+            } catch where error == .noSuchFileOrDirectory && folder != "" {
+                try io.mkdir(folder)
+                try io.rename(temporaryPath, path)
+            } catch where (error == .tooManySymbolicLinks || error == .notADirectory) && folder != ""
+                && (try? io.info(atPath: folder))?.kind == .symbolicLink {
+                // A link where the record's shard folder should be: the cache owns its folder,
+                // so the link goes (never its target) and a real folder takes its place.
+                try io.unlink(folder)
                 try io.mkdir(folder)
                 try io.rename(temporaryPath, path)
             }
@@ -244,8 +293,11 @@ package struct RecordFile: Sendable {
     package func rewriteHeader(_ header: RecordHeader, at path: String, sync: Bool) throws(Errno) -> Bool {
         let fd: Int32
         do {
-            fd = try io.open(path, O_WRONLY | O_NOFOLLOW)
-        } catch where error.rawValue == ENOENT {
+            fd = try io.openForWriting(path)
+        } catch where error == .noSuchFileOrDirectory || error == .notADirectory {
+            return false
+        } catch where error == .tooManySymbolicLinks || error == .notARegularFile || error == .noSuchDeviceOrAddress {
+            // Replaced by something that is not a record since it was read: not written through.
             return false
         }
         defer { io.close(fd) }
@@ -256,7 +308,7 @@ package struct RecordFile: Sendable {
 
     /// `fsync` on a folder, so that a rename in it survives power loss.
     package func syncFolder(_ folder: String) throws(Errno) {
-        let fd = try io.open(folder, O_RDONLY | O_DIRECTORY)
+        let fd = try io.openDirectory(folder)
         defer { io.close(fd) }
         try io.fsync(fd)
     }

@@ -41,8 +41,11 @@ public enum CorruptionReason: String, Sendable, Hashable, CaseIterable, CustomSt
     case badStoredKey = "stored-key"
     /// The header sets flag bits this version does not know, or SPT's stream-incomplete flag.
     case unsupportedFlags = "flags"
-    /// Something other than a regular file (a folder, a symbolic link) sits where a record should.
+    /// Something other than a regular file (a folder, a symbolic link, a FIFO) sits where a record should.
     case notARegularFile = "not-a-file"
+    /// The record's payload is larger than ``DiskCacheOptions/maximumRecordSize``, or its file
+    /// claims far more bytes than its blocks hold (a sparse file); it is not read.
+    case tooLarge = "too-large"
 
     /// The reason's short name, as used in the fixtures' manifest and `larder verify`.
     public var description: String { rawValue }
@@ -71,6 +74,13 @@ package struct RecordHeader: Sendable, Hashable {
     package static let magic: UInt32 = 0x4654_5053
     /// The largest stored key Larder accepts, in bytes.
     package static let maximumKeyLength = 64 * 1024
+    /// The longest ttl Larder writes or reads, in seconds: 100 years (3_155_760_000). Longer
+    /// ttls given to `store` are clamped to it (``Expiry/maximumSeconds``), and so is a longer ttl read from a header.
+    package static let maximumTTL = UInt64(Expiry.maximumSeconds)
+    /// The latest time Larder reads from a header or snapshot, in seconds since the epoch: the
+    /// end of year 9999 (253_402_300_799). Later update and access times are clamped to it, so
+    /// that no arithmetic on them can overflow.
+    package static let maximumTimestamp: UInt64 = 253_402_300_799
 
     /// The lock count (SPT's refCount); the record is locked when it is above 0.
     package var refCount: UInt32
@@ -185,6 +195,7 @@ package struct RecordHeader: Sendable, Hashable {
     }
 
     /// Parses and validates the first 64 bytes of `buffer`: length, magic, header size, CRC and flags.
+    /// A ttl above ``maximumTTL`` and times after ``maximumTimestamp`` are clamped to them.
     /// - Throws: The ``CorruptionReason`` that failed.
     package static func decode(_ buffer: UnsafeRawBufferPointer) throws(CorruptionReason) -> RecordHeader {
         guard buffer.count >= size else { throw .truncated }
@@ -195,9 +206,12 @@ package struct RecordHeader: Sendable, Hashable {
         guard u32(60) == CRC32.checksum(UnsafeRawBufferPointer(rebasing: buffer[0 ..< 60])) else {
             throw .badHeaderChecksum
         }
+        // Times and ttls out of range are clamped: any later arithmetic on them stays in range.
+        let flags = RecordFlags(rawValue: u32(56))
         let header = RecordHeader(
-            refCount: u32(8), ttl: u64(16), updateTimeSec: u64(24), payloadSizeBytes: u64(32),
-            flags: RecordFlags(rawValue: u32(56)), reserved1: u32(12), reserved2: u64(40),
+            refCount: u32(8), ttl: min(u64(16), maximumTTL), updateTimeSec: min(u64(24), maximumTimestamp),
+            payloadSizeBytes: u64(32), flags: flags, reserved1: u32(12),
+            reserved2: flags.contains(.accessTime) ? min(u64(40), maximumTimestamp * 1000) : u64(40),
             reserved3: u32(48), reserved4: u32(52))
         // SPT ignores unknown bits; Larder refuses bits that could change how the bytes are laid out.
         guard header.flags.isSubset(of: .known), !header.flags.contains(.streamIncomplete) else {

@@ -42,8 +42,9 @@ package struct RecordInspector: Sendable {
     package let expiryRule: ExpiryRule
     private let records: RecordFile
 
-    /// An inspector of the directory `layout` describes.
-    package init(layout: DiskLayout, keyEncoding: KeyEncoding?, defaultExpiration: Double, io: FileIO = FileIO()) {
+    /// An inspector of the directory `layout` describes, reading through `io` (rooted at the
+    /// directory, so that no read leaves it).
+    package init(layout: DiskLayout, keyEncoding: KeyEncoding?, defaultExpiration: Double, io: FileIO) {
         self.layout = layout
         self.keyEncoding = keyEncoding
         self.expiryRule = ExpiryRule(defaultExpiration: defaultExpiration)
@@ -63,13 +64,27 @@ package struct RecordInspector: Sendable {
     ///   - now: The time that decides expiry, seconds since the epoch.
     /// - Returns: What the file says, or `nil` when there is no such file.
     package func inspect(name: String, readPayload: Bool, verifyPayload: Bool = true, now: Double) -> InspectedRecord? {
+        inspect(name: name, now: now) { path throws(Errno) in try records.read(path, readPayload: readPayload, verifyPayload: verifyPayload) }
+    }
+
+    /// Reads one record's header and key and checks its payload's CRC-32 in chunks, without
+    /// holding the payload in memory (`larder verify`); the result carries no payload.
+    /// - Parameters:
+    ///   - name: Its file name.
+    ///   - now: The time that decides expiry, seconds since the epoch.
+    /// - Returns: What the file says, or `nil` when there is no such file.
+    package func verify(name: String, now: Double) -> InspectedRecord? {
+        inspect(name: name, now: now) { path throws(Errno) in try records.verify(path) }
+    }
+
+    private func inspect(name: String, now: Double, reading: (String) throws(Errno) -> RecordReadResult) -> InspectedRecord? {
         let path = layout.path(for: name)
         var record = InspectedRecord(
             name: name, path: path, key: keyEncoding.map { $0.storesKey ? nil : name } ?? nil,
             fileSize: 0, header: nil, corruption: nil, status: .ok, payload: nil, expirationTime: nil)
         let result: RecordReadResult
         do {
-            result = try records.read(path, readPayload: readPayload, verifyPayload: verifyPayload)
+            result = try reading(path)
         } catch {
             // Unreadable (permissions, I/O): a cache would have to treat it as corrupt.
             record.corruption = .truncated
@@ -82,7 +97,7 @@ package struct RecordInspector: Sendable {
         case .corrupt(let reason):
             record.corruption = reason
             record.status = .corrupt
-            record.fileSize = (try? records.io.lstat(path)).flatMap { $0 }.map { Int($0.st_size) } ?? 0
+            record.fileSize = (try? records.io.info(atPath: path))??.size ?? 0
             // Show what the header says where the header itself is sound.
             if reason == .badPayloadChecksum || reason == .badStoredKey,
                case .record(let contents)? = try? records.read(path, readPayload: false) {

@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 
 /// One entry read from a preloaded directory.
@@ -22,17 +15,23 @@ final class PreloadedSource: Sendable {
     static let maximumFileSize = 1 << 30
 
     let entries: PreloadedEntries
-    private let io = FileIO()
-    private var root: String { entries.directory.standardizedFileURL.path }
+    /// Rooted at the directory, so that no link in it (a file or a folder) leads outside it and
+    /// no FIFO blocks a read; `nil` when the directory cannot be opened (then it holds nothing).
+    private let io: FileIO?
+    private let root: String
     /// For ``PreloadedEntries/Format/records``: each key's file, found by a scan at open.
     private let recordPaths: [String: String]
 
     /// Scans the directory (for read-through records), listing what it finds in `report`.
     init(entries: PreloadedEntries, report: inout PreloadReport) {
         self.entries = entries
+        let root = DiskLayout(root: entries.directory.standardizedFileURL.path).root
+        self.root = root
+        let io = try? FileIO().rooted(at: root)
+        self.io = io
         var paths: [String: String] = [:]
-        if entries.mode == .readThrough, entries.format == .records {
-            for path in Self.files(under: entries.directory.standardizedFileURL.path, recursive: true, io: io) {
+        if let io, entries.mode == .readThrough, entries.format == .records {
+            for path in Self.files(under: root, recursive: true, io: io) {
                 switch Self.readRecord(path, readPayload: false, io: io) {
                 case .success(let entry):
                     if paths[entry.key] == nil { report.available.append(entry.key) }
@@ -48,6 +47,7 @@ final class PreloadedSource: Sendable {
     /// Imports every entry missing from `disk` with a fresh update time; leaves present ones
     /// alone; lists unreadable files (and failed stores) in `report` and carries on.
     func importMissing(into disk: DiskCache, report: inout PreloadReport) {
+        guard let io else { return }
         let recursive = entries.format == .records
         for path in Self.files(under: root, recursive: recursive, io: io) {
             let name = String(path.split(separator: "/").last ?? "")
@@ -78,6 +78,7 @@ final class PreloadedSource: Sendable {
 
     /// The preloaded entry for `key`, or `nil` when there is none or it cannot be read.
     func entry(forKey key: String) -> PreloadedEntry? {
+        guard let io else { return nil }
         switch entries.format {
         case .files:
             // Only keys that are safe file names can name a file in the directory.
@@ -93,6 +94,7 @@ final class PreloadedSource: Sendable {
     // MARK: - Reading files
 
     private func read(_ path: String, name: String) -> Result<PreloadedEntry, PreloadReport.Failure> {
+        guard let io else { return .failure(.init(path: path, reason: "the directory cannot be opened")) }
         switch entries.format {
         case .records:
             return Self.readRecord(path, readPayload: true, io: io)
@@ -135,7 +137,7 @@ final class PreloadedSource: Sendable {
         for entry in listing.sorted(by: { $0.name < $1.name }) where !entry.name.hasPrefix(".") {
             let path = folder + "/" + entry.name
             var isDirectory = entry.isDirectory
-            if isDirectory == nil, let info = try? io.lstat(path) { isDirectory = (info.st_mode & S_IFMT) == S_IFDIR }
+            if isDirectory == nil, let info = try? io.info(atPath: path) { isDirectory = info.kind == .directory }
             if isDirectory == true {
                 if recursive { result += files(under: path, recursive: true, io: io) }
             } else {

@@ -106,11 +106,14 @@ final class PressureStallWatcher: Sendable {
     }
 
     private let state: LarderMutex<State>
+    /// The system calls the watcher makes (the seam tests may replace).
+    private let calls: SystemCalls
     /// Signalled once when the thread exits (and re-signalled by each waiter, so `stop()` can repeat).
     private let exited = DispatchSemaphore(value: 0)
 
-    private init(wakeFD: Int32) {
+    private init(wakeFD: Int32, calls: SystemCalls) {
         state = LarderMutex(State(wakeFD: wakeFD))
+        self.calls = calls
     }
 
     /// Whether the thread is still watching.
@@ -126,17 +129,19 @@ final class PressureStallWatcher: Sendable {
     static let criticalTriggers = ["full 500000 1000000", "full 1000000 2000000"]
 
     /// Installs the triggers and starts the thread; `nil` when no path accepts a trigger.
-    static func start(paths: [String], handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> PressureStallWatcher? {
+    static func start(
+        paths: [String], calls: SystemCalls = .live, handler: @escaping @Sendable (MemoryPressureLevel) -> Void
+    ) -> PressureStallWatcher? {
         for path in paths {
-            guard let warningFD = openTrigger(path: path, triggers: warningTriggers) else { continue }
-            let criticalFD = openTrigger(path: path, triggers: criticalTriggers) ?? -1
+            guard let warningFD = openTrigger(path: path, triggers: warningTriggers, calls: calls) else { continue }
+            let criticalFD = openTrigger(path: path, triggers: criticalTriggers, calls: calls) ?? -1
             var pipeFDs: [Int32] = [-1, -1]
-            guard pipe(&pipeFDs) == 0 else {
-                close(warningFD)
-                if criticalFD >= 0 { close(criticalFD) }
+            guard calls.pipe(&pipeFDs) == 0 else {
+                _ = calls.close(warningFD)
+                if criticalFD >= 0 { _ = calls.close(criticalFD) }
                 return nil
             }
-            let watcher = PressureStallWatcher(wakeFD: pipeFDs[1])
+            let watcher = PressureStallWatcher(wakeFD: pipeFDs[1], calls: calls)
             let readFD = pipeFDs[0]
             let thread = Thread {
                 watcher.run(warningFD: warningFD, criticalFD: criticalFD, wakeReadFD: readFD, handler: handler)
@@ -150,14 +155,15 @@ final class PressureStallWatcher: Sendable {
 
     /// Opens `path` and writes the first trigger the kernel accepts; `nil` when none is accepted
     /// (no such file, no permission, no PSI support).
-    private static func openTrigger(path: String, triggers: [String]) -> Int32? {
+    private static func openTrigger(path: String, triggers: [String], calls: SystemCalls) -> Int32? {
         for trigger in triggers {
-            let fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+            let fd = calls.openat(SystemCalls.atCurrentDirectory, path, O_RDWR | O_NONBLOCK | O_CLOEXEC, 0)
             guard fd >= 0 else { return nil }
             // The kernel expects the terminating NUL to be written too.
-            let written = trigger.withCString { write(fd, $0, strlen($0) + 1) }
+            let bytes = Array(trigger.utf8) + [0]
+            let written = bytes.withUnsafeBytes { calls.write(fd, $0.baseAddress!, $0.count) }
             if written > 0 { return fd }
-            close(fd)
+            _ = calls.close(fd)
         }
         return nil
     }
@@ -175,7 +181,7 @@ final class PressureStallWatcher: Sendable {
             pollfd(fd: criticalFD, events: Int16(POLLPRI), revents: 0),
         ]
         watching: while true {
-            let ready = poll(&fds, nfds_t(fds.count), -1)
+            let ready = calls.poll(&fds, fds.count, -1)
             if ready < 0 {
                 if errno == EINTR { continue }
                 break watching
@@ -189,12 +195,12 @@ final class PressureStallWatcher: Sendable {
                 handler(.warning)
             }
         }
-        close(warningFD)
-        if criticalFD >= 0 { close(criticalFD) }
-        close(wakeReadFD)
+        _ = calls.close(warningFD)
+        if criticalFD >= 0 { _ = calls.close(criticalFD) }
+        _ = calls.close(wakeReadFD)
         state.withLock { state in
             // Closed under the lock, so `stop()` never writes to a closed or reused descriptor.
-            close(state.wakeFD)
+            _ = calls.close(state.wakeFD)
             state.wakeFD = -1
         }
         exited.signal()
@@ -205,7 +211,7 @@ final class PressureStallWatcher: Sendable {
         let onWatcherThread = state.withLock { state -> Bool in
             if !state.stopRequested && state.wakeFD >= 0 {
                 var byte: UInt8 = 1
-                _ = write(state.wakeFD, &byte, 1)
+                _ = calls.write(state.wakeFD, &byte, 1)
             }
             state.stopRequested = true
             guard let thread = state.thread else { return false }

@@ -19,7 +19,7 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
         private enum Wrapped: Hashable, Sendable {
             case invalidKey, invalidOptions, invalidArgument, directoryInUse, ioFailure, diskFull, notFound
             case keyEncodingMismatch, readOnly, encodingFailed, decodingFailed
-            case cancelled, unsupportedFormat, closed
+            case cancelled, unsupportedFormat, closed, unsafeDirectory
         }
         private let wrapped: Wrapped
         private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
@@ -53,6 +53,11 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
         public static let unsupportedFormat = Code(.unsupportedFormat)
         /// The cache was closed.
         public static let closed = Code(.closed)
+        /// The cache folder, or one of Larder's own files in it, is not safe to use: the folder
+        /// belongs to another user or is writable by group or others (unless
+        /// ``DiskCacheOptions/sharing`` allows it), or the lock file or metadata is a link, a FIFO,
+        /// a folder, has other links, or belongs to another user.
+        public static let unsafeDirectory = Code(.unsafeDirectory)
 
         /// The code's name, as in `invalidKey`.
         public var description: String { "\(wrapped)" }

@@ -5,27 +5,143 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 /// The C `statvfs` structure (named apart from the function of the same name).
 package typealias StatVFS = statvfs
 
-/// A failed system call's `errno`.
-package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The raw `errno` value.
-    package var rawValue: Int32
-    package init(_ rawValue: Int32) { self.rawValue = rawValue }
-    /// The calling thread's current `errno`.
-    package static var current: Errno { Errno(errno) }
-    package var description: String { "errno \(rawValue) (\(String(cString: strerror(rawValue))))" }
+/// A cache folder held open: its path and a descriptor of it, opened once. Every path a rooted
+/// ``FileIO`` is given is resolved beneath this descriptor one component at a time, never
+/// following a link and never through `..`, so that whatever the folder holds (links to other
+/// folders, FIFOs, a replaced shard folder), no operation reaches a file outside it. The path
+/// *to* the root is the application's choice and may pass through links; its ownership is
+/// checked on the descriptor (see `DiskCache`).
+package final class CacheRoot: Sendable {
+    /// The root's path, without a trailing slash (as ``DiskLayout/root``).
+    package let path: String
+    /// What `fstat` said of the root when it was opened.
+    package let info: FileInfo
+    private let calls: SystemCalls
+    /// `path` and a slash, the prefix of every path beneath the root.
+    private let prefix: String
+    /// The descriptor in use; replaced by ``reopenIfRemoved()``.
+    private let current: Atomic<Int32>
+    /// Whether `openat2` failed with `ENOSYS` or `EPERM` (an old kernel, a seccomp filter): from
+    /// then on, paths beneath this root are walked one component at a time.
+    let beneathIsUnavailable = Atomic<Bool>(false)
+    /// Every descriptor opened, closed when the root goes away (a replaced one may still be in
+    /// use by a call on another thread, so it is not closed before).
+    private let opened: LarderMutex<[Int32]>
+
+    init(path: String, fd: Int32, info: FileInfo, calls: SystemCalls) {
+        self.path = path
+        self.info = info
+        self.calls = calls
+        prefix = path == "/" ? "/" : path + "/"
+        current = Atomic(fd)
+        opened = LarderMutex([fd])
+    }
+
+    deinit {
+        for fd in opened.withLock({ $0 }) { _ = calls.close(fd) }
+    }
+
+    /// The descriptor, `O_DIRECTORY`, closed when the root goes away.
+    package var fd: Int32 { current.load(ordering: .acquiring) }
+
+    /// When the folder open at ``fd`` was removed (no link left) and a folder is back at ``path``
+    /// with the same owner and no wider write permission, makes that folder the root. The cache
+    /// never creates its root again itself: someone chose to remove it.
+    /// - Returns: Whether the root was replaced.
+    @discardableResult
+    package func reopenIfRemoved() -> Bool {
+        var buf = stat()
+        guard calls.fstat(fd, &buf) == 0, buf.st_nlink == 0 else { return false }
+        let fd = calls.openat(SystemCalls.atCurrentDirectory, path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0)
+        guard fd >= 0 else { return false }
+        guard calls.fstat(fd, &buf) == 0 else {
+            _ = calls.close(fd)
+            return false
+        }
+        let new = FileInfo(buf)
+        let widened = (new.permissions & 0o022) & ~(info.permissions & 0o022)
+        guard new.kind == .directory, new.ownerID == info.ownerID, widened == 0 else {
+            _ = calls.close(fd)
+            return false
+        }
+        opened.withLock { $0.append(fd) }
+        current.store(fd, ordering: .releasing)
+        return true
+    }
+
+    /// `path` relative to the root ("" for the root itself), or `nil` when it is not beneath the
+    /// root, or has an empty, `.` or `..` component or a NUL byte. One scan, no allocation.
+    package func relativePath(of path: String) -> Substring? {
+        if path == self.path { return "" }
+        let utf8 = path.utf8
+        guard utf8.starts(with: prefix.utf8) else { return nil }
+        let start = utf8.index(utf8.startIndex, offsetBy: prefix.utf8.count)
+        var componentLength = 0
+        var dots = 0
+        for byte in utf8[start...] {
+            if byte == UInt8(ascii: "/") {
+                if componentLength == 0 || componentLength == dots && dots <= 2 { return nil }
+                componentLength = 0
+                dots = 0
+                continue
+            }
+            if byte == 0 { return nil }
+            componentLength += 1
+            if byte == UInt8(ascii: ".") { dots += 1 }
+        }
+        if componentLength == 0 || componentLength == dots && dots <= 2 { return nil }
+        return path[start...]
+    }
+
+    /// The components of `path` beneath the root (empty for the root itself), or `nil` when the
+    /// path is not beneath it, or names `.`, `..` or a NUL byte.
+    package func components(of path: String) -> [String]? {
+        if path == self.path { return [] }
+        guard path.utf8.starts(with: prefix.utf8) else { return nil }
+        let rest = Substring(path.utf8.dropFirst(prefix.utf8.count))
+        var result: [String] = []
+        for component in rest.split(separator: "/") {
+            if component == "." || component == ".." || component.utf8.contains(0) { return nil }
+            result.append(String(component))
+        }
+        return result
+    }
 }
 
 /// Throwing wrappers over ``SystemCalls``: `EINTR` is retried in one place (never for `close`),
 /// short reads and writes are looped over, and failures become ``Errno``.
+///
+/// A rooted `FileIO` (``rooted(at:)``) takes the absolute paths the rest of Larder builds, checks
+/// that they lie beneath its ``CacheRoot``, and resolves them beneath the root's descriptor with
+/// `openat`, `mkdirat`, `renameat`, `unlinkat` and `fstatat`, `O_NOFOLLOW` (or
+/// `AT_SYMLINK_NOFOLLOW`) at every component: a path outside the root fails with
+/// ``Errno/escapesRoot``, a link at any component with ``Errno/tooManySymbolicLinks`` (or
+/// ``Errno/notADirectory``). Every file is opened `O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC`, so a
+/// FIFO never blocks an open. An unrooted `FileIO` takes paths as they are (for the root's own
+/// parents), with the same flags on the last component.
 package struct FileIO: Sendable {
     /// The calls underneath.
     package var calls: SystemCalls
+    /// The folder every path must lie beneath; `nil` for an unrooted `FileIO`.
+    package private(set) var root: CacheRoot?
+    /// The mode of folders this `FileIO` creates (0700: owner only), before the umask.
+    package var folderMode: UInt16 = 0o700
+    /// The mode of files this `FileIO` creates (0600: owner only), before the umask.
+    package var fileMode: UInt16 = 0o600
+    /// Whether created files and folders are given exactly ``folderMode`` and ``fileMode`` with
+    /// `fchmod`, whatever the umask (for caches shared with a group).
+    package var forcesModes = false
 
     package init(calls: SystemCalls = .live) { self.calls = calls }
+
+    /// The flags every open gets: never follow a link at the last component, never block on a
+    /// FIFO, never leak the descriptor into a child process.
+    private static let safetyFlags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
 
     /// Runs `body` until it returns something other than -1 with `EINTR`.
     @inline(__always)
@@ -38,8 +154,115 @@ package struct FileIO: Sendable {
         }
     }
 
-    package func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(Errno) -> Int32 {
-        try retrying { calls.open(path, flags | O_CLOEXEC, mode) }
+    // MARK: - The root
+
+    /// A `FileIO` rooted at the folder `path`: the folder is opened (`O_DIRECTORY`; links in
+    /// `path` itself are followed, since the application chose it) and every later path must lie
+    /// beneath it. Created first, with its missing parents, when `create` is set.
+    /// - Throws: ``Errno``: ``Errno/noSuchFileOrDirectory``, ``Errno/notADirectory``, ...
+    package func rooted(at path: String, create: Bool = false) throws(Errno) -> FileIO {
+        var unrooted = self
+        unrooted.root = nil
+        if create { try unrooted.mkdirs(path) }
+        let fd = try retrying { calls.openat(SystemCalls.atCurrentDirectory, path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0) }
+        let info: FileInfo
+        do { info = try self.info(fd) } catch {
+            close(fd)
+            throw error
+        }
+        var rooted = self
+        rooted.root = CacheRoot(path: path, fd: fd, info: info, calls: calls)
+        return rooted
+    }
+
+    /// Runs `body` with a directory descriptor and a name in it that together mean `path`:
+    /// beneath the root, one `openat(O_DIRECTORY | O_NOFOLLOW)` per intermediate folder.
+    private func resolving<T>(_ path: String, _ body: (Int32, String) throws(Errno) -> T) throws(Errno) -> T {
+        guard let root else { return try body(SystemCalls.atCurrentDirectory, path) }
+        guard var components = root.components(of: path) else { throw .escapesRoot }
+        guard let last = components.popLast() else { return try body(root.fd, ".") }
+        var directory = root.fd
+        defer { if directory != root.fd { close(directory) } }
+        for component in components {
+            let next = try retrying {
+                calls.openat(directory, component, O_RDONLY | O_DIRECTORY | Self.safetyFlags, 0)
+            }
+            if directory != root.fd { close(directory) }
+            directory = next
+        }
+        return try body(directory, last)
+    }
+
+    // MARK: - Descriptors
+
+    /// Opens `path` with `flags` plus `O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`; a created file gets
+    /// `mode` (default ``fileMode``). Beneath a root, a path of several components is opened with
+    /// one `openat2` (no link, no way out) where the kernel has it, else walked.
+    package func open(_ path: String, _ flags: Int32, mode: UInt16? = nil) throws(Errno) -> Int32 {
+        let mode = mode_t(mode ?? fileMode)
+        if let root, !root.beneathIsUnavailable.load(ordering: .relaxed) {
+            guard let relative = root.relativePath(of: path) else { throw .escapesRoot }
+            if relative.utf8.contains(UInt8(ascii: "/")) {
+                let relative = String(relative)
+                do {
+                    let fd = try retrying { calls.openBeneath(root.fd, relative, flags | Self.safetyFlags, mode) }
+                    if forcesModes, flags & O_CREAT != 0 { _ = calls.fchmod(fd, mode) }
+                    return fd
+                } catch where error.rawValue == ENOSYS || error.rawValue == EPERM {
+                    root.beneathIsUnavailable.store(true, ordering: .relaxed)
+                }
+            }
+        }
+        let fd = try resolving(path) { (directory, name) throws(Errno) in
+            try retrying { calls.openat(directory, name, flags | Self.safetyFlags, mode) }
+        }
+        if forcesModes, flags & O_CREAT != 0 { _ = calls.fchmod(fd, mode) }
+        return fd
+    }
+
+    /// Opens a regular file for reading.
+    /// - Throws: ``Errno/notARegularFile`` for anything else (a FIFO, a socket, a device, a
+    ///   folder); ``Errno/tooManySymbolicLinks`` for a link.
+    package func openForReading(_ path: String) throws(Errno) -> (fd: Int32, info: FileInfo) {
+        let fd = try open(path, O_RDONLY)
+        do throws(Errno) {
+            let info = try info(fd)
+            guard info.kind == .regular else { throw Errno.notARegularFile }
+            return (fd, info)
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    /// Opens a regular file for writing (never creating it).
+    /// - Throws: ``Errno/notARegularFile`` for anything else.
+    package func openForWriting(_ path: String) throws(Errno) -> Int32 {
+        let fd = try open(path, O_WRONLY)
+        do throws(Errno) {
+            guard try info(fd).kind == .regular else { throw Errno.notARegularFile }
+            return fd
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    /// Opens a file for reading and writing, creating it (with ``fileMode``) when `creating` and missing.
+    /// The caller checks what it opened (``info(_:)``): it may be a FIFO.
+    package func openForUpdate(_ path: String, creating: Bool) throws(Errno) -> Int32 {
+        try open(path, O_RDWR | (creating ? O_CREAT : 0))
+    }
+
+    /// Creates a new file (`O_CREAT | O_EXCL`, so never an existing file or a link's target),
+    /// open for writing.
+    package func createExclusively(_ path: String) throws(Errno) -> Int32 {
+        try open(path, O_WRONLY | O_CREAT | O_EXCL)
+    }
+
+    /// Opens a folder (for `fsync` or listing).
+    package func openDirectory(_ path: String) throws(Errno) -> Int32 {
+        try open(path, O_RDONLY | O_DIRECTORY)
     }
 
     /// Closes `fd`. Never retried: after `EINTR` the descriptor is already gone on Linux.
@@ -92,53 +315,20 @@ package struct FileIO: Sendable {
         return buf
     }
 
-    /// `lstat`, or `nil` when the path does not exist.
-    package func lstat(_ path: String) throws(Errno) -> stat? {
-        var buf = stat()
-        do {
-            _ = try retrying { calls.lstat(path, &buf) }
-        } catch where error.rawValue == ENOENT {
-            return nil
-        }
-        return buf
+    /// What `fstat` says of an open file.
+    package func info(_ fd: Int32) throws(Errno) -> FileInfo {
+        FileInfo(try fstat(fd))
     }
 
-    package func rename(_ from: String, _ to: String) throws(Errno) {
-        _ = try retrying { calls.rename(from, to) }
+    /// Takes the exclusive `flock` on `fd` without waiting.
+    /// - Throws: ``Errno/wouldBlock`` when another open file description holds it.
+    package func lockExclusively(_ fd: Int32) throws(Errno) {
+        _ = try retrying { calls.flock(fd, LOCK_EX | LOCK_NB) }
     }
 
-    /// Removes a file; returns `false` when it did not exist.
-    @discardableResult
-    package func unlink(_ path: String) throws(Errno) -> Bool {
-        do {
-            _ = try retrying { calls.unlink(path) }
-            return true
-        } catch where error.rawValue == ENOENT {
-            return false
-        }
-    }
-
-    /// Creates a directory; an existing directory is not an error.
-    package func mkdir(_ path: String, mode: mode_t = 0o755) throws(Errno) {
-        do {
-            _ = try retrying { calls.mkdir(path, mode) }
-        } catch where error.rawValue == EEXIST {
-            guard let info = try lstat(path), (info.st_mode & S_IFMT) == S_IFDIR else { throw error }
-        }
-    }
-
-    /// Creates a directory and its missing parents.
-    package func mkdirs(_ path: String, mode: mode_t = 0o755) throws(Errno) {
-        var prefix = path.hasPrefix("/") ? "/" : ""
-        for component in path.split(separator: "/") {
-            prefix += component
-            try mkdir(prefix, mode: mode)
-            prefix += "/"
-        }
-    }
-
-    package func rmdir(_ path: String) throws(Errno) {
-        _ = try retrying { calls.rmdir(path) }
+    /// Releases the `flock` on `fd`.
+    package func unlock(_ fd: Int32) {
+        _ = try? retrying { calls.flock(fd, LOCK_UN) }
     }
 
     package func flock(_ fd: Int32, _ operation: Int32) throws(Errno) {
@@ -149,27 +339,120 @@ package struct FileIO: Sendable {
         _ = try retrying { calls.ftruncate(fd, off_t(length)) }
     }
 
+    // MARK: - Paths
+
+    /// `lstat` (never following a link), or `nil` when the path does not exist.
+    package func lstat(_ path: String) throws(Errno) -> stat? {
+        var buf = stat()
+        do {
+            _ = try resolving(path) { (directory, name) throws(Errno) in
+                try retrying { calls.fstatat(directory, name, &buf, AT_SYMLINK_NOFOLLOW) }
+            }
+        } catch where error == .noSuchFileOrDirectory {
+            return nil
+        }
+        return buf
+    }
+
+    /// What `lstat` says of `path` (never following a link), or `nil` when it does not exist.
+    package func info(atPath path: String) throws(Errno) -> FileInfo? {
+        try lstat(path).map(FileInfo.init)
+    }
+
+    package func rename(_ from: String, _ to: String) throws(Errno) {
+        _ = try resolving(from) { (fromDirectory, fromName) throws(Errno) in
+            try resolving(to) { (toDirectory, toName) throws(Errno) in
+                try retrying { calls.renameat(fromDirectory, fromName, toDirectory, toName) }
+            }
+        }
+    }
+
+    /// Removes a file (or a link, never its target; never a folder); returns `false` when it did not exist.
+    @discardableResult
+    package func unlink(_ path: String) throws(Errno) -> Bool {
+        do {
+            _ = try resolving(path) { (directory, name) throws(Errno) in
+                try retrying { calls.unlinkat(directory, name, 0) }
+            }
+            return true
+        } catch where error == .noSuchFileOrDirectory {
+            return false
+        }
+    }
+
+    /// Creates a folder with `mode` (default ``folderMode``); an existing folder is not an error.
+    package func mkdir(_ path: String, mode: UInt16? = nil) throws(Errno) {
+        let mode = mode_t(mode ?? folderMode)
+        do {
+            _ = try resolving(path) { (directory, name) throws(Errno) in
+                try retrying { calls.mkdirat(directory, name, mode) }
+            }
+            if forcesModes, let fd = try? openDirectory(path) {
+                _ = calls.fchmod(fd, mode)
+                close(fd)
+            }
+        } catch where error == .fileExists {
+            guard let info = try info(atPath: path), info.kind == .directory else { throw error }
+        }
+    }
+
+    /// Creates a folder and its missing parents (beneath the root, when rooted).
+    package func mkdirs(_ path: String, mode: UInt16? = nil) throws(Errno) {
+        var prefix: String
+        var rest: [String]
+        if let root {
+            guard let components = root.components(of: path) else { throw .escapesRoot }
+            prefix = root.path == "/" ? "" : root.path
+            rest = components
+        } else {
+            prefix = ""
+            rest = path.split(separator: "/").map(String.init)
+            if !path.hasPrefix("/") { prefix = "." }
+        }
+        for component in rest {
+            prefix += "/" + component
+            try mkdir(prefix, mode: mode)
+        }
+    }
+
+    /// Removes an empty folder.
+    package func rmdir(_ path: String) throws(Errno) {
+        _ = try resolving(path) { (directory, name) throws(Errno) in
+            try retrying { calls.unlinkat(directory, name, AT_REMOVEDIR) }
+        }
+    }
+
     package func statvfs(_ path: String) throws(Errno) -> StatVFS {
         var buf = StatVFS()
         _ = try retrying { calls.statvfs(path, &buf) }
         return buf
     }
 
+    /// The size and free space of the volume that holds `path`.
+    package func volumeInfo(_ path: String) throws(Errno) -> VolumeInfo {
+        VolumeInfo(try statvfs(path))
+    }
+
+    /// The entries of a folder (never through a link).
     package func listDirectory(_ path: String) throws(Errno) -> [(name: String, isDirectory: Bool?)] {
+        let fd = try openDirectory(path)
+        defer { close(fd) }
         while true {
-            if let entries = calls.listDirectory(path) { return entries }
+            if let entries = calls.listDirectory(fd) { return entries }
             let error = errno
             if error != EINTR { throw Errno(error) }
         }
     }
 
-    /// Reads a whole small file (metadata, snapshots), refusing files larger than `limit` bytes.
+    /// Reads a whole small file (metadata, snapshots), refusing files larger than `limit` bytes
+    /// and files that claim far more bytes than their blocks hold (``FileInfo/looksSparse``).
+    /// - Throws: ``Errno/fileTooLarge`` for those, ``Errno/notARegularFile`` for a FIFO, a
+    ///   folder or a device, ``Errno/tooManySymbolicLinks`` for a link.
     package func readFile(_ path: String, limit: Int) throws(Errno) -> [UInt8] {
-        let fd = try open(path, O_RDONLY)
+        let (fd, info) = try openForReading(path)
         defer { close(fd) }
-        let size = Int(try fstat(fd).st_size)
-        guard size <= limit else { throw Errno(EFBIG) }
-        var bytes = [UInt8](repeating: 0, count: size)
+        guard info.size <= limit, !info.looksSparse else { throw .fileTooLarge }
+        var bytes = [UInt8](repeating: 0, count: info.size)
         let n = try bytes.withUnsafeMutableBytes { buffer in
             Result { () throws(Errno) in try pread(fd, into: buffer, at: 0) }
         }.get()
@@ -177,17 +460,19 @@ package struct FileIO: Sendable {
         return bytes
     }
 
-    /// Writes a whole file atomically: a temporary file beside it, then a rename.
+    /// Writes a whole file atomically: a new temporary file beside it (`O_CREAT | O_EXCL`), then a rename.
     package func writeFileAtomically(_ path: String, _ bytes: [UInt8], sync: Bool = false) throws(Errno) {
         let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
-        let fd = try open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
+        let fd = try createExclusively(temporary)
+        var isOpen = true
         do {
             try bytes.withUnsafeBytes { buffer in Result { () throws(Errno) in try write(fd, buffer) } }.get()
             if sync { try fsync(fd) }
             close(fd)
+            isOpen = false
             try rename(temporary, path)
         } catch {
-            close(fd)
+            if isOpen { close(fd) }
             _ = try? unlink(temporary)
             throw error
         }

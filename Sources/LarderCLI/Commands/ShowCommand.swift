@@ -28,7 +28,7 @@ enum ShowCommand: Subcommand {
         fields.add("file size", "\(entry.fileSize) bytes (\(HumanFormat.size(entry.fileSize)))")
         fields.add("status", LsCommand.statusText(entry))
         guard let header = entry.header else {
-            return fields.render() + "\nThe header failed validation; its first bytes:\n" + hexDump(path: entry.path)
+            return fields.render() + "\nThe header failed validation; its first bytes:\n" + hexDump(path: entry.path, files: context.files)
         }
         func hex(_ value: UInt32) -> String { "0x" + String(value, radix: 16).leftPadded(to: 8) }
         fields.add("magic", "0x46545053 (SPTF)")
@@ -71,11 +71,16 @@ enum ShowCommand: Subcommand {
         return names.isEmpty ? "none" : names.joined(separator: ", ")
     }
 
-    /// A hex dump of a file's first 64 bytes.
-    static func hexDump(path: String) -> TerminalText {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return "  (unreadable)\n" }
-        defer { try? handle.close() }
-        let bytes = Array((try? handle.read(upToCount: RecordHeader.size)) ?? Data())
+    /// A hex dump of a file's first 64 bytes, read beneath the cache's root (never through a
+    /// link, never from a FIFO).
+    static func hexDump(path: String, files: FileIO) -> TerminalText {
+        guard let (fd, _) = try? files.openForReading(path) else { return "  (unreadable: not a regular file)\n" }
+        defer { files.close(fd) }
+        var bytes = [UInt8](repeating: 0, count: RecordHeader.size)
+        let n = (try? bytes.withUnsafeMutableBytes { b in
+            Result { () throws(Errno) in try files.pread(fd, into: b, at: 0) }
+        }.get()) ?? 0
+        bytes.removeSubrange(n...)
         var text = ""
         for row in stride(from: 0, to: bytes.count, by: 16) {
             let slice = bytes[row ..< min(row + 16, bytes.count)]

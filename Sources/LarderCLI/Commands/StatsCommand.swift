@@ -30,7 +30,7 @@ enum StatsCommand: Subcommand {
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
         let context = try CacheContext(arguments, io: io, mustExist: true)
         let summary = CacheSummary(entries: try CacheInspector(context).entries(readPayload: false))
-        let holder = lockHolder(context.layout)
+        let holder = lockHolder(context)
         if arguments.flag("json") {
             io.out(json: .object([
                 ("directory", .string(context.layout.root)),
@@ -69,8 +69,8 @@ enum StatsCommand: Subcommand {
 
     /// The pid in `.larder.lock`, when that process is alive. (A hint: it does not test the lock,
     /// because taking it, even briefly, could make a starting writer fail.)
-    static func lockHolder(_ layout: DiskLayout) -> Int32? {
-        guard let bytes = try? FileIO().readFile(layout.lockPath, limit: 64),
+    static func lockHolder(_ context: CacheContext) -> Int32? {
+        guard let bytes = try? context.files.readFile(context.layout.lockPath, limit: 64),
               let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
               pid > 0, pid != getpid() else { return nil }
         return kill(pid, 0) == 0 || errno == EPERM ? pid : nil

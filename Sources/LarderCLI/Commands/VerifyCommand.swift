@@ -27,7 +27,8 @@ enum VerifyCommand: Subcommand {
         var corrupt: [RecordEntry] = []
         var checked = 0
         for (i, name) in names.enumerated() {
-            if let entry = inspector.entry(named: name, readPayload: true) {
+            // Streamed: a record is checked in chunks, never read into memory whole.
+            if let entry = inspector.verifiedEntry(named: name) {
                 checked += 1
                 if entry.corruption != nil { corrupt.append(entry) }
             }
@@ -37,15 +38,26 @@ enum VerifyCommand: Subcommand {
 
         var removed: [String] = []
         var failures: [String] = []
+        var kept: [String] = []
         if let cache {
             for entry in corrupt {
+                // The tool checks sizes against the library's default maximum (1 GiB); an app
+                // may allow more, so a record above it (or sparse) is reported, never removed.
+                if entry.corruption == .tooLarge {
+                    kept.append(entry.relativePath)
+                    continue
+                }
                 do {
                     // Through the cache when the key maps to this file, so its index stays right;
                     // otherwise (the key is unknown) the file alone, under the cache's lock.
                     if let key = entry.key, let encoding = context.keyEncoding, (try? encoding.fileName(for: key)) == entry.file {
                         try cache.remove(forKeys: [key])
                     } else {
-                        try FileManager.default.removeItem(atPath: entry.path)
+                        // One unlink beneath the root: a file or a link goes, never a link's
+                        // target, and a folder named like a record stays (EISDIR), whatever it holds.
+                        do throws(Errno) { try context.files.unlink(entry.path) } catch {
+                            throw CacheError(.ioFailure, error == .isADirectory || error == .notPermitted ? "a folder, not a record file; remove it yourself if it is not yours" : "cannot remove it", path: entry.path, errno: error.rawValue)
+                        }
                     }
                     removed.append(entry.relativePath)
                 } catch {
@@ -78,6 +90,9 @@ enum VerifyCommand: Subcommand {
                 io.out(table.render(colour: LsCommand.useColour(io)))
             }
             if repair { io.out("removed \(removed.count) corrupt record\(removed.count == 1 ? "" : "s")\n") }
+            for path in kept {
+                io.err("larder verify: left \(path): larger than 1 GiB or sparse, which an application may allow; 'larder rm' removes it\n")
+            }
             for failure in failures { io.err("larder verify: cannot remove \(failure)\n") }
         }
         if !failures.isEmpty { return .cacheError }

@@ -30,6 +30,10 @@ struct CacheContext {
     let clock: any CacheClock
     let defaultExpiration: Double
     let io: CommandIO
+    /// File access rooted at the directory (see `FileIO`): no path the tool reads, writes or
+    /// removes can lead outside it through a link, and no FIFO blocks it. Unrooted when the
+    /// directory does not exist yet (a `put` that creates it opens it through `DiskCache`).
+    let files: FileIO
 
     var now: Double { clock.now }
     /// A short description of the directory's format.
@@ -69,6 +73,7 @@ struct CacheContext {
         defaultExpiration = expiration
 
         var holdsRecords = false
+        var files = fileIO
         let root = layout.root
         switch Result(catching: { () throws(Errno) in try fileIO.lstat(root) }) {
         case .success(nil):
@@ -80,7 +85,8 @@ struct CacheContext {
                 throw CommandFailure(.cacheError, "'\(layout.root)' is not a directory")
             }
             do {
-                holdsRecords = try fileIO.listDirectory(layout.root).contains { !DiskLayout.isReserved($0.name) }
+                files = try fileIO.rooted(at: layout.root)
+                holdsRecords = try files.listDirectory(layout.root).contains { !DiskLayout.isReserved($0.name) }
             } catch {
                 throw CommandFailure(.cacheError, "cannot read cache directory '\(layout.root)': \(String(cString: strerror(error.rawValue)))")
             }
@@ -88,13 +94,14 @@ struct CacheContext {
             throw CommandFailure(.cacheError, "cannot open cache directory '\(layout.root)': \(String(cString: strerror(error.rawValue)))")
         }
 
+        self.files = files
         do {
-            let bytes = try fileIO.readFile(layout.metadataPath, limit: 64 * 1024)
+            let bytes = try files.readFile(layout.metadataPath, limit: 64 * 1024)
             guard let decoded = try? JSONDecoder().decode(DirectoryMetadata.self, from: Data(bytes)) else {
                 throw CommandFailure(.cacheError, "the metadata file '\(layout.metadataPath)' is not valid")
             }
             metadata = decoded
-        } catch let error as Errno where error.rawValue == ENOENT {
+        } catch let error as Errno where error == .noSuchFileOrDirectory || files.root == nil {
             metadata = nil
         } catch let error as Errno {
             throw CommandFailure(.cacheError, "cannot read '\(layout.metadataPath)': \(String(cString: strerror(error.rawValue)))")

@@ -16,7 +16,8 @@ struct CacheInspector {
 
     init(_ context: CacheContext) {
         self.context = context
-        self.inspector = RecordInspector(layout: context.layout, keyEncoding: context.keyEncoding, defaultExpiration: context.defaultExpiration)
+        self.inspector = RecordInspector(
+            layout: context.layout, keyEncoding: context.keyEncoding, defaultExpiration: context.defaultExpiration, io: context.files)
     }
 
     /// The file names of every record, sorted, found the way `DiskCache` finds them.
@@ -33,9 +34,17 @@ struct CacheInspector {
     ///   - name: Its file name.
     ///   - readPayload: Whether to read (and with `verify`, check) the payload, or only header and key.
     func entry(named name: String, readPayload: Bool, verify: Bool = true) -> RecordEntry? {
-        guard let record = inspector.inspect(name: name, readPayload: readPayload, verifyPayload: verify, now: context.now) else {
-            return nil
-        }
+        entry(inspector.inspect(name: name, readPayload: readPayload, verifyPayload: verify, now: context.now))
+    }
+
+    /// Reads one record's header and key and checks its payload's CRC-32 in chunks, without
+    /// reading the payload into memory (`larder verify`). The entry carries no payload.
+    func verifiedEntry(named name: String) -> RecordEntry? {
+        entry(inspector.verify(name: name, now: context.now))
+    }
+
+    private func entry(_ record: InspectedRecord?) -> RecordEntry? {
+        guard let record else { return nil }
         return RecordEntry(record, relativePath: String(record.path.dropFirst(context.layout.root.count + 1)))
     }
 

@@ -17,7 +17,8 @@ enum HumanFormat {
 
     /// A length of time in its largest whole-ish unit: `45 s`, `12 min`, `3 h`, `2 d`.
     static func duration(_ seconds: Double) -> String {
-        let s = abs(seconds)
+        // Clamped, so that no time read from a file can trap the conversions below.
+        let s = seconds.isFinite ? min(abs(seconds), 1e15) : 1e15
         if s < 60 { return "\(Int(s)) s" }
         if s < 3600 { return "\(Int(s / 60)) min" }
         if s < 86400 { return "\(Int(s / 3600)) h" }

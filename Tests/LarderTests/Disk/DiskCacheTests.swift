@@ -208,9 +208,13 @@ import Testing
         defer { dir.remove() }
         let opens = LarderMutex(0)
         var calls = SystemCalls.live
-        calls.open = { path, flags, mode in
+        calls.openat = { directory, path, flags, mode in
             opens.withLock { $0 += 1 }
-            return SystemCalls.live.open(path, flags, mode)
+            return SystemCalls.live.openat(directory, path, flags, mode)
+        }
+        calls.openBeneath = { directory, path, flags, mode in
+            opens.withLock { $0 += 1 }
+            return SystemCalls.live.openBeneath(directory, path, flags, mode)
         }
         let cache = try DiskCache(options: testOptions(dir.url), systemCalls: calls)
         try cache.store(Data("x".utf8), forKey: "present")
@@ -219,7 +223,8 @@ import Testing
         for i in 0 ..< 10 { #expect(try cache.record(forKey: "absent-\(i)") == nil) }
         #expect(opens.withLock { $0 } == before, "misses opened files")
         #expect(try cache.record(forKey: "present") != nil)
-        #expect(opens.withLock { $0 } == before + 1)
+        // One openat2 beneath the root, or the shard folder then the record where the kernel lacks it.
+        #expect((before + 1 ... before + 2).contains(opens.withLock { $0 }))
         #expect(cache.statistics.misses == 10)
         // A read-only reader does not own the directory: it asks the disk.
         var readOnly = testOptions(dir.url)
@@ -228,7 +233,8 @@ import Testing
         _ = reader.count
         let readerBefore = opens.withLock { $0 }
         #expect(try reader.record(forKey: "absent") == nil)
-        #expect(opens.withLock { $0 } == readerBefore + 1)
+        // One openat2, or the shard folder (absent, so nothing more) or the shard folder and the record.
+        #expect((readerBefore + 1 ... readerBefore + 2).contains(opens.withLock { $0 }))
     }
 
     @Test func aRecordReplacedBehindTheCachesBackIsReadAtItsRealLength() throws {

@@ -87,6 +87,21 @@ final class FaultInjector: Sendable {
         }
     }
 
+    /// The absolute path a `*at` call names: `path` itself when absolute (or relative to the
+    /// working directory), else the path of the folder open at `directory` (from `/proc/self/fd`,
+    /// saving `errno`) followed by `path`, so that path filters see whole paths.
+    static func path(_ directory: Int32, _ path: UnsafePointer<CChar>) -> String {
+        let name = String(cString: path)
+        if directory == SystemCalls.atCurrentDirectory || name.hasPrefix("/") { return name }
+        let saved = errno
+        defer { errno = saved }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/fd/\(directory)", &buffer, buffer.count - 1)
+        guard n > 0 else { return name }
+        let folder = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name == "." ? folder : folder + "/" + name
+    }
+
     private static func failing<T: FixedWidthInteger>(_ error: Int32) -> T {
         errno = error
         return -1
@@ -96,9 +111,13 @@ final class FaultInjector: Sendable {
     var calls: SystemCalls {
         let live = SystemCalls.live
         var calls = live
-        calls.open = { [self] path, flags, mode in
-            if case .fail(let e)? = fault(for: .open, path: String(cString: path)) { return Self.failing(e) }
-            return live.open(path, flags, mode)
+        calls.openat = { [self] directory, path, flags, mode in
+            if case .fail(let e)? = fault(for: .open, path: Self.path(directory, path)) { return Self.failing(e) }
+            return live.openat(directory, path, flags, mode)
+        }
+        calls.openBeneath = { [self] directory, path, flags, mode in
+            if case .fail(let e)? = fault(for: .open, path: Self.path(directory, path)) { return Self.failing(e) }
+            return live.openBeneath(directory, path, flags, mode)
         }
         calls.close = { [self] fd in
             // Like Linux: the descriptor is gone whatever close reports.
@@ -142,25 +161,22 @@ final class FaultInjector: Sendable {
             if case .fail(let e)? = fault(for: .fstat) { return Self.failing(e) }
             return live.fstat(fd, buf)
         }
-        calls.lstat = { [self] path, buf in
-            if case .fail(let e)? = fault(for: .lstat, path: String(cString: path)) { return Self.failing(e) }
-            return live.lstat(path, buf)
+        calls.fstatat = { [self] directory, path, buf, flags in
+            if case .fail(let e)? = fault(for: .lstat, path: Self.path(directory, path)) { return Self.failing(e) }
+            return live.fstatat(directory, path, buf, flags)
         }
-        calls.rename = { [self] from, to in
-            if case .fail(let e)? = fault(for: .rename, path: String(cString: to)) { return Self.failing(e) }
-            return live.rename(from, to)
+        calls.renameat = { [self] fromDirectory, from, toDirectory, to in
+            if case .fail(let e)? = fault(for: .rename, path: Self.path(toDirectory, to)) { return Self.failing(e) }
+            return live.renameat(fromDirectory, from, toDirectory, to)
         }
-        calls.unlink = { [self] path in
-            if case .fail(let e)? = fault(for: .unlink, path: String(cString: path)) { return Self.failing(e) }
-            return live.unlink(path)
+        calls.unlinkat = { [self] directory, path, flags in
+            let kind: Kind = flags & AT_REMOVEDIR != 0 ? .rmdir : .unlink
+            if case .fail(let e)? = fault(for: kind, path: Self.path(directory, path)) { return Self.failing(e) }
+            return live.unlinkat(directory, path, flags)
         }
-        calls.mkdir = { [self] path, mode in
-            if case .fail(let e)? = fault(for: .mkdir, path: String(cString: path)) { return Self.failing(e) }
-            return live.mkdir(path, mode)
-        }
-        calls.rmdir = { [self] path in
-            if case .fail(let e)? = fault(for: .rmdir, path: String(cString: path)) { return Self.failing(e) }
-            return live.rmdir(path)
+        calls.mkdirat = { [self] directory, path, mode in
+            if case .fail(let e)? = fault(for: .mkdir, path: Self.path(directory, path)) { return Self.failing(e) }
+            return live.mkdirat(directory, path, mode)
         }
         calls.flock = { [self] fd, operation in
             if case .fail(let e)? = fault(for: .flock) { return Self.failing(e) }
@@ -174,12 +190,12 @@ final class FaultInjector: Sendable {
             if case .fail(let e)? = fault(for: .statvfs, path: String(cString: path)) { return Self.failing(e) }
             return live.statvfs(path, buf)
         }
-        calls.listDirectory = { [self] path in
-            if case .fail(let e)? = fault(for: .listDirectory, path: path) {
+        calls.listDirectory = { [self] directory in
+            if case .fail(let e)? = fault(for: .listDirectory, path: Self.path(directory, ".")) {
                 errno = e
                 return nil
             }
-            return live.listDirectory(path)
+            return live.listDirectory(directory)
         }
         return calls
     }

@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+@testable import Larder
+
+/// Attack 6 and the preloaded half of attack 7: FIFOs hung `DiskCache.init`, `count`/`close`
+/// and `HybridCache.init` with preloaded files; preloaded `.files` folders followed links out of
+/// them. Every open is non-blocking and checked to be a regular file, so these tests return
+/// (a hang would stall the suite, and CI's time limit fails it).
+@Suite struct FIFOTests {
+    enum Place: String, CaseIterable, Sendable {
+        case record, shard, metadata, snapshot, lock, temporaryFolder
+    }
+
+    @Test(arguments: Place.allCases)
+    func fifosNeverBlock(place: Place) throws {
+        let fixture = HostileFixture("larder-fifo")
+        defer { fixture.remove() }
+        let first = try DiskCache(options: fixture.options())
+        try first.store(Data("keep".utf8), forKey: "keep")
+        try first.store(Data("victim".utf8), forKey: "victim")
+        first.close()
+        let path: String = switch place {
+        case .record: fixture.recordPath("victim")
+        case .shard: fixture.root + "/vi"
+        case .metadata: fixture.root + "/.larder"
+        case .snapshot: fixture.root + "/.larder-index"
+        case .lock: fixture.root + "/.larder.lock"
+        case .temporaryFolder: fixture.root + "/.larder-tmp"
+        }
+        try FileManager.default.removeItem(atPath: path)
+        #expect(HostileFiles.mkfifo(path))
+        for readOnly in [false, true] {
+            let cache: DiskCache
+            do {
+                cache = try DiskCache(options: fixture.options(readOnly: readOnly))
+            } catch {
+                // Larder's own files: refused with a typed error.
+                #expect(error.code == .unsafeDirectory && (place == .metadata || (place == .lock && !readOnly)), "\(place): \(error)")
+                continue
+            }
+            #expect(place != .metadata)
+            #expect(cache.count >= 1)
+            #expect(try cache.record(forKey: "keep")?.data == Data("keep".utf8))
+            #expect(try cache.record(forKey: "victim") == nil || (place != .record && place != .shard))
+            if !readOnly, place == .record || place == .shard { #expect(try !cache.keys(withPrefix: "").contains("victim")) }
+            _ = cache.contains("victim")
+            if !readOnly {
+                _ = try? cache.store(Data("new".utf8), forKey: "other")
+                _ = try cache.collectGarbage()
+            }
+            cache.close()
+        }
+    }
+
+    @Test func preloadedFilesFollowNoLinkAndSkipFIFOs() throws {
+        let fixture = HostileFixture("larder-fifo")
+        defer { fixture.remove() }
+        let bundle = fixture.dir.path("bundle")
+        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: bundle + "/good", contents: Data("good".utf8))
+        #expect(HostileFiles.mkfifo(bundle + "/pipe"))
+        #expect(HostileFiles.symlink(fixture.sentinel.root + "/important.txt", at: bundle + "/escape"))
+        #expect(HostileFiles.symlink(fixture.sentinel.root + "/inner", at: bundle + "/folder"))
+        let before = fixture.sentinel.fingerprint()
+        for mode in [PreloadedEntries.Mode.copyIfMissing, .readThrough] {
+            for format in [PreloadedEntries.Format.files, .records] {
+                let root = fixture.dir.path("cache-\(mode)-\(format)")
+                var options = HybridCacheOptions(directory: URL(fileURLWithPath: root))
+                options.disk.keyEncoding = .verbatim
+                options.preloaded = PreloadedEntries(directory: URL(fileURLWithPath: bundle), format: format, mode: mode)
+                let cache = try HybridCache(options: options)
+                #expect(try cache.value(forKey: "escape") == nil, "\(mode) \(format): followed a link out of the bundle")
+                #expect(try cache.value(forKey: "pipe") == nil)
+                #expect(try cache.value(forKey: "secret") == nil)
+                if format == .files {
+                    #expect(try cache.value(forKey: "good") == Data("good".utf8))
+                    if mode == .copyIfMissing { #expect(cache.preloadReport?.imported == ["good"]) }
+                }
+            }
+        }
+        #expect(fixture.sentinel.fingerprint() == before)
+    }
+}
