@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Dispatch
 import Foundation
 
@@ -335,8 +328,8 @@ extension DiskCache {
         if let cached, !forceRefresh, abs(now - cached.checkedAt) < 1 {
             volume = cached
         } else {
-            guard let vfs = try? io.statvfs(layout.root) else { return limit }
-            volume = (now, Int(vfs.f_blocks) * Int(vfs.f_frsize), Int(vfs.f_bavail) * Int(vfs.f_frsize))
+            guard let info = try? io.volumeInfo(layout.root) else { return limit }
+            volume = (now, info.size, info.available)
             state.withLock { $0.freeSpace = volume }
         }
         let deficit = required(volume.volumeSize) - volume.available

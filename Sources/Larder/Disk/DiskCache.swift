@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Dispatch
 import Foundation
 import Synchronization
@@ -52,7 +45,7 @@ public final class DiskCache: Sendable {
     let directoryLock: DirectoryLock?
     private let temporaryCounter = Atomic<UInt64>(0)
     /// This process's id, part of every temporary file's name.
-    private let processID = getpid()
+    private let processID = ProcessIdentity.processID
     /// Whether ``close()`` has run; read without a lock on every call.
     let isClosed = Atomic<Bool>(false)
 
@@ -87,12 +80,12 @@ public final class DiskCache: Sendable {
             lock?.release()
             throw error
         }
-        let rootInfo = try? io.lstat(layout.root)
+        let rootInfo = try? io.info(atPath: layout.root)
         self.options = options
         self.layout = layout
         self.io = io
         self.records = RecordFile(io: io, maximumPayloadSize: options.maximumRecordSize)
-        self.blockSize = max(512, Int(rootInfo?.st_blksize ?? 4096))
+        self.blockSize = max(512, rootInfo?.blockSize ?? 4096)
         self.expiryRule = ExpiryRule(defaultExpiration: options.defaultExpiration)
         self.state = LarderMutex(State())
         self.snapshotGate = LarderMutex(SnapshotState(isOnDisk: !options.isReadOnly))
@@ -159,13 +152,13 @@ public final class DiskCache: Sendable {
                     state.withLock { $0.recordStore(entry, bytes: data.count) }
                 }
                 break
-            } catch where error.rawValue == ENOSPC && attempt == 0 {
+            } catch let error where error == .noSpace && attempt == 0 {
                 // Make room for this record, least recently used and unlocked first, then retry once.
                 let needed = diskSize(header.payloadOffset + data.count)
                 events += makeRoom(bytes: needed, excluding: name)
-            } catch where error.rawValue == ENOSPC {
+            } catch let error where error == .noSpace {
                 emit(events)
-                throw CacheError(.diskFull, "the volume is full; the previous record under this key is intact", key: key, path: path, errno: ENOSPC)
+                throw CacheError(.diskFull, "the volume is full; the previous record under this key is intact", key: key, path: path, errno: Errno.noSpace.rawValue)
             } catch {
                 emit(events)
                 throw CacheError(.ioFailure, "cannot write the record", key: key, path: path, errno: error.rawValue)

@@ -12,8 +12,6 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     /// The raw `errno` value.
     package var rawValue: Int32
     package init(_ rawValue: Int32) { self.rawValue = rawValue }
-    /// The calling thread's current `errno`.
-    package static var current: Errno { Errno(errno) }
     package var description: String { "errno \(rawValue) (\(String(cString: strerror(rawValue))))" }
 
     /// `ENOENT`: no such file or folder.

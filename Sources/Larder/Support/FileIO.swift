@@ -415,13 +415,6 @@ package struct FileIO: Sendable {
         }
     }
 
-    /// Removes an empty folder.
-    package func rmdir(_ path: String) throws(Errno) {
-        _ = try resolving(path) { (directory, name) throws(Errno) in
-            try retrying { calls.unlinkat(directory, name, AT_REMOVEDIR) }
-        }
-    }
-
     package func statvfs(_ path: String) throws(Errno) -> StatVFS {
         var buf = StatVFS()
         _ = try retrying { calls.statvfs(path, &buf) }
@@ -461,13 +454,12 @@ package struct FileIO: Sendable {
     }
 
     /// Writes a whole file atomically: a new temporary file beside it (`O_CREAT | O_EXCL`), then a rename.
-    package func writeFileAtomically(_ path: String, _ bytes: [UInt8], sync: Bool = false) throws(Errno) {
+    package func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws(Errno) {
         let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
         let fd = try createExclusively(temporary)
         var isOpen = true
         do {
             try bytes.withUnsafeBytes { buffer in Result { () throws(Errno) in try write(fd, buffer) } }.get()
-            if sync { try fsync(fd) }
             close(fd)
             isOpen = false
             try rename(temporary, path)

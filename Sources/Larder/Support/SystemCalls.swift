@@ -11,7 +11,6 @@ import Darwin
 private func c_openat(_ dir: Int32, _ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 { openat(dir, path, flags, mode) }
 private func c_close(_ fd: Int32) -> Int32 { close(fd) }
 private func c_dup(_ fd: Int32) -> Int32 { dup(fd) }
-private func c_read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int { read(fd, buffer, count) }
 private func c_pread(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: off_t) -> Int { pread(fd, buffer, count, offset) }
 private func c_write(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
 private func c_pwrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int, _ offset: off_t) -> Int { pwrite(fd, buffer, count, offset) }
@@ -83,7 +82,6 @@ package struct SystemCalls: Sendable {
     /// then walks the path with ``openat``.
     package var openBeneath: @Sendable (_ directory: Int32, _ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32
     package var close: @Sendable (_ fd: Int32) -> Int32
-    package var read: @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int
     package var pread: @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: off_t) -> Int
     package var write: @Sendable (_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int
     package var pwrite: @Sendable (_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int, _ offset: off_t) -> Int
@@ -116,7 +114,6 @@ package struct SystemCalls: Sendable {
         openat: c_openat,
         openBeneath: c_openBeneath,
         close: c_close,
-        read: c_read,
         pread: c_pread,
         write: c_write,
         pwrite: c_pwrite,

@@ -51,11 +51,6 @@ final class ReadCounter: Sendable {
             if n > 0 { total.withLock { $0 += n } }
             return n
         }
-        calls.read = { [self] fd, buffer, count in
-            let n = SystemCalls.live.read(fd, buffer, count)
-            if n > 0 { total.withLock { $0 += n } }
-            return n
-        }
         return calls
     }
 }

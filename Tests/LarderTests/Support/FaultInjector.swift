@@ -13,11 +13,11 @@ import Synchronization
 /// errno, or transfer fewer bytes than asked. Thread-safe.
 final class FaultInjector: Sendable {
     enum Kind: String, CaseIterable, Sendable, Hashable, CustomStringConvertible {
-        case open, close, read, pread, write, pwrite, fsync, fstat, lstat, rename, unlink, mkdir, rmdir
+        case open, close, pread, write, pwrite, fsync, fstat, lstat, rename, unlink, mkdir, rmdir
         case flock, ftruncate, statvfs, listDirectory
         var description: String { rawValue }
         /// Whether the call transfers bytes, so that it can be made short.
-        var transfers: Bool { self == .read || self == .pread || self == .write || self == .pwrite }
+        var transfers: Bool { self == .pread || self == .write || self == .pwrite }
     }
 
     enum Fault: Sendable, Hashable, CustomStringConvertible {
@@ -124,13 +124,6 @@ final class FaultInjector: Sendable {
             let result = live.close(fd)
             if case .fail(let e)? = fault(for: .close) { return Self.failing(e) }
             return result
-        }
-        calls.read = { [self] fd, buffer, count in
-            switch fault(for: .read) {
-            case .fail(let e)?: return Self.failing(e)
-            case .short?: return live.read(fd, buffer, max(1, count / 2))
-            case nil: return live.read(fd, buffer, count)
-            }
         }
         calls.pread = { [self] fd, buffer, count, offset in
             switch fault(for: .pread) {
