@@ -49,15 +49,6 @@ public final class DiskCache: Sendable {
     /// Whether ``close()`` has run; read without a lock on every call.
     let isClosed = Atomic<Bool>(false)
 
-    struct SnapshotState {
-        /// Whether a snapshot may be on disk, so the next change must withdraw it first. A
-        /// writer starts with `true`: the snapshot its last close wrote stays until the
-        /// background build has read it, and a store made meanwhile must not leave it behind
-        /// for a crash to trust (found by the crash-consistency test under load).
-        var isOnDisk: Bool
-        var changesInFlight = 0
-    }
-
     /// Opens (creating when needed) the cache in `options.directory`.
     /// - Throws: ``CacheError``: ``CacheError/Code/invalidOptions`` for values out of range,
     ///   ``CacheError/Code/directoryInUse`` when another writer holds the directory,

@@ -1,0 +1,118 @@
+import Foundation
+
+// The in-memory index: built in the background at open, and the access times it holds written
+// back to the headers.
+extension DiskCache {
+    /// Blocks until the background index build has finished.
+    func waitForIndex() {
+        indexBuild.wait()
+    }
+
+    /// Whether the index holds every record yet.
+    public var isIndexReady: Bool { state.withLock { $0.isIndexReady } }
+
+    /// Builds the index: from the snapshot, reconciled with a listing of the folders, or from
+    /// every record's header when there is no snapshot. Runs on ``ioQueue`` at open.
+    func buildIndex() {
+        var events: [CacheEvent] = []
+        var snapshot: [IndexEntry]?
+        if let bytes = try? io.readFile(layout.snapshotPath, limit: 1 << 31) {
+            snapshot = IndexSnapshot.decode(bytes, keyEncoding: options.keyEncoding)
+            // A snapshot is only trusted once: a crash from now on must not leave a stale one.
+            if !options.isReadOnly {
+                snapshotGate.withLock { gate in
+                    _ = try? io.unlink(layout.snapshotPath)
+                    gate.isOnDisk = false
+                }
+            }
+        }
+        let (names, listedEverything) = listRecordNames(events: &events)
+        var entries: [IndexEntry] = []
+        entries.reserveCapacity(names.count)
+        var unknown: [String] = []
+        if let snapshot {
+            var onDisk = Set(names)
+            for entry in snapshot where onDisk.remove(entry.name) != nil {
+                entries.append(entry)
+            }
+            unknown = Array(onDisk)
+        } else {
+            unknown = names
+        }
+        var scanned: [IndexEntry] = []
+        var suspects: Set<String> = []
+        for name in unknown {
+            guard case .record(let contents)? = try? records.read(layout.path(for: name), readPayload: false) else {
+                // Corrupt or unreadable: not indexed, but a load must still find it (to report
+                // and remove it), so it is not answered as a miss from the index.
+                suspects.insert(name)
+                continue
+            }
+            let header = contents.header
+            scanned.append(IndexEntry(
+                name: name, key: contents.storedKey ?? (options.keyEncoding.storesKey ? nil : name),
+                // A header scan does not vouch for the length: the first load checks it for holes.
+                diskSize: diskSize(contents.fileSize), fileSize: 0, updateTime: header.updateTimeSec,
+                lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000,
+                ttl: header.ttl, lockCount: header.refCount))
+        }
+        if snapshot == nil {
+            entries = scanned.sorted { $0.lastAccessMs < $1.lastAccessMs }
+        } else if !scanned.isEmpty {
+            entries = (entries + scanned).sorted { $0.lastAccessMs < $1.lastAccessMs }
+        }
+        let count = state.withLock { $0.finishBuild(entries: entries, suspects: suspects, listedEverything: listedEverything) }
+        events.append(.indexReady(recordCount: count))
+        if !options.isReadOnly, !isClosed.load(ordering: .acquiring), isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
+            // Reopened over its limits (smaller limits, or files added behind its back): expired
+            // records go first, as in a collection, before any live one.
+            var pass = CollectionPass()
+            collectionGate.withLock { _ in
+                removeExpired(in: &pass)
+                prune(sizeLimit: effectiveSizeLimit(forceRefresh: false), countLimit: options.countLimit, excluding: nil, reason: nil, in: &pass)
+            }
+            events += pass.events
+        }
+        emit(events)
+    }
+
+    /// The file names of every record on disk (``DiskLayout/recordNames(io:)``), and whether the
+    /// list is complete; an unreadable root is reported as an event and reads as empty, incomplete.
+    func listRecordNames(events: inout [CacheEvent]) -> (names: [String], isComplete: Bool) {
+        do {
+            return try layout.recordNames(io: io)
+        } catch {
+            events.append(.ioError(operation: "list", path: layout.root, errno: error.rawValue))
+            return ([], false)
+        }
+    }
+
+    /// Writes access times held only by the index back into their headers, a batch at a time.
+    /// - Returns: Events for headers that could not be written.
+    func writeBackAccessTimes() -> [CacheEvent] {
+        guard !options.isReadOnly else { return [] }
+        var events: [CacheEvent] = []
+        while true {
+            // Take the whole queue; reads that dirty an entry meanwhile queue it again.
+            let queued = state.withLock { $0.takeDirtyQueue() }
+            if queued.isEmpty { break }
+            for name in queued {
+                let path = layout.path(for: name)
+                withKeyLock(name) {
+                    guard let entry = state.withLock({ $0.index[name] }), entry.isAccessDirty else { return }
+                    defer { state.withLock { $0.markAccessClean(name) } }
+                    guard case .record(let contents)? = try? records.read(path, readPayload: false) else { return }
+                    var header = contents.header
+                    _mergeAccessTimes(into: &header, from: entry)
+                    guard header != contents.header else { return }
+                    do throws(Errno) {
+                        _ = try records.rewriteHeader(header, at: path, sync: false)
+                    } catch {
+                        events.append(.ioError(operation: "write-back", path: path, errno: error.rawValue))
+                    }
+                }
+            }
+        }
+        return events
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+
+// Closing: flushing what the index holds, stopping collection, releasing the directory.
+extension DiskCache {
+    /// Flushes access times and the index snapshot, stops scheduled collection, and releases the
+    /// directory. Later calls throw ``CacheError/Code/closed``. Closing twice is harmless; the
+    /// cache also closes when it goes away.
+    public func close() {
+        closeNow()
+    }
+
+    func closeNow() {
+        // The first caller closes; later ones (and `deinit` after `close()`) return at once.
+        // The flag is set before the timer is taken, so a concurrent schedule either sees it or
+        // installs a timer that is taken here.
+        guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let timer: (any DispatchSourceTimer)? = state.withLock { s in
+            defer { s.timer = nil }
+            return s.timer
+        }
+        timer?.cancel()
+        waitForIndex()
+        var events: [CacheEvent] = []
+        collectionGate.withLock { _ in
+            events += writeBackAccessTimes()
+            events += writeSnapshot()
+        }
+        directoryLock?.release()
+        emit(events)
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+// The index snapshot on disk: written after a collection and at close, withdrawn before any
+// change to a record, so that a snapshot on disk is always exact.
+extension DiskCache {
+    /// Whether a snapshot may be on disk, and how many changes to records are under way; guarded
+    /// by ``snapshotGate``.
+    struct SnapshotState {
+        /// Whether a snapshot may be on disk, so the next change must withdraw it first. A
+        /// writer starts with `true`: the snapshot its last close wrote stays until the
+        /// background build has read it, and a store made meanwhile must not leave it behind
+        /// for a crash to trust (found by the crash-consistency test under load).
+        var isOnDisk: Bool
+        var changesInFlight = 0
+    }
+
+    /// Writes the index snapshot atomically, unless a change to the records is under way (then
+    /// the next collection or ``close()`` writes it).
+    func writeSnapshot() -> [CacheEvent] {
+        guard !options.isReadOnly else { return [] }
+        return snapshotGate.withLock { gate -> [CacheEvent] in
+            // Changes register under this lock before they touch a record, so with none in
+            // flight the index holds every change that reached the disk.
+            guard gate.changesInFlight == 0 else { return [] }
+            let entries: [IndexEntry]? = state.withLock { s in s.isIndexReady ? s.index.entriesLeastRecentFirst : nil }
+            guard let entries else { return [] }
+            do throws(Errno) {
+                try io.writeFileAtomically(layout.snapshotPath, IndexSnapshot.encode(entries))
+                gate.isOnDisk = true
+                return []
+            } catch {
+                return [.ioError(operation: "snapshot", path: layout.snapshotPath, errno: error.rawValue)]
+            }
+        }
+    }
+
+    /// Runs a change to records (a write, a header rewrite, a removal) and the index update that
+    /// goes with it. The snapshot on disk is withdrawn before the change, so that a crash from
+    /// here on cannot leave a snapshot that misses it; it costs one `unlink` per collection.
+    func changingRecords<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        snapshotGate.withLock { gate in
+            if gate.isOnDisk {
+                _ = try? io.unlink(layout.snapshotPath)
+                gate.isOnDisk = false
+            }
+            gate.changesInFlight += 1
+        }
+        defer { snapshotGate.withLock { $0.changesInFlight -= 1 } }
+        return try body()
+    }
+}
