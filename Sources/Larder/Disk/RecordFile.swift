@@ -56,18 +56,23 @@ package struct RecordFile: Sendable {
     /// Opens a record file for reading and runs `body` on it; a missing file is `.missing`, and
     /// anything but a regular file (a link, a FIFO, a socket, a folder) is `.corrupt(.notARegularFile)`.
     /// The open never follows a link and never blocks.
+    /// What a failed open of a record file means: no record, a corrupt one, or a real failure.
+    private static func failedOpen(_ error: Errno) throws(Errno) -> RecordReadResult {
+        switch error {
+        case .noSuchFileOrDirectory, .notADirectory: return .missing
+        case .tooManySymbolicLinks, .notARegularFile, .noSuchDeviceOrAddress, .isADirectory:
+            return .corrupt(.notARegularFile)
+        default: throw error
+        }
+    }
+
     private func withRecordFile(_ path: String, _ body: (Int32, FileInfo) throws(Errno) -> RecordReadResult) throws(Errno) -> RecordReadResult {
         let fd: Int32
         let info: FileInfo
         do {
             (fd, info) = try io.openForReading(path)
         } catch {
-            switch error {
-            case .noSuchFileOrDirectory, .notADirectory: return .missing
-            case .tooManySymbolicLinks, .notARegularFile, .noSuchDeviceOrAddress, .isADirectory:
-                return .corrupt(.notARegularFile)
-            default: throw error
-            }
+            return try Self.failedOpen(error)
         }
         defer { io.close(fd) }
         return try body(fd, info)
@@ -92,9 +97,43 @@ package struct RecordFile: Sendable {
         _ path: String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil,
         expectedFileSize: Int? = nil
     ) throws(Errno) -> RecordReadResult {
-        try withRecordFile(path) { (fd, info) throws(Errno) in
+        if readPayload, let hint = expectedFileSize, hint >= RecordHeader.size,
+           hint - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize {
+            return try readKnownLength(path, hint, verifyPayload: verifyPayload, expectedKey: expectedKey)
+        }
+        return try withRecordFile(path) { (fd, info) throws(Errno) in
             try read(fd: fd, info: info, readPayload: readPayload, verifyPayload: verifyPayload, expectedKey: expectedKey, expectedFileSize: expectedFileSize)
         }
+    }
+
+    /// The hot path of a hit the index knows: open, then read one byte more than the length the
+    /// cache wrote or read. Exactly that many bytes back proves the file still has that length,
+    /// and that it is a regular file (a positioned read of a FIFO fails with `ESPIPE`, of a
+    /// folder with `EISDIR`), so no `fstat` is needed. Anything else starts over with one.
+    private func readKnownLength(_ path: String, _ length: Int, verifyPayload: Bool, expectedKey: String?) throws(Errno) -> RecordReadResult {
+        let fd: Int32
+        do {
+            fd = try io.open(path, O_RDONLY)
+        } catch {
+            return try Self.failedOpen(error)
+        }
+        defer { io.close(fd) }
+        guard let memory = RawMemory.allocate(length + 1) else { throw .noMemory }
+        let got: Int
+        do {
+            got = try io.pread(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: length + 1), at: 0)
+        } catch {
+            RawMemory.free(memory)
+            if error == .illegalSeek || error == .isADirectory { return .corrupt(.notARegularFile) }
+            throw error
+        }
+        if got == length {
+            return try parse(memory, count: length, of: fd, fileSize: length, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey)
+        }
+        RawMemory.free(memory)
+        let info = try io.info(fd)
+        guard info.kind == .regular else { return .corrupt(.notARegularFile) }
+        return try read(fd: fd, info: info, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey, expectedFileSize: nil)
     }
 
     /// Checks a record file the way ``read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:)``
@@ -164,6 +203,16 @@ package struct RecordFile: Sendable {
             RawMemory.free(memory)
             return .corrupt(.truncated)
         }
+        return try parse(memory, count: wanted, of: fd, fileSize: fileSize, readPayload: readPayload, verifyPayload: verifyPayload, expectedKey: expectedKey)
+    }
+
+    /// Validates and decodes the first `count` bytes of a record file of `fileSize` bytes, read
+    /// from `fd` into `memory` (from `RawMemory.allocate(_:)`), which it takes over: freed, or
+    /// handed to the payload's `Data`.
+    private func parse(
+        _ memory: UnsafeMutableRawPointer, count wanted: Int, of fd: Int32, fileSize: Int, readPayload: Bool, verifyPayload: Bool,
+        expectedKey: String?
+    ) throws(Errno) -> RecordReadResult {
         let buffer = UnsafeMutableRawBufferPointer(start: memory, count: wanted)
         var handedOff = false
         defer { if !handedOff { RawMemory.free(memory) } }

@@ -32,6 +32,8 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     package static let tryAgain = Errno(EAGAIN)
     /// `EINTR`: interrupted by a signal; ``FileIO`` retries it.
     package static let interrupted = Errno(EINTR)
+    /// `ESPIPE`: a positioned read or write on a FIFO or socket.
+    package static let illegalSeek = Errno(ESPIPE)
     /// `EIO`: an input/output error.
     package static let ioError = Errno(EIO)
     /// `EPERM`: operation not permitted (`unlink` of a folder on some systems).
