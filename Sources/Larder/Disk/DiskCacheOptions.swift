@@ -82,7 +82,7 @@ public struct DiskCacheOptions: Sendable {
     /// whole payload in memory, so this bounds what one load may allocate, whatever a file in the
     /// folder claims: a larger record on disk is reported as corrupt
     /// (``CorruptionReason/tooLarge``) without being read (a writable cache removes it), and
-    /// storing a larger payload throws ``CacheError/Code/invalidOptions``.
+    /// storing a larger payload throws ``CacheError/Code/invalidArgument``.
     public var maximumRecordSize: Int = 1 << 30
 
     /// The most bytes the records may occupy on disk, 0 for no limit (0; SPT's `sizeConstraintBytes`).
