@@ -11,11 +11,13 @@ protocol Subcommand {
 /// failures into one-line messages and exit codes. `main.swift` only calls ``run(arguments:io:)``.
 public enum LarderCommand {
     /// Every subcommand, in the order `larder --help` lists them.
-    static var subcommands: [any Subcommand.Type] { [
-        DemoCommand.self, LsCommand.self, ShowCommand.self, CatCommand.self, ExportCommand.self,
-        VerifyCommand.self, StatsCommand.self, GcCommand.self, PutCommand.self, RmCommand.self,
-        LockCommand.self, UnlockCommand.self, ReportCommand.self,
-    ] }
+    static var subcommands: [any Subcommand.Type] {
+        [
+            DemoCommand.self, LsCommand.self, ShowCommand.self, CatCommand.self, ExportCommand.self,
+            VerifyCommand.self, StatsCommand.self, GcCommand.self, PutCommand.self, RmCommand.self,
+            LockCommand.self, UnlockCommand.self, ReportCommand.self,
+        ]
+    }
 
     /// The text of `larder --help`.
     static var help: String {

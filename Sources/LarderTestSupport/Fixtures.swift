@@ -23,12 +23,19 @@ public enum Fixtures {
     public struct Manifest: Decodable, Sendable {
         /// One record of the fixture.
         public struct Record: Decodable, Sendable {
+            /// The key it was stored under.
             public var key: String
+            /// Its file name.
             public var file: String
+            /// Its lock count.
             public var refCount: Int
+            /// Its header's ttl, in seconds (0 for the default).
             public var ttl: Int
+            /// Its header's update time, seconds since the epoch.
             public var updateTime: Int
+            /// Its payload's length in bytes.
             public var payloadSize: Int
+            /// The SHA-256 of its payload, in hex.
             public var payloadSha256: String
             /// The corruption planted in it, if any.
             public var corruption: String?

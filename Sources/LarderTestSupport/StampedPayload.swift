@@ -22,7 +22,7 @@ public enum StampedPayload {
         guard let newline = bytes.firstIndex(of: 0x0A) else { return nil }
         let fields = String(decoding: bytes[..<newline], as: UTF8.self).split(separator: "\t", omittingEmptySubsequences: false)
         guard fields.count == 3, fields[0] == key, let version = UInt64(fields[1]), let length = Int(fields[2]),
-              length >= 0, length == bytes.count - newline - 1
+            length >= 0, length == bytes.count - newline - 1
         else { return nil }
         return make(key: key, version: version, length: length) == bytes ? version : nil
     }

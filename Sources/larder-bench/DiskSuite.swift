@@ -121,7 +121,8 @@ private func requireFreeSpace(_ bytes: Int, at path: String) throws {
     let free = Int(info.f_bavail) * Int(info.f_frsize)
     let wanted = bytes + (1 << 30)
     guard free >= wanted else {
-        throw BenchError("the disk suite keeps every store round until it ends and needs \(wanted >> 20) MiB free in \(path); "
-            + "it has \(free >> 20) MiB (try --quick, or TMPDIR on a larger volume)")
+        throw BenchError(
+            "the disk suite keeps every store round until it ends and needs \(wanted >> 20) MiB free in \(path); "
+                + "it has \(free >> 20) MiB (try --quick, or TMPDIR on a larger volume)")
     }
 }

@@ -66,7 +66,8 @@ func runGCSuite(_ context: BenchContext) throws {
             if round > 0 { samples.append(Double(elapsed)) }
             try restore(saved)
         }
-        context.report(suite: "gc", case: "prune-1pct", impl: "directory-scan", n: n, bytes: CacheFixture.recordBytes, nsPerOp: median(samples))
+        context.report(
+            suite: "gc", case: "prune-1pct", impl: "directory-scan", n: n, bytes: CacheFixture.recordBytes, nsPerOp: median(samples))
         removeTree(folder)
     }
 }
@@ -96,7 +97,7 @@ private func directoryScan(_ root: String, victimCount: Int, unlinking: Bool = f
             guard fstat(fd, &info) == 0 else { continue }
             let got = header.withUnsafeMutableBytes { read(fd, $0.baseAddress!, RecordHeader.size) }
             guard got == RecordHeader.size,
-                  let decoded = try? header.withUnsafeBytes({ try RecordHeader.decode($0) })
+                let decoded = try? header.withUnsafeBytes({ try RecordHeader.decode($0) })
             else { continue }
             records.append((path, decoded.updateTimeSec, (Int(info.st_size) + 4095) / 4096 * 4096))
         }

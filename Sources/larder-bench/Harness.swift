@@ -19,7 +19,7 @@ struct BenchContext {
         precondition(iterations > 0 && repeats > 0)
         try body()
         var samples: [Double] = []
-        for _ in 0..<repeats {
+        for _ in 0 ..< repeats {
             let start = monotonicNanoseconds()
             try body()
             let elapsed = monotonicNanoseconds() - start
@@ -33,7 +33,9 @@ struct BenchContext {
     func report(suite: String, case name: String, impl: String, n: Int, bytes: Int, nsPerOp: Double) {
         let rounded = (nsPerOp * 10).rounded() / 10
         if json {
-            print(#"{"suite": "\#(jsonEscaped(suite))", "case": "\#(jsonEscaped(name))", "impl": "\#(jsonEscaped(impl))", "n": \#(n), "bytes": \#(bytes), "ns_per_op": \#(rounded)}"#)
+            print(
+                #"{"suite": "\#(jsonEscaped(suite))", "case": "\#(jsonEscaped(name))", "impl": "\#(jsonEscaped(impl))", "n": \#(n), "bytes": \#(bytes), "ns_per_op": \#(rounded)}"#
+            )
         } else {
             print(pad(suite, 8) + pad(name, 14) + pad(impl, 18) + pad("n=\(n)", 12) + pad("bytes=\(bytes)", 12) + "\(rounded) ns/op")
         }
@@ -49,7 +51,8 @@ struct BenchContext {
             switch scalar {
             case "\"": result += "\\\""
             case "\\": result += "\\\\"
-            case _ where scalar.value < 0x20: result += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
+            case _ where scalar.value < 0x20:
+                result += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
             default: result.unicodeScalars.append(scalar)
             }
         }
@@ -69,4 +72,3 @@ func monotonicNanoseconds() -> UInt64 {
 func blackHole<T>(_ value: T) {
     withExtendedLifetime(value) {}
 }
-

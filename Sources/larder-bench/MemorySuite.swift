@@ -37,8 +37,8 @@ func runMemorySuite(_ context: BenchContext) throws {
 
     // Keys as the caller would hold them: Strings for the Swift caches, NSStrings for NSCache
     // (bridging on every call would charge NSCache for our choice of key type).
-    let keys = (0..<largest).map { "key-\($0)" }
-    let missKeys = (0..<defaultN).map { "miss-\($0)" }
+    let keys = (0 ..< largest).map { "key-\($0)" }
+    let missKeys = (0 ..< defaultN).map { "miss-\($0)" }
     let nsKeys = keys.map { $0 as NSString }
     let nsMissKeys = missKeys.map { $0 as NSString }
     let nsPayload = payload as NSData
@@ -77,7 +77,7 @@ func runMemorySuite(_ context: BenchContext) throws {
         context.measure(iterations: iterations, repeats: repeats) {
             var total = 0
             var k = 0
-            for _ in 0..<iterations {
+            for _ in 0 ..< iterations {
                 total &+= get(probes[k])
                 k += 1
                 if k == probes.count { k = 0 }
@@ -87,19 +87,19 @@ func runMemorySuite(_ context: BenchContext) throws {
     }
 
     for n in getHitSizes {
-        let probes = Array(0..<n).shuffled(using: &random)
+        let probes = Array(0 ..< n).shuffled(using: &random)
         for implementation in implementations {
             let cache = implementation.make(0)
-            for i in 0..<n { cache.set(i) }
+            for i in 0 ..< n { cache.set(i) }
             let nsPerOp = readLoop(cache.get, probes: probes)
             context.report(suite: "memory", case: "get-hit", impl: implementation.name, n: n, bytes: payload.count, nsPerOp: nsPerOp)
         }
     }
 
-    let missProbes = (0..<defaultN).map { -1 - $0 }.shuffled(using: &random)
+    let missProbes = (0 ..< defaultN).map { -1 - $0 }.shuffled(using: &random)
     for implementation in implementations {
         let cache = implementation.make(0)
-        for i in 0..<defaultN { cache.set(i) }
+        for i in 0 ..< defaultN { cache.set(i) }
         let nsPerOp = readLoop(cache.get, probes: missProbes)
         context.report(suite: "memory", case: "get-miss", impl: implementation.name, n: defaultN, bytes: payload.count, nsPerOp: nsPerOp)
     }
@@ -110,7 +110,7 @@ func runMemorySuite(_ context: BenchContext) throws {
         let cache = implementation.make(defaultN / 2)
         var k = 0
         let nsPerOp = context.measure(iterations: iterations, repeats: repeats) {
-            for _ in 0..<iterations {
+            for _ in 0 ..< iterations {
                 cache.set(k)
                 k += 1
                 if k == defaultN { k = 0 }

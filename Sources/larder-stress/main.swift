@@ -195,7 +195,9 @@ func read(_ args: Arguments) -> Never {
     let cache: DiskCache
     do { cache = try DiskCache(options: options) } catch { fail("cannot open: \(error)") }
     var random = SplitMix64(seed: UInt64(getpid()))
-    var hits = 0, misses = 0, errors = 0
+    var hits = 0
+    var misses = 0
+    var errors = 0
     for _ in 0 ..< loads {
         let n = Int(random.next() % UInt64(keyCount + 16))
         let key = n < keyCount ? "c\(n)" : "d\(n - keyCount)"

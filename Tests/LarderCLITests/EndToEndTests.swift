@@ -11,7 +11,8 @@ import Testing
             let candidate = directory.appendingPathComponent("larder")
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue,
-               FileManager.default.isExecutableFile(atPath: candidate.path) {
+                FileManager.default.isExecutableFile(atPath: candidate.path)
+            {
                 return candidate
             }
         }
@@ -29,7 +30,8 @@ import Testing
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "LARDER_NOW")
         process.environment = environment
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice

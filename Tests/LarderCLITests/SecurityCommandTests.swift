@@ -188,8 +188,11 @@ import Testing
                 let result = larder(arguments + ["--dir", fixture.dir], input: Data("fuzz".utf8))
                 codes[result.code, default: 0] += 1
                 #expect([0, 1, 3].contains(result.code), "iteration \(iteration): \(arguments): \(result.code) \(result.stderr)")
-                #expect(fixture.sentinel.fingerprint() == baseline, "iteration \(iteration): \(arguments) changed something outside the root")
-                #expect(!result.stdout.contains("victim's data") && !result.stdout.contains("token=abc"), "iteration \(iteration): \(arguments) printed a file outside the root")
+                #expect(
+                    fixture.sentinel.fingerprint() == baseline, "iteration \(iteration): \(arguments) changed something outside the root")
+                #expect(
+                    !result.stdout.contains("victim's data") && !result.stdout.contains("token=abc"),
+                    "iteration \(iteration): \(arguments) printed a file outside the root")
             }
         }
         print("hostile folders through the CLI: \(iterations) iterations, exit codes \(codes.sorted { $0.key < $1.key })")

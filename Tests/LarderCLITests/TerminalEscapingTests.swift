@@ -36,7 +36,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ["plain-key", "café", "naïve façade", "über/ключ", "日本語のキー", "한국어", "🔑🍰", "👨‍👩‍👧", "🇸🇪", "e\u{301}", "a b", "%41", "", "“quoted”"])
+    @Test(arguments: [
+        "plain-key", "café", "naïve façade", "über/ключ", "日本語のキー", "한국어", "🔑🍰", "👨‍👩‍👧", "🇸🇪", "e\u{301}", "a b", "%41", "", "“quoted”",
+    ])
     func readableTextStaysAsItIs(text: String) {
         #expect(TerminalText.escaped(text) == text)
         #expect(TerminalText.escaped(utf8: Array(text.utf8)) == text)
@@ -112,7 +114,9 @@ import Testing
 
     @Test func jsonStaysExactAndHoldsNoTerminalControls() throws {
         var key = "k"
-        for value in Array(0x00 ... 0x1F) + Array(0x7F ... 0x9F) + [0x061C, 0x200E, 0x200F, 0x2028, 0x2029] + Array(0x202A ... 0x202E) + Array(0x2066 ... 0x2069) {
+        for value in Array(0x00 ... 0x1F) + Array(0x7F ... 0x9F) + [0x061C, 0x200E, 0x200F, 0x2028, 0x2029] + Array(0x202A ... 0x202E)
+            + Array(0x2066 ... 0x2069)
+        {
             key.unicodeScalars.append(Unicode.Scalar(UInt32(value))!)
         }
         key += "\"\\café🔑"
@@ -156,7 +160,9 @@ func withoutColourCodes(_ text: String) -> String {
             }
             let plain = colour ? withoutColourCodes(text) : text
             let bad = plain.unicodeScalars.filter { $0 != "\n" && !TerminalText.isSafe($0) }
-            #expect(bad.isEmpty, "\(what): \(stream) holds \(bad.map { "U+" + String($0.value, radix: 16) }): \(text.debugDescription)", sourceLocation: sourceLocation)
+            #expect(
+                bad.isEmpty, "\(what): \(stream) holds \(bad.map { "U+" + String($0.value, radix: 16) }): \(text.debugDescription)",
+                sourceLocation: sourceLocation)
         }
     }
 
@@ -164,7 +170,9 @@ func withoutColourCodes(_ text: String) -> String {
     static func hostileCache(in temp: TemporaryDirectory, keys: String = "sha256", ttl: Int? = nil) -> String {
         let dir = temp.path("c-\(keys)")
         for key in hostileKeys {
-            let result = larder(["put", "--dir", dir, "--keys", keys] + (ttl.map { ["--ttl", String($0)] } ?? []) + at + [key], input: Data("payload of \(key)".utf8))
+            let result = larder(
+                ["put", "--dir", dir, "--keys", keys] + (ttl.map { ["--ttl", String($0)] } ?? []) + at + [key],
+                input: Data("payload of \(key)".utf8))
             #expect(result.code == 0, "\(result.stderr)")
             expectSafe(result, "put")
             #expect(result.stdout.contains("stored '\(TerminalText.escaped(key))'"))
@@ -208,7 +216,9 @@ func withoutColourCodes(_ text: String) -> String {
             Self.expectSafe(show, "show")
             #expect(show.stdout.contains("key               \(TerminalText.escaped(key))\n"), "\(show.stdout)")
             let preview = ("payload of " + key).replacingOccurrences(of: "\n", with: "⏎").unicodeScalars.prefix(30)
-            #expect(show.stdout.contains("text: " + TerminalText.escaped(String(String.UnicodeScalarView(preview)))), "the preview is escaped too")
+            #expect(
+                show.stdout.contains("text: " + TerminalText.escaped(String(String.UnicodeScalarView(preview)))),
+                "the preview is escaped too")
         }
         let stats = larder(["stats", "--dir", dir] + Self.at)
         #expect(stats.code == 0)
@@ -292,7 +302,9 @@ func withoutColourCodes(_ text: String) -> String {
 
         let put = larder(["put", "--dir", dir, "k"], input: Data("v".utf8))
         #expect(put.code == 0, "\(put.stderr)")
-        for arguments in [["stats"], ["verify"], ["export", temp.path("out\u{1B}[2J")], ["report", "--html", temp.path("r\u{1B}[2J.html")], ["gc"]] {
+        for arguments in [
+            ["stats"], ["verify"], ["export", temp.path("out\u{1B}[2J")], ["report", "--html", temp.path("r\u{1B}[2J.html")], ["gc"],
+        ] {
             let result = larder([arguments[0], "--dir", dir] + arguments.dropFirst())
             #expect(result.code == 0, "\(arguments): \(result.stderr)")
             Self.expectSafe(result, "\(arguments[0]) on a hostile path")
@@ -323,7 +335,10 @@ func withoutColourCodes(_ text: String) -> String {
     @Test func argumentErrorsAndInvalidKeysAreEscaped() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
-        for arguments in [["\u{1B}[2J"], ["ls", "--\u{1B}[2J"], ["ls", "--sort", "\u{9B}2J"], ["show", "a", "\u{1B}]52;c;eA==\u{7}"], ["gc", "--size-limit", "\n1"]] {
+        for arguments in [
+            ["\u{1B}[2J"], ["ls", "--\u{1B}[2J"], ["ls", "--sort", "\u{9B}2J"], ["show", "a", "\u{1B}]52;c;eA==\u{7}"],
+            ["gc", "--size-limit", "\n1"],
+        ] {
             let result = larder(arguments)
             #expect(result.code == 2, "\(arguments)")
             Self.expectSafe(result, "\(arguments)")

@@ -25,18 +25,20 @@ package struct DirectoryLock: Sendable {
         let fd: Int32
         do {
             fd = try io.openForUpdate(path, creating: true)
-        } catch where error == .tooManySymbolicLinks || error == .isADirectory || error == .noSuchDeviceOrAddress {
-            throw CacheError(.unsafeDirectory, "the lock file is a link, a folder or a socket, not a regular file", path: path, errno: error.rawValue)
+        } catch let error where error == .tooManySymbolicLinks || error == .isADirectory || error == .noSuchDeviceOrAddress {
+            throw CacheError(
+                .unsafeDirectory, "the lock file is a link, a folder or a socket, not a regular file", path: path, errno: error.rawValue)
         } catch {
             throw CacheError(.ioFailure, "cannot open the lock file", path: path, errno: error.rawValue)
         }
         do {
             let info = try io.info(fd)
             let problem: String? =
-                if info.kind != .regular { "is not a regular file" }
-                else if info.linkCount != 1 { "has \(info.linkCount) links (a hard link to another file?)" }
-                else if !sharedWithGroup, info.ownerID != ProcessIdentity.effectiveUserID { "belongs to user \(info.ownerID), not to this user" }
-                else { nil }
+                if info.kind != .regular { "is not a regular file" } else if info.linkCount != 1 {
+                    "has \(info.linkCount) links (a hard link to another file?)"
+                } else if !sharedWithGroup, info.ownerID != ProcessIdentity.effectiveUserID {
+                    "belongs to user \(info.ownerID), not to this user"
+                } else { nil }
             if let problem {
                 io.close(fd)
                 throw CacheError(.unsafeDirectory, "the lock file \(problem); remove it if this is your cache", path: path)
@@ -51,9 +53,10 @@ package struct DirectoryLock: Sendable {
             try io.lockExclusively(fd)
         } catch {
             var buffer = [UInt8](repeating: 0, count: 32)
-            let n = (try? buffer.withUnsafeMutableBytes { b in
-                Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) }
-            }.get()) ?? 0
+            let n =
+                (try? buffer.withUnsafeMutableBytes { b in
+                    Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) }
+                }.get()) ?? 0
             io.close(fd)
             if error == .wouldBlock || error == .tryAgain {
                 let text = String(decoding: buffer[..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -9,7 +9,9 @@ extension DiskCache {
     /// - Throws: ``CacheError/Code/cancelled`` when the task is cancelled before the store starts,
     ///   or what the synchronous call throws.
     public func store(_ data: Data, forKey key: String, expiry: Expiry = .default, locked: Bool = false) async throws(CacheError) {
-        try await ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.store(data, forKey: key, expiry: expiry, locked: locked) }
+        try await ioQueue.runBlocking(key: key) { () throws(CacheError) in
+            try self.store(data, forKey: key, expiry: expiry, locked: locked)
+        }
     }
 
     /// Returns the payload under `key`, read on the cache's own queue; see ``value(forKey:)``.

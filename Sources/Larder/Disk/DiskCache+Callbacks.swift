@@ -28,7 +28,8 @@ extension DiskCache {
     /// Records a use of `key` in the background, then reports `.success(())`, `.notFound` or
     /// `.failure` on `queue` (SPT's `touchDataForKey:callback:onQueue:`).
     public func touch(forKey key: String, queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
-        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.touch(forKey: key) ? () : nil }, completion: completion)
+        ioQueue.runBlocking(
+            deliveringOn: queue, { () throws(CacheError) in try self.touch(forKey: key) ? () : nil }, completion: completion)
     }
 
     /// Removes the records under `keys` in the background, then reports `.success(removedKeys)`

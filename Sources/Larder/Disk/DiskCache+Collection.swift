@@ -192,7 +192,8 @@ extension DiskCache {
             }
             for candidate in candidates {
                 removeVictim(candidate.name, reason: .expired, allowLocked: false, in: &pass) { header, entry in
-                    let anchor = expiryRule.anchor(ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: entry.updateTime)
+                    let anchor = expiryRule.anchor(
+                        ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: entry.updateTime)
                     return expiryRule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: anchor, now: now)
                 }
             }
@@ -274,7 +275,8 @@ extension DiskCache {
                 return false
             }
             state.withLock { $0.recordEviction(name, reason: reason) }
-            pass.report.removed.append(.init(key: entry.key, file: name, size: entry.diskSize, reason: reason, wasLocked: entry.lockCount > 0))
+            pass.report.removed.append(
+                .init(key: entry.key, file: name, size: entry.diskSize, reason: reason, wasLocked: entry.lockCount > 0))
             pass.events.append(.recordEvicted(key: entry.key, file: path, reason: reason))
             return true
         }

@@ -49,12 +49,13 @@ extension DiskCache {
                 continue
             }
             let header = contents.header
-            scanned.append(IndexEntry(
-                name: name, key: contents.storedKey ?? (options.keyEncoding.storesKey ? nil : name),
-                // A header scan does not vouch for the length: the first load checks it for holes.
-                diskSize: diskSize(contents.fileSize), fileSize: 0, updateTime: header.updateTimeSec,
-                lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000,
-                ttl: header.ttl, lockCount: header.refCount))
+            scanned.append(
+                IndexEntry(
+                    name: name, key: contents.storedKey ?? (options.keyEncoding.storesKey ? nil : name),
+                    // A header scan does not vouch for the length: the first load checks it for holes.
+                    diskSize: diskSize(contents.fileSize), fileSize: 0, updateTime: header.updateTimeSec,
+                    lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000,
+                    ttl: header.ttl, lockCount: header.refCount))
         }
         if snapshot == nil {
             entries = scanned.sorted { $0.lastAccessMs < $1.lastAccessMs }
@@ -69,7 +70,9 @@ extension DiskCache {
             var pass = CollectionPass()
             collectionGate.withLock { _ in
                 removeExpired(in: &pass)
-                prune(sizeLimit: effectiveSizeLimit(forceRefresh: false), countLimit: options.countLimit, excluding: nil, reason: nil, in: &pass)
+                prune(
+                    sizeLimit: effectiveSizeLimit(forceRefresh: false), countLimit: options.countLimit, excluding: nil, reason: nil,
+                    in: &pass)
             }
             events += pass.events
         }

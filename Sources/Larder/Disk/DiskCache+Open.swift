@@ -23,18 +23,25 @@ extension DiskCache {
             rooted = try io.rooted(at: layout.root, create: !options.isReadOnly)
         } catch {
             if options.isReadOnly, error == .noSuchFileOrDirectory || error == .notADirectory {
-                throw CacheError(.notFound, "the cache directory does not exist or is not a folder", path: layout.root, errno: error.rawValue)
+                throw CacheError(
+                    .notFound, "the cache directory does not exist or is not a folder", path: layout.root, errno: error.rawValue)
             }
             throw CacheError(.ioFailure, "cannot create or open the cache directory", path: layout.root, errno: error.rawValue)
         }
         guard !options.isReadOnly, let info = rooted.root?.info else { return (layout, rooted) }
         if options.sharing != .group, info.ownerID != ProcessIdentity.effectiveUserID {
-            throw CacheError(.unsafeDirectory, "the cache directory belongs to user \(info.ownerID), not to this user; anyone who controls it could read and change what the cache stores (set DiskCacheOptions.sharing to .group for a deliberately shared cache)", path: layout.root)
+            throw CacheError(
+                .unsafeDirectory,
+                "the cache directory belongs to user \(info.ownerID), not to this user; anyone who controls it could read and change what the cache stores (set DiskCacheOptions.sharing to .group for a deliberately shared cache)",
+                path: layout.root)
         }
         let writableByOthers = options.sharing == .group ? info.permissions & 0o002 != 0 : info.isWritableByGroupOrOthers
         if writableByOthers {
             let mode = String(info.permissions, radix: 8)
-            throw CacheError(.unsafeDirectory, "the cache directory (mode \(mode)) is writable by \(options.sharing == .group ? "others" : "group or others"), who could read, replace or plant records; chmod it 700 (or set DiskCacheOptions.sharing to .group for a deliberately shared cache)", path: layout.root)
+            throw CacheError(
+                .unsafeDirectory,
+                "the cache directory (mode \(mode)) is writable by \(options.sharing == .group ? "others" : "group or others"), who could read, replace or plant records; chmod it 700 (or set DiskCacheOptions.sharing to .group for a deliberately shared cache)",
+                path: layout.root)
         }
         return (layout, rooted)
     }
@@ -45,10 +52,12 @@ extension DiskCache {
         let bytes: [UInt8]?
         do {
             bytes = try io.readFile(layout.metadataPath, limit: 64 * 1024)
-        } catch where error == .noSuchFileOrDirectory {
+        } catch let error where error == .noSuchFileOrDirectory {
             bytes = nil
-        } catch where error == .tooManySymbolicLinks || error == .notARegularFile || error == .fileTooLarge {
-            throw CacheError(.unsafeDirectory, "the cache's metadata is a link, a FIFO, a folder or far too large, not the small file Larder writes", path: layout.metadataPath, errno: error.rawValue)
+        } catch let error where error == .tooManySymbolicLinks || error == .notARegularFile || error == .fileTooLarge {
+            throw CacheError(
+                .unsafeDirectory, "the cache's metadata is a link, a FIFO, a folder or far too large, not the small file Larder writes",
+                path: layout.metadataPath, errno: error.rawValue)
         } catch {
             throw CacheError(.ioFailure, "cannot read the cache's metadata", path: layout.metadataPath, errno: error.rawValue)
         }
@@ -57,10 +66,15 @@ extension DiskCache {
                 throw CacheError(.unsupportedFormat, "the cache's metadata file is not valid", path: layout.metadataPath)
             }
             guard metadata.format <= DirectoryMetadata.currentFormat else {
-                throw CacheError(.unsupportedFormat, "the directory has format \(metadata.format); this Larder reads up to \(DirectoryMetadata.currentFormat)", path: layout.metadataPath)
+                throw CacheError(
+                    .unsupportedFormat,
+                    "the directory has format \(metadata.format); this Larder reads up to \(DirectoryMetadata.currentFormat)",
+                    path: layout.metadataPath)
             }
             guard metadata.keyEncoding == requested else {
-                throw CacheError(.keyEncodingMismatch, "the directory was created with key encoding '\(metadata.keyEncoding)', not '\(requested)'", path: layout.root)
+                throw CacheError(
+                    .keyEncodingMismatch, "the directory was created with key encoding '\(metadata.keyEncoding)', not '\(requested)'",
+                    path: layout.root)
             }
             return
         }
@@ -70,8 +84,12 @@ extension DiskCache {
             throw CacheError(.ioFailure, "cannot list the cache directory", path: layout.root, errno: error.rawValue)
         }
         let holdsRecords = entries.contains { !DiskLayout.isReserved($0.name) }
-        if holdsRecords, case .verbatim = options.keyEncoding {} else if holdsRecords {
-            throw CacheError(.keyEncodingMismatch, "the directory holds records without Larder metadata, which read as SPTPersistentCache records with verbatim keys, not '\(requested)'", path: layout.root)
+        if holdsRecords, case .verbatim = options.keyEncoding {
+        } else if holdsRecords {
+            throw CacheError(
+                .keyEncodingMismatch,
+                "the directory holds records without Larder metadata, which read as SPTPersistentCache records with verbatim keys, not '\(requested)'",
+                path: layout.root)
         }
         guard !options.isReadOnly else { return }
         let metadata = DirectoryMetadata(keyEncoding: requested)
@@ -103,8 +121,10 @@ extension DiskCache {
             }
             // `FileIO.writeFileAtomically` writes `<path>.tmp-<pid>-<n>` beside its target; the
             // caller holds the directory lock, so no live writer owns one.
-            for entry in try io.listDirectory(layout.root) where entry.isDirectory != true
-                && (entry.name.hasPrefix(DiskLayout.metadataName + ".tmp-") || entry.name.hasPrefix(DiskLayout.snapshotName + ".tmp-")) {
+            for entry in try io.listDirectory(layout.root)
+            where entry.isDirectory != true
+                && (entry.name.hasPrefix(DiskLayout.metadataName + ".tmp-") || entry.name.hasPrefix(DiskLayout.snapshotName + ".tmp-"))
+            {
                 _ = try? io.unlink(layout.root + "/" + entry.name)
             }
         } catch {

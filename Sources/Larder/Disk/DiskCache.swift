@@ -117,7 +117,9 @@ public final class DiskCache: Sendable {
         try checkWritable(key: key)
         let ttl = try ExpiryRule.headerTTL(for: expiry, key: key)
         guard data.count <= options.maximumRecordSize else {
-            throw CacheError(.invalidArgument, "the payload (\(data.count) bytes) is larger than maximumRecordSize (\(options.maximumRecordSize))", key: key)
+            throw CacheError(
+                .invalidArgument, "the payload (\(data.count) bytes) is larger than maximumRecordSize (\(options.maximumRecordSize))",
+                key: key)
         }
         let name = try options.keyEncoding.fileName(for: key)
         let keyBytes = options.keyEncoding.storesKey ? Array(key.utf8) : []
@@ -149,7 +151,9 @@ public final class DiskCache: Sendable {
                 events += makeRoom(bytes: needed, excluding: name)
             } catch let error where error == .noSpace {
                 emit(events)
-                throw CacheError(.diskFull, "the volume is full; the previous record under this key is intact", key: key, path: path, errno: Errno.noSpace.rawValue)
+                throw CacheError(
+                    .diskFull, "the volume is full; the previous record under this key is intact", key: key, path: path,
+                    errno: Errno.noSpace.rawValue)
             } catch {
                 emit(events)
                 throw CacheError(.ioFailure, "cannot write the record", key: key, path: path, errno: error.rawValue)
@@ -159,7 +163,9 @@ public final class DiskCache: Sendable {
         if options.durability == .fsync {
             do throws(Errno) { try records.syncFolder(layout.folder(for: name)) } catch {
                 emit(events)
-                throw CacheError(.ioFailure, "the record was stored, but its folder could not be synced, so it may not survive a power loss", key: key, path: path, errno: error.rawValue)
+                throw CacheError(
+                    .ioFailure, "the record was stored, but its folder could not be synced, so it may not survive a power loss", key: key,
+                    path: path, errno: error.rawValue)
             }
         }
         events += enforceLimits(excluding: name)
@@ -214,11 +220,13 @@ public final class DiskCache: Sendable {
         case .unknown:
             if let computedName { name = computedName } else { name = try options.keyEncoding.fileName(for: key) }
             // The same answer by name, for indexes with unkeyed entries or unreadable files.
-            if ownsDirectory, state.withLock({ s in
-                guard s.isKnownAbsent(name) else { return false }
-                s.counters.misses += 1
-                return true
-            }) {
+            if ownsDirectory,
+                state.withLock({ s in
+                    guard s.isKnownAbsent(name) else { return false }
+                    s.counters.misses += 1
+                    return true
+                })
+            {
                 return nil
             }
         }
@@ -467,7 +475,8 @@ public final class DiskCache: Sendable {
         let nowMs = Self.milliseconds(now)
         let tracksAccess = !options.isReadOnly
         let outcome: (expired: Bool, anchor: UInt64) = state.withLock { s in
-            let anchor = expiryRule.anchor(ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: s.index[name]?.updateTime)
+            let anchor = expiryRule.anchor(
+                ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: s.index[name]?.updateTime)
             if expiryRule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: anchor, now: now) {
                 if countsAsRead {
                     s.counters.misses += 1
@@ -536,7 +545,8 @@ public final class DiskCache: Sendable {
                 let entry = IndexEntry(
                     name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize),
                     fileSize: contents.vouchedFileSize(previous: indexed?.fileSize ?? 0), updateTime: header.updateTimeSec,
-                    lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000, ttl: header.ttl, lockCount: header.refCount)
+                    lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000, ttl: header.ttl, lockCount: header.refCount
+                )
                 // A lock is not a use: the record keeps its place in the LRU order.
                 state.withLock { $0.replaceKeepingPosition(entry) }
                 return true

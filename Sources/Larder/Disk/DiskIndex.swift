@@ -23,7 +23,10 @@ struct IndexEntry: Sendable {
     fileprivate var previous: Int32 = -1
     fileprivate var next: Int32 = -1
 
-    init(name: String, key: String?, diskSize: Int, fileSize: Int = 0, updateTime: UInt64, lastAccessMs: UInt64, ttl: UInt64, lockCount: UInt32, isAccessDirty: Bool = false) {
+    init(
+        name: String, key: String?, diskSize: Int, fileSize: Int = 0, updateTime: UInt64, lastAccessMs: UInt64, ttl: UInt64,
+        lockCount: UInt32, isAccessDirty: Bool = false
+    ) {
         self.name = name
         self.key = key
         self.diskSize = diskSize
@@ -176,7 +179,10 @@ struct DiskIndex: Sendable {
     var entriesLeastRecentFirst: [IndexEntry] {
         var result: [IndexEntry] = []
         result.reserveCapacity(count)
-        forEachLeastRecentFirst { result.append($0); return true }
+        forEachLeastRecentFirst {
+            result.append($0)
+            return true
+        }
         return result
     }
 

@@ -89,7 +89,7 @@ package struct DiskLayout: Sendable {
                 where Self.shard(for: file.name) == entry.name && !Self.isReserved(file.name) {
                     names.append(file.name)
                 }
-            } catch where error == .notADirectory || error == .tooManySymbolicLinks {
+            } catch let error where error == .notADirectory || error == .tooManySymbolicLinks {
                 // A two-character file (or a link) at the root, not a shard folder.
             } catch {
                 isComplete = false

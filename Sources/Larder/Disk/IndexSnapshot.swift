@@ -106,7 +106,7 @@ enum IndexSnapshot {
             entries.reserveCapacity(min(Int(count), body.count / 42))
             for _ in 0 ..< count {
                 guard let nameLength = get(UInt16.self), let name = string(Int(nameLength)),
-                      let keyLength = get(UInt32.self)
+                    let keyLength = get(UInt32.self)
                 else { return nil }
                 var key: String?
                 if keyLength != UInt32.max {
@@ -114,13 +114,14 @@ enum IndexSnapshot {
                     key = k
                 }
                 guard let diskSize = get(UInt64.self), let updateTime = get(UInt64.self),
-                      let lastAccessMs = get(UInt64.self), let ttl = get(UInt64.self),
-                      let lockCount = get(UInt32.self), diskSize <= maximumEntrySize
+                    let lastAccessMs = get(UInt64.self), let ttl = get(UInt64.self),
+                    let lockCount = get(UInt32.self), diskSize <= maximumEntrySize
                 else { return nil }
-                entries.append(IndexEntry(
-                    name: name, key: key, diskSize: Int(diskSize), updateTime: min(updateTime, RecordHeader.maximumTimestamp),
-                    lastAccessMs: min(lastAccessMs, RecordHeader.maximumTimestamp * 1000),
-                    ttl: min(ttl, RecordHeader.maximumTTL), lockCount: lockCount))
+                entries.append(
+                    IndexEntry(
+                        name: name, key: key, diskSize: Int(diskSize), updateTime: min(updateTime, RecordHeader.maximumTimestamp),
+                        lastAccessMs: min(lastAccessMs, RecordHeader.maximumTimestamp * 1000),
+                        ttl: min(ttl, RecordHeader.maximumTTL), lockCount: lockCount))
             }
             return offset == body.count ? entries : nil
         }

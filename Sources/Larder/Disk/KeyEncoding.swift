@@ -53,13 +53,13 @@ public enum KeyEncoding: Sendable, CustomStringConvertible {
     static func validateFileName(_ name: String, key: String) throws(CacheError) {
         let bytes = name.utf8
         let problem: String? =
-            if bytes.isEmpty { "is empty" }
-            else if bytes.count > 255 { "is longer than 255 bytes (\(bytes.count))" }
-            else if bytes.contains(UInt8(ascii: "/")) { "contains '/'" }
-            else if bytes.contains(0) { "contains a NUL byte" }
-            else if name == "." || name == ".." { "is '.' or '..'" }
-            else if bytes.first == UInt8(ascii: ".") { "starts with '.' (reserved for Larder's own files)" }
-            else { nil }
+            if bytes.isEmpty { "is empty" } else if bytes.count > 255 {
+                "is longer than 255 bytes (\(bytes.count))"
+            } else if bytes.contains(UInt8(ascii: "/")) { "contains '/'" } else if bytes.contains(0) {
+                "contains a NUL byte"
+            } else if name == "." || name == ".." { "is '.' or '..'" } else if bytes.first == UInt8(ascii: ".") {
+                "starts with '.' (reserved for Larder's own files)"
+            } else { nil }
         if let problem {
             throw CacheError(.invalidKey, "key is not a safe file name: it \(problem)", key: key)
         }

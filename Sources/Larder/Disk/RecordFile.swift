@@ -66,7 +66,9 @@ package struct RecordFile: Sendable {
         }
     }
 
-    private func withRecordFile(_ path: String, _ body: (Int32, FileInfo) throws(Errno) -> RecordReadResult) throws(Errno) -> RecordReadResult {
+    private func withRecordFile(_ path: String, _ body: (Int32, FileInfo) throws(Errno) -> RecordReadResult) throws(Errno)
+        -> RecordReadResult
+    {
         let fd: Int32
         let info: FileInfo
         do {
@@ -98,11 +100,14 @@ package struct RecordFile: Sendable {
         expectedFileSize: Int? = nil
     ) throws(Errno) -> RecordReadResult {
         if readPayload, let hint = expectedFileSize, hint >= RecordHeader.size,
-           hint - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize {
+            hint - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize
+        {
             return try readKnownLength(path, hint, verifyPayload: verifyPayload, expectedKey: expectedKey)
         }
         return try withRecordFile(path) { (fd, info) throws(Errno) in
-            try read(fd: fd, info: info, readPayload: readPayload, verifyPayload: verifyPayload, expectedKey: expectedKey, expectedFileSize: expectedFileSize)
+            try read(
+                fd: fd, info: info, readPayload: readPayload, verifyPayload: verifyPayload, expectedKey: expectedKey,
+                expectedFileSize: expectedFileSize)
         }
     }
 
@@ -110,7 +115,8 @@ package struct RecordFile: Sendable {
     /// cache wrote or read. Exactly that many bytes back proves the file still has that length,
     /// and that it is a regular file (a positioned read of a FIFO fails with `ESPIPE`, of a
     /// folder with `EISDIR`), so no `fstat` is needed. Anything else starts over with one.
-    private func readKnownLength(_ path: String, _ length: Int, verifyPayload: Bool, expectedKey: String?) throws(Errno) -> RecordReadResult {
+    private func readKnownLength(_ path: String, _ length: Int, verifyPayload: Bool, expectedKey: String?) throws(Errno) -> RecordReadResult
+    {
         let fd: Int32
         do {
             fd = try io.open(path, O_RDONLY)
@@ -128,12 +134,14 @@ package struct RecordFile: Sendable {
             throw error
         }
         if got == length {
-            return try parse(memory, count: length, of: fd, fileSize: length, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey)
+            return try parse(
+                memory, count: length, of: fd, fileSize: length, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey)
         }
         RawMemory.free(memory)
         let info = try io.info(fd)
         guard info.kind == .regular else { return .corrupt(.notARegularFile) }
-        return try read(fd: fd, info: info, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey, expectedFileSize: nil)
+        return try read(
+            fd: fd, info: info, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey, expectedFileSize: nil)
     }
 
     /// Checks a record file the way ``read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:)``
@@ -143,7 +151,8 @@ package struct RecordFile: Sendable {
     /// - Complexity: O(*n*) in the payload's length; memory O(`chunkSize`).
     package func verify(_ path: String, expectedKey: String? = nil, chunkSize: Int = 1 << 20) throws(Errno) -> RecordReadResult {
         try withRecordFile(path) { (fd, info) throws(Errno) in
-            let result = try read(fd: fd, info: info, readPayload: false, verifyPayload: false, expectedKey: expectedKey, expectedFileSize: nil)
+            let result = try read(
+                fd: fd, info: info, readPayload: false, verifyPayload: false, expectedKey: expectedKey, expectedFileSize: nil)
             guard case .record(let contents) = result, let expected = contents.header.payloadChecksum else { return result }
             let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, chunkSize), alignment: 16)
             defer { chunk.deallocate() }
@@ -203,7 +212,9 @@ package struct RecordFile: Sendable {
             RawMemory.free(memory)
             return .corrupt(.truncated)
         }
-        return try parse(memory, count: wanted, of: fd, fileSize: fileSize, readPayload: readPayload, verifyPayload: verifyPayload, expectedKey: expectedKey)
+        return try parse(
+            memory, count: wanted, of: fd, fileSize: fileSize, readPayload: readPayload, verifyPayload: verifyPayload,
+            expectedKey: expectedKey)
     }
 
     /// Validates and decodes the first `count` bytes of a record file of `fileSize` bytes, read
@@ -279,7 +290,7 @@ package struct RecordFile: Sendable {
         let fd: Int32
         do {
             fd = try io.createExclusively(temporaryPath)
-        } catch where error == .noSuchFileOrDirectory {
+        } catch let error where error == .noSuchFileOrDirectory {
             // The temporary folder is gone (the cache's folder was deleted and made again while
             // the cache ran): move to the new root, and make the temporary folder again, but not
             // the root, which someone chose to remove.
@@ -298,11 +309,15 @@ package struct RecordFile: Sendable {
             defer { buffer.deallocate() }
             header.encode(into: buffer)
             if !keyBytes.isEmpty {
-                keyBytes.withUnsafeBytes { buffer.baseAddress!.advanced(by: RecordHeader.size).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                keyBytes.withUnsafeBytes {
+                    buffer.baseAddress!.advanced(by: RecordHeader.size).copyMemory(from: $0.baseAddress!, byteCount: $0.count)
+                }
             }
             if single {
                 if !payload.isEmpty {
-                    payload.withUnsafeBytes { buffer.baseAddress!.advanced(by: prefixSize).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                    payload.withUnsafeBytes {
+                        buffer.baseAddress!.advanced(by: prefixSize).copyMemory(from: $0.baseAddress!, byteCount: $0.count)
+                    }
                 }
                 try io.write(fd, UnsafeRawBufferPointer(buffer))
             } else {
@@ -319,11 +334,13 @@ package struct RecordFile: Sendable {
         do {
             do {
                 try io.rename(temporaryPath, path)
-            } catch where error == .noSuchFileOrDirectory && folder != "" {
+            } catch let error where error == .noSuchFileOrDirectory && folder != "" {
                 try io.mkdir(folder)
                 try io.rename(temporaryPath, path)
-            } catch where (error == .tooManySymbolicLinks || error == .notADirectory) && folder != ""
-                && (try? io.info(atPath: folder))?.kind == .symbolicLink {
+            } catch let error
+                where (error == .tooManySymbolicLinks || error == .notADirectory) && folder != ""
+                && (try? io.info(atPath: folder))?.kind == .symbolicLink
+            {
                 // A link where the record's shard folder should be: the cache owns its folder,
                 // so the link goes (never its target) and a real folder takes its place.
                 try io.unlink(folder)
@@ -343,9 +360,9 @@ package struct RecordFile: Sendable {
         let fd: Int32
         do {
             fd = try io.openForWriting(path)
-        } catch where error == .noSuchFileOrDirectory || error == .notADirectory {
+        } catch let error where error == .noSuchFileOrDirectory || error == .notADirectory {
             return false
-        } catch where error == .tooManySymbolicLinks || error == .notARegularFile || error == .noSuchDeviceOrAddress {
+        } catch let error where error == .tooManySymbolicLinks || error == .notARegularFile || error == .noSuchDeviceOrAddress {
             // Replaced by something that is not a record since it was read: not written through.
             return false
         }

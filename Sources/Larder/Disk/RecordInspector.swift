@@ -64,7 +64,9 @@ package struct RecordInspector: Sendable {
     ///   - now: The time that decides expiry, seconds since the epoch.
     /// - Returns: What the file says, or `nil` when there is no such file.
     package func inspect(name: String, readPayload: Bool, verifyPayload: Bool = true, now: Double) -> InspectedRecord? {
-        inspect(name: name, now: now) { path throws(Errno) in try records.read(path, readPayload: readPayload, verifyPayload: verifyPayload) }
+        inspect(name: name, now: now) { path throws(Errno) in
+            try records.read(path, readPayload: readPayload, verifyPayload: verifyPayload)
+        }
     }
 
     /// Reads one record's header and key and checks its payload's CRC-32 in chunks, without
@@ -100,7 +102,8 @@ package struct RecordInspector: Sendable {
             record.fileSize = (try? records.io.info(atPath: path))??.size ?? 0
             // Show what the header says where the header itself is sound.
             if reason == .badPayloadChecksum || reason == .badStoredKey,
-               case .record(let contents)? = try? records.read(path, readPayload: false) {
+                case .record(let contents)? = try? records.read(path, readPayload: false)
+            {
                 record.header = contents.header
                 record.key = contents.storedKey ?? record.key
             }

@@ -13,7 +13,9 @@ extension HybridCache {
             counters.memoryHits.add(1, ordering: .relaxed)
             return hit
         }
-        return try await disk.ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.valueAfterMemoryMiss(forKey: key, from: tiers) }
+        return try await disk.ioQueue.runBlocking(key: key) { () throws(CacheError) in
+            try self.valueAfterMemoryMiss(forKey: key, from: tiers)
+        }
     }
 
     /// Stores `data` under `key`; see ``store(_:forKey:in:expiry:locked:)``.

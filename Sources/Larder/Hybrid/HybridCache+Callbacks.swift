@@ -22,14 +22,18 @@ extension HybridCache {
 
     /// Reads the payload under `key` in the background, then reports `.success(data)`,
     /// `.notFound` or `.failure` on `queue`; see `value(forKey:from:)`.
-    public func value(forKey key: String, from tiers: CacheTiers = .all, queue: DispatchQueue = .main, completion: @escaping Completion<Data>) {
-        disk.ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.value(forKey: key, from: tiers) }, completion: completion)
+    public func value(
+        forKey key: String, from tiers: CacheTiers = .all, queue: DispatchQueue = .main, completion: @escaping Completion<Data>
+    ) {
+        disk.ioQueue.runBlocking(
+            deliveringOn: queue, { () throws(CacheError) in try self.value(forKey: key, from: tiers) }, completion: completion)
     }
 
     /// Removes `key` from every tier in the background, then reports `.success(())`, `.notFound`
     /// (no tier held it) or `.failure` on `queue`; see `remove(forKey:)`.
     public func remove(forKey key: String, queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
-        disk.ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.remove(forKey: key) ? () : nil }, completion: completion)
+        disk.ioQueue.runBlocking(
+            deliveringOn: queue, { () throws(CacheError) in try self.remove(forKey: key) ? () : nil }, completion: completion)
     }
 
     /// Removes the keys in `keys` from every tier in the background, then reports
@@ -46,7 +50,8 @@ extension HybridCache {
     /// Records a use of `key` in the background, then reports `.success(())`, `.notFound` or
     /// `.failure` on `queue`; see `touch(forKey:)`.
     public func touch(forKey key: String, queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
-        disk.ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.touch(forKey: key) ? () : nil }, completion: completion)
+        disk.ioQueue.runBlocking(
+            deliveringOn: queue, { () throws(CacheError) in try self.touch(forKey: key) ? () : nil }, completion: completion)
     }
 
     /// Locks the entries under `keys` in the background, then reports `.success(lockedKeys)` on

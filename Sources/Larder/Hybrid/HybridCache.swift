@@ -76,10 +76,13 @@ public final class HybridCache: Sendable {
     ///   for negative memory limits or a memory expiration that is not finite and above 0.
     public convenience init(options: HybridCacheOptions) throws(CacheError) {
         guard options.countLimit >= 0, options.totalCostLimit >= 0 else {
-            throw CacheError(.invalidOptions, "countLimit and totalCostLimit must be 0 (no limit) or positive", path: options.disk.directory.path)
+            throw CacheError(
+                .invalidOptions, "countLimit and totalCostLimit must be 0 (no limit) or positive", path: options.disk.directory.path)
         }
         if let seconds = options.memoryDefaultExpiration, !(seconds.isFinite && seconds > 0) {
-            throw CacheError(.invalidOptions, "memoryDefaultExpiration must be finite and above 0, or nil, not \(seconds)", path: options.disk.directory.path)
+            throw CacheError(
+                .invalidOptions, "memoryDefaultExpiration must be finite and above 0, or nil, not \(seconds)",
+                path: options.disk.directory.path)
         }
         let memory = MemoryCache<String, Data>(
             countLimit: options.countLimit, totalCostLimit: options.totalCostLimit,
@@ -111,7 +114,8 @@ public final class HybridCache: Sendable {
         self.init(memory: memory, disk: disk, coder: options.coder, preloaded: source, report: report)
     }
 
-    private init(memory: MemoryCache<String, Data>, disk: DiskCache, coder: CacheCoder, preloaded: PreloadedSource?, report: PreloadReport?) {
+    private init(memory: MemoryCache<String, Data>, disk: DiskCache, coder: CacheCoder, preloaded: PreloadedSource?, report: PreloadReport?)
+    {
         self.memory = memory
         self.disk = disk
         self.coder = coder
@@ -216,7 +220,9 @@ public final class HybridCache: Sendable {
     /// - Throws: ``CacheError/Code/invalidArgument`` for an expiry of zero, negative or
     ///   non-finite seconds, and what the disk tier throws; after a failed store both tiers keep
     ///   their previous value.
-    public func store(_ data: Data, forKey key: String, in tiers: CacheTiers = .all, expiry: Expiry = .default, locked: Bool = false) throws(CacheError) {
+    public func store(_ data: Data, forKey key: String, in tiers: CacheTiers = .all, expiry: Expiry = .default, locked: Bool = false)
+        throws(CacheError)
+    {
         let seconds = try expiry.validatedSeconds(key: key)
         try keyLocks.withLock(forKey: key) { () throws(CacheError) in
             let expiration: Double?

@@ -86,7 +86,8 @@ final class PreloadedSource: Sendable {
             return try? read(root + "/" + key, name: key).get()
         case .records:
             guard let path = recordPaths[key], let entry = try? Self.readRecord(path, readPayload: true, io: io).get(),
-                  entry.key == key else { return nil }
+                entry.key == key
+            else { return nil }
             return entry
         }
     }
@@ -122,10 +123,11 @@ final class PreloadedSource: Sendable {
             return .failure(.init(path: path, reason: "not a valid record (\(reason))"))
         case .record(let contents):
             let name = String(path.split(separator: "/").last ?? "")
-            return .success(PreloadedEntry(
-                key: contents.storedKey ?? name, data: contents.payload ?? Data(),
-                expiry: contents.header.ttl == 0 ? .default : .seconds(TimeInterval(contents.header.ttl)),
-                isLocked: contents.header.refCount > 0))
+            return .success(
+                PreloadedEntry(
+                    key: contents.storedKey ?? name, data: contents.payload ?? Data(),
+                    expiry: contents.header.ttl == 0 ? .default : .seconds(TimeInterval(contents.header.ttl)),
+                    isLocked: contents.header.refCount > 0))
         }
     }
 

@@ -47,7 +47,8 @@ package enum SHA256Hash {
         for (i, byte) in CryptoKit.SHA256.hash(data: bytes).enumerated() { output[i] = byte }
         #else
         var length: UInt32 = 0
-        let done = EVP_Digest(bytes.baseAddress, bytes.count, output.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, sha256Algorithm, nil)
+        let done = EVP_Digest(
+            bytes.baseAddress, bytes.count, output.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, sha256Algorithm, nil)
         precondition(done == 1 && length == 32, "libcrypto's SHA-256 failed")
         #endif
     }

@@ -208,7 +208,7 @@ package struct FileIO: Sendable {
                     let fd = try retrying { calls.openBeneath(root.fd, relative, flags | Self.safetyFlags, mode) }
                     if forcesModes, flags & O_CREAT != 0 { _ = calls.fchmod(fd, mode) }
                     return fd
-                } catch where error.rawValue == ENOSYS || error.rawValue == EPERM {
+                } catch let error where error.rawValue == ENOSYS || error.rawValue == EPERM {
                     root.beneathIsUnavailable.store(true, ordering: .relaxed)
                 }
             }
@@ -348,7 +348,7 @@ package struct FileIO: Sendable {
             _ = try resolving(path) { (directory, name) throws(Errno) in
                 try retrying { calls.fstatat(directory, name, &buf, AT_SYMLINK_NOFOLLOW) }
             }
-        } catch where error == .noSuchFileOrDirectory {
+        } catch let error where error == .noSuchFileOrDirectory {
             return nil
         }
         return buf
@@ -375,7 +375,7 @@ package struct FileIO: Sendable {
                 try retrying { calls.unlinkat(directory, name, 0) }
             }
             return true
-        } catch where error == .noSuchFileOrDirectory {
+        } catch let error where error == .noSuchFileOrDirectory {
             return false
         }
     }
@@ -391,7 +391,7 @@ package struct FileIO: Sendable {
                 _ = calls.fchmod(fd, mode)
                 close(fd)
             }
-        } catch where error == .fileExists {
+        } catch let error where error == .fileExists {
             guard let info = try info(atPath: path), info.kind == .directory else { throw error }
         }
     }

@@ -31,13 +31,14 @@ package struct FileInfo: Sendable, Hashable {
     package var modificationTime: Double
 
     package init(_ info: stat) {
-        kind = switch info.st_mode & S_IFMT {
-        case S_IFREG: .regular
-        case S_IFDIR: .directory
-        case S_IFLNK: .symbolicLink
-        case S_IFIFO: .fifo
-        default: .other
-        }
+        kind =
+            switch info.st_mode & S_IFMT {
+            case S_IFREG: .regular
+            case S_IFDIR: .directory
+            case S_IFLNK: .symbolicLink
+            case S_IFIFO: .fifo
+            default: .other
+            }
         size = Int(info.st_size)
         allocatedBytes = Int(info.st_blocks) &* 512
         blockSize = Int(info.st_blksize)
@@ -51,7 +52,10 @@ package struct FileInfo: Sendable, Hashable {
         #endif
     }
 
-    package init(kind: Kind, size: Int, allocatedBytes: Int, blockSize: Int = 4096, ownerID: UInt32 = 0, permissions: UInt16 = 0o600, linkCount: Int = 1, modificationTime: Double = 0) {
+    package init(
+        kind: Kind, size: Int, allocatedBytes: Int, blockSize: Int = 4096, ownerID: UInt32 = 0, permissions: UInt16 = 0o600,
+        linkCount: Int = 1, modificationTime: Double = 0
+    ) {
         self.kind = kind
         self.size = size
         self.allocatedBytes = allocatedBytes

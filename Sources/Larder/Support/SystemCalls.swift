@@ -8,16 +8,24 @@ import Darwin
 
 // One forwarder per call: at file scope the unqualified names are the C library's, on Glibc and
 // Darwin alike (inside `SystemCalls` they would name its own properties).
-private func c_openat(_ dir: Int32, _ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 { openat(dir, path, flags, mode) }
+private func c_openat(_ dir: Int32, _ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    openat(dir, path, flags, mode)
+}
 private func c_close(_ fd: Int32) -> Int32 { close(fd) }
 private func c_dup(_ fd: Int32) -> Int32 { dup(fd) }
-private func c_pread(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: off_t) -> Int { pread(fd, buffer, count, offset) }
+private func c_pread(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: off_t) -> Int {
+    pread(fd, buffer, count, offset)
+}
 private func c_write(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
 private func c_pwrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int, _ offset: off_t) -> Int { pwrite(fd, buffer, count, offset) }
 private func c_fsync(_ fd: Int32) -> Int32 { fsync(fd) }
 private func c_fstat(_ fd: Int32, _ buf: UnsafeMutablePointer<stat>) -> Int32 { fstat(fd, buf) }
-private func c_fstatat(_ dir: Int32, _ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>, _ flags: Int32) -> Int32 { fstatat(dir, path, buf, flags) }
-private func c_renameat(_ fromDir: Int32, _ from: UnsafePointer<CChar>, _ toDir: Int32, _ to: UnsafePointer<CChar>) -> Int32 { renameat(fromDir, from, toDir, to) }
+private func c_fstatat(_ dir: Int32, _ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>, _ flags: Int32) -> Int32 {
+    fstatat(dir, path, buf, flags)
+}
+private func c_renameat(_ fromDir: Int32, _ from: UnsafePointer<CChar>, _ toDir: Int32, _ to: UnsafePointer<CChar>) -> Int32 {
+    renameat(fromDir, from, toDir, to)
+}
 private func c_unlinkat(_ dir: Int32, _ path: UnsafePointer<CChar>, _ flags: Int32) -> Int32 { unlinkat(dir, path, flags) }
 private func c_mkdirat(_ dir: Int32, _ path: UnsafePointer<CChar>, _ mode: mode_t) -> Int32 { mkdirat(dir, path, mode) }
 private func c_ftruncate(_ fd: Int32, _ length: off_t) -> Int32 { ftruncate(fd, length) }
@@ -47,7 +55,8 @@ private func c_openBeneath(_ directory: Int32, _ path: UnsafePointer<CChar>, _ f
     let creates = flags & O_CREAT != 0
     var how: (UInt64, UInt64, UInt64) = (UInt64(UInt32(bitPattern: flags)), creates ? UInt64(mode) : 0, 0x08 | 0x04 | 0x02)
     let result = withUnsafePointer(to: &how) { pointer in
-        rawSyscall(openat2Number, Int(directory), UnsafeRawPointer(path), UnsafeRawPointer(pointer), MemoryLayout<(UInt64, UInt64, UInt64)>.size)
+        rawSyscall(
+            openat2Number, Int(directory), UnsafeRawPointer(path), UnsafeRawPointer(pointer), MemoryLayout<(UInt64, UInt64, UInt64)>.size)
     }
     return Int32(truncatingIfNeeded: result)
 }
@@ -88,8 +97,10 @@ package struct SystemCalls: Sendable {
     package var fsync: @Sendable (_ fd: Int32) -> Int32
     package var fstat: @Sendable (_ fd: Int32, _ buf: UnsafeMutablePointer<stat>) -> Int32
     /// `fstatat`; ``FileIO`` always passes `AT_SYMLINK_NOFOLLOW`.
-    package var fstatat: @Sendable (_ directory: Int32, _ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>, _ flags: Int32) -> Int32
-    package var renameat: @Sendable (_ fromDirectory: Int32, _ from: UnsafePointer<CChar>, _ toDirectory: Int32, _ to: UnsafePointer<CChar>) -> Int32
+    package var fstatat:
+        @Sendable (_ directory: Int32, _ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>, _ flags: Int32) -> Int32
+    package var renameat:
+        @Sendable (_ fromDirectory: Int32, _ from: UnsafePointer<CChar>, _ toDirectory: Int32, _ to: UnsafePointer<CChar>) -> Int32
     /// `unlinkat`: removes a file, or an empty folder with `AT_REMOVEDIR`. Never recursive.
     package var unlinkat: @Sendable (_ directory: Int32, _ path: UnsafePointer<CChar>, _ flags: Int32) -> Int32
     package var mkdirat: @Sendable (_ directory: Int32, _ path: UnsafePointer<CChar>, _ mode: mode_t) -> Int32

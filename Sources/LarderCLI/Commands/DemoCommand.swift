@@ -17,7 +17,8 @@ enum DemoCommand: Subcommand {
             """)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
-        let directory = arguments.value("dir").map { URL(fileURLWithPath: $0, isDirectory: true) }
+        let directory =
+            arguments.value("dir").map { URL(fileURLWithPath: $0, isDirectory: true) }
             ?? CacheContext.defaultDirectory(environment: io.environment)
         var demo = DemoRun(directory: directory, io: io)
         try demo.run()
@@ -114,7 +115,9 @@ struct DemoRun {
     /// Expiry: a record stored with a 30 s expiry is gone 31 s later.
     private mutating func expiry(_ cache: DiskCache) throws(CommandFailure) {
         section("Expiry")
-        try attempt { () throws(CacheError) in try cache.store(Data("token-\(Int(clock.now))".utf8), forKey: Self.tokenKey, expiry: .seconds(30)) }
+        try attempt { () throws(CacheError) in
+            try cache.store(Data("token-\(Int(clock.now))".utf8), forKey: Self.tokenKey, expiry: .seconds(30))
+        }
         let before = try attempt { () throws(CacheError) in try cache.record(forKey: Self.tokenKey) }
         say("  stored \(Self.tokenKey) with expiry 30 s; read now: \(before == nil ? "miss" : "hit")")
         tick(31)
@@ -125,14 +128,18 @@ struct DemoRun {
     /// A lock: a locked record with a short expiry outlives it, and survives a collection.
     private mutating func lock(_ cache: DiskCache) throws(CommandFailure) {
         section("Lock")
-        try attempt { () throws(CacheError) in try cache.store(DemoData.json(items: 3), forKey: Self.pinnedKey, expiry: .seconds(10), locked: true) }
+        try attempt { () throws(CacheError) in
+            try cache.store(DemoData.json(items: 3), forKey: Self.pinnedKey, expiry: .seconds(10), locked: true)
+        }
         try attempt { () throws(CacheError) in try cache.store(DemoData.json(items: 5), forKey: Self.newsKey, expiry: .seconds(10)) }
         say("  stored \(Self.pinnedKey) locked and \(Self.newsKey) unlocked, both with expiry 10 s")
         tick(60)
         let report = try attempt { () throws(CacheError) in try cache.collectGarbage() }
         let pinned = try attempt { () throws(CacheError) in try cache.record(forKey: Self.pinnedKey) }
         let removed = report.removed.map { $0.key ?? $0.file }.joined(separator: ", ")
-        say("  60 s later a collection removed \(report.count(for: .expired)) expired record(s) (\(removed)); \(Self.pinnedKey) is \(pinned != nil ? "still there (lock count \(pinned!.lockCount))" : "gone?")")
+        say(
+            "  60 s later a collection removed \(report.count(for: .expired)) expired record(s) (\(removed)); \(Self.pinnedKey) is \(pinned != nil ? "still there (lock count \(pinned!.lockCount))" : "gone?")"
+        )
     }
 
     /// Log blobs to push the cache over the size limit of the next step; then the earlier
@@ -140,7 +147,9 @@ struct DemoRun {
     private mutating func storeLogs(_ cache: DiskCache) throws(CommandFailure) {
         section("Filling up")
         for day in 0 ..< Self.logCount {
-            try attempt { () throws(CacheError) in try cache.store(DemoData.log(day: day, bytes: Self.logSize), forKey: "logs/day-\(day).log") }
+            try attempt { () throws(CacheError) in
+                try cache.store(DemoData.log(day: day, bytes: Self.logSize), forKey: "logs/day-\(day).log")
+            }
         }
         tick(1)
         for key in cachedKeys { _ = try attempt { () throws(CacheError) in try cache.value(forKey: key) } }
@@ -158,10 +167,14 @@ struct DemoRun {
         let cache = try open(sizeLimit: limit)
         let report = try attempt { () throws(CacheError) in try cache.collectGarbage() }
         let evicted = events.evictions
-        say("  size limit \(HumanFormat.size(limit)) (the cache held \(HumanFormat.size(total))): removed \(evicted.count) least recently used record(s):")
+        say(
+            "  size limit \(HumanFormat.size(limit)) (the cache held \(HumanFormat.size(total))): removed \(evicted.count) least recently used record(s):"
+        )
         for (key, reason) in evicted { say("    \(key) (\(reason))") }
         let pinned = try attempt { () throws(CacheError) in try cache.record(forKey: Self.pinnedKey) }
-        say("  now \(report.remainingCount) records, \(HumanFormat.size(report.remainingSize)); locked \(Self.pinnedKey) \(pinned != nil ? "survived" : "was removed?")")
+        say(
+            "  now \(report.remainingCount) records, \(HumanFormat.size(report.remainingSize)); locked \(Self.pinnedKey) \(pinned != nil ? "survived" : "was removed?")"
+        )
         return cache
     }
 
@@ -198,8 +211,12 @@ struct DemoRun {
         fields.add("  hits", "\(total.hits) (\(HumanFormat.size(total.bytesRead)))")
         fields.add("  misses", "\(total.misses) (\(total.expirations) expired)")
         fields.add("  collections", "\(total.collections)")
-        fields.add("  evictions", [EvictionReason.expired, .sizeLimit, .countLimit, .diskFull].map { "\($0) \(total.evictions[$0] ?? 0)" }.joined(separator: ", "))
-        fields.add("  on disk", "\(cache.count) records, \(HumanFormat.size(cache.totalSize)), locked \(HumanFormat.size(cache.lockedSize))")
+        fields.add(
+            "  evictions",
+            [EvictionReason.expired, .sizeLimit, .countLimit, .diskFull].map { "\($0) \(total.evictions[$0] ?? 0)" }.joined(separator: ", ")
+        )
+        fields.add(
+            "  on disk", "\(cache.count) records, \(HumanFormat.size(cache.totalSize)), locked \(HumanFormat.size(cache.lockedSize))")
         io.out(fields.render())
     }
 
@@ -232,6 +249,7 @@ struct DemoRun {
     }
 
     private func shellQuoted(_ path: String) -> String {
-        path.allSatisfy { $0.isLetter || $0.isNumber || "/._-".contains($0) } ? path : "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        path.allSatisfy { $0.isLetter || $0.isNumber || "/._-".contains($0) }
+            ? path : "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }

@@ -4,7 +4,8 @@ import Larder
 /// Real-looking data for `larder demo`: text, JSON, and images.
 enum DemoData {
     /// A paragraph of text.
-    static let greeting = Data("""
+    static let greeting = Data(
+        """
         Larder keeps what you fetched so you need not fetch it again: a memory tier in front of a
         disk tier whose files SPTPersistentCache can read, with TTLs, locks and collection.
 
@@ -23,7 +24,8 @@ enum DemoData {
         var text = ""
         var line = 0
         while text.utf8.count < bytes {
-            text += "2024-01-\(String(day + 1).leftPadded(to: 2)) 12:\(String(line % 60).leftPadded(to: 2)):00 INFO request \(line) served in \(line % 97) ms\n"
+            text +=
+                "2024-01-\(String(day + 1).leftPadded(to: 2)) 12:\(String(line % 60).leftPadded(to: 2)):00 INFO request \(line) served in \(line % 97) ms\n"
             line += 1
         }
         return Data(text.utf8)
@@ -43,7 +45,9 @@ enum DemoData {
         for folder in folders {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path), !names.isEmpty else { continue }
             let images = names.sorted().prefix(count).compactMap { name -> (String, Data)? in
-                guard let data = try? Data(contentsOf: folder.appendingPathComponent(name)), PayloadKind.of(data) == .png else { return nil }
+                guard let data = try? Data(contentsOf: folder.appendingPathComponent(name)), PayloadKind.of(data) == .png else {
+                    return nil
+                }
                 return ("images/" + name.replacingOccurrences(of: ".dat", with: ".png"), data)
             }
             if !images.isEmpty { return images }
@@ -56,7 +60,7 @@ enum DemoData {
         var raw: [UInt8] = []
         raw.reserveCapacity((width * 3 + 1) * height)
         for y in 0 ..< height {
-            raw.append(0) // filter: none
+            raw.append(0)  // filter: none
             for x in 0 ..< width {
                 raw.append(UInt8(truncatingIfNeeded: x * 4 + seed * 60))
                 raw.append(UInt8(truncatingIfNeeded: y * 4))
@@ -73,7 +77,8 @@ enum DemoData {
             zlib += raw[offset ..< offset + chunk]
             offset += chunk
         } while offset < raw.count
-        var a: UInt32 = 1, b: UInt32 = 0
+        var a: UInt32 = 1
+        var b: UInt32 = 0
         for byte in raw {
             a = (a + UInt32(byte)) % 65521
             b = (b + a) % 65521

@@ -47,7 +47,8 @@ enum ExportCommand: Subcommand {
                 try payload.write(to: output.appendingPathComponent(fileName), options: .atomic)
             } catch {
                 progress.finish()
-                throw CommandFailure(.cacheError, "cannot write '\(output.appendingPathComponent(fileName).path)': \(error.localizedDescription)")
+                throw CommandFailure(
+                    .cacheError, "cannot write '\(output.appendingPathComponent(fileName).path)': \(error.localizedDescription)")
             }
             exported += 1
             bytes += payload.count

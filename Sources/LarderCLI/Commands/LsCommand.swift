@@ -7,7 +7,9 @@ enum LsCommand: Subcommand {
         name: "ls", summary: "List every record: key, size, locks, ttl, times, status.",
         options: CacheContext.options + [
             .flag("json", "Print a JSON array of objects instead of a table."),
-            .value("sort", "key|size|age|access", "Order rows by key (default), size (largest first), age (oldest update first) or access (least recent first)."),
+            .value(
+                "sort", "key|size|age|access",
+                "Order rows by key (default), size (largest first), age (oldest update first) or access (least recent first)."),
         ],
         discussion: """
             Works on Larder and SPTPersistentCache directories, and on directories another process
@@ -31,7 +33,9 @@ enum LsCommand: Subcommand {
             io.out(table(entries, context: context).render(colour: useColour(io)))
             let counts = Dictionary(grouping: entries, by: \.status).mapValues(\.count)
             let total = entries.reduce(0) { $0 + $1.fileSize }
-            io.out("\(entries.count) record\(entries.count == 1 ? "" : "s"), \(HumanFormat.size(total)) (\(counts[.ok] ?? 0) ok, \(counts[.expired] ?? 0) expired, \(counts[.corrupt] ?? 0) corrupt)\n")
+            io.out(
+                "\(entries.count) record\(entries.count == 1 ? "" : "s"), \(HumanFormat.size(total)) (\(counts[.ok] ?? 0) ok, \(counts[.expired] ?? 0) expired, \(counts[.corrupt] ?? 0) corrupt)\n"
+            )
         }
         return .success
     }
@@ -69,16 +73,17 @@ enum LsCommand: Subcommand {
             } else {
                 expires = "never (locked)"
             }
-            table.append([
-                entry.displayKey,
-                HumanFormat.size(entry.fileSize),
-                entry.lockCount.map(String.init) ?? "-",
-                entry.ttl.map(HumanFormat.ttl) ?? "-",
-                entry.updateTime.map { HumanFormat.relative($0, now: now) } ?? "-",
-                entry.lastAccessTime.map { HumanFormat.relative($0, now: now) } ?? "-",
-                expires,
-                statusText(entry),
-            ], colour: entry.status == .ok ? nil : entry.status == .expired ? "33" : "31")
+            table.append(
+                [
+                    entry.displayKey,
+                    HumanFormat.size(entry.fileSize),
+                    entry.lockCount.map(String.init) ?? "-",
+                    entry.ttl.map(HumanFormat.ttl) ?? "-",
+                    entry.updateTime.map { HumanFormat.relative($0, now: now) } ?? "-",
+                    entry.lastAccessTime.map { HumanFormat.relative($0, now: now) } ?? "-",
+                    expires,
+                    statusText(entry),
+                ], colour: entry.status == .ok ? nil : entry.status == .expired ? "33" : "31")
         }
         return table
     }

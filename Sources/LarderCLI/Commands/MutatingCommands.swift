@@ -38,7 +38,9 @@ enum GcCommand: Subcommand {
         var byReason: [EvictionReason: Int] = [:]
         for item in removed { byReason[item.1, default: 0] += 1 }
         let reasons = EvictionReason.allCases.compactMap { reason in byReason[reason].map { "\($0) \(reason)" } }
-        io.out("removed \(removed.count) record\(removed.count == 1 ? "" : "s")" + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: ", ")))") + "\n")
+        io.out(
+            "removed \(removed.count) record\(removed.count == 1 ? "" : "s")"
+                + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: ", ")))") + "\n")
         for (key, reason) in removed { io.out("  \(key)  \(reason.rawValue)\n") }
         if let report { io.out("remaining: \(report.remainingCount) records, \(HumanFormat.size(report.remainingSize))\n") }
         return .success
@@ -67,10 +69,14 @@ enum PutCommand: Subcommand {
         name: "put", summary: "Store FILE (or standard input) under KEY.",
         positionalUsage: "KEY [FILE]", minimumPositionals: 1, maximumPositionals: 2,
         options: CacheContext.options + [
-            .value("ttl", "SECONDS", "Expire this many seconds after the store (default 0: the default expiration, sliding with reads; at most 100 years)."),
+            .value(
+                "ttl", "SECONDS",
+                "Expire this many seconds after the store (default 0: the default expiration, sliding with reads; at most 100 years)."),
             .flag("locked", "Store it locked (lock count 1), so it does not expire until unlocked."),
         ],
-        discussion: "Creates the directory when missing (with sha256 keys, or --keys). Fails with exit 3 while another process holds the directory.")
+        discussion:
+            "Creates the directory when missing (with sha256 keys, or --keys). Fails with exit 3 while another process holds the directory."
+    )
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
         let key = arguments.positionals[0]
@@ -92,7 +98,9 @@ enum PutCommand: Subcommand {
         } catch {
             throw CacheContext.failure(for: error, root: context.layout.root)
         }
-        io.out("stored '\(key)' (\(HumanFormat.size(data.count)))\(arguments.flag("locked") ? ", locked" : "")\(ttl > 0 ? ", ttl \(HumanFormat.duration(ttl))" : "")\n")
+        io.out(
+            "stored '\(key)' (\(HumanFormat.size(data.count)))\(arguments.flag("locked") ? ", locked" : "")\(ttl > 0 ? ", ttl \(HumanFormat.duration(ttl))" : "")\n"
+        )
         return .success
     }
 }
@@ -112,7 +120,7 @@ enum RmCommand: Subcommand {
         var missing: [String] = []
         for key in arguments.positionals {
             let removed: Bool
-            do { removed = try cache.remove(forKey: key) } catch where error.code == .invalidKey {
+            do { removed = try cache.remove(forKey: key) } catch let error where error.code == .invalidKey {
                 // A key the encoding refuses names no record.
                 removed = false
             } catch {
@@ -150,7 +158,9 @@ enum LockCommand: Subcommand {
         for key in changed { io.out("\(verb) '\(key)'\n") }
         let failed = keys.filter { !changed.contains($0) }
         for key in failed {
-            io.err("larder \(locking ? "lock" : "unlock"): not \(verb) '\(key)' (\(locking ? "absent, expired or corrupt" : "absent, corrupt or not locked"))\n")
+            io.err(
+                "larder \(locking ? "lock" : "unlock"): not \(verb) '\(key)' (\(locking ? "absent, expired or corrupt" : "absent, corrupt or not locked"))\n"
+            )
         }
         return failed.isEmpty ? .success : .failure
     }

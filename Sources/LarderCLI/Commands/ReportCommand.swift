@@ -27,7 +27,8 @@ enum ReportCommand: Subcommand {
             defer { progress.update(i + 1, of: names.count) }
             guard var entry = inspector.entry(named: name, readPayload: true) else { continue }
             if let payload = entry.payload, thumbnails.count < ReportPage.maximumThumbnails,
-               payload.count <= ReportPage.maximumThumbnailBytes, let mime = PayloadKind.of(payload).imageMIMEType {
+                payload.count <= ReportPage.maximumThumbnailBytes, let mime = PayloadKind.of(payload).imageMIMEType
+            {
                 thumbnails.append(.init(key: entry.displayKey, mimeType: mime, data: payload))
             }
             entry.payload = nil

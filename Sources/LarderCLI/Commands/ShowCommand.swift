@@ -35,10 +35,15 @@ enum ShowCommand: Subcommand {
         fields.add("headerSize", "\(RecordHeader.size)")
         fields.add("refCount", "\(header.refCount)" + (header.refCount > 0 ? " (locked)" : " (unlocked)"))
         fields.add("reserved1", hex(header.reserved1) + (header.payloadChecksum != nil ? " (payload CRC-32)" : ""))
-        fields.add("ttl", header.ttl == 0
-            ? "0 (default expiration: \(HumanFormat.duration(context.defaultExpiration)), from the last update)"
-            : "\(header.ttl) (\(HumanFormat.duration(Double(header.ttl))))")
-        fields.add("updateTimeSec", "\(header.updateTimeSec) (\(HumanFormat.date(Double(header.updateTimeSec))), \(HumanFormat.relative(Double(header.updateTimeSec), now: now)))")
+        fields.add(
+            "ttl",
+            header.ttl == 0
+                ? "0 (default expiration: \(HumanFormat.duration(context.defaultExpiration)), from the last update)"
+                : "\(header.ttl) (\(HumanFormat.duration(Double(header.ttl))))")
+        fields.add(
+            "updateTimeSec",
+            "\(header.updateTimeSec) (\(HumanFormat.date(Double(header.updateTimeSec))), \(HumanFormat.relative(Double(header.updateTimeSec), now: now)))"
+        )
         fields.add("payloadSizeBytes", "\(header.payloadSizeBytes) (\(HumanFormat.size(Int(header.payloadSizeBytes))))")
         if let ms = header.lastAccessMilliseconds {
             let time = Double(ms) / 1000
@@ -77,9 +82,10 @@ enum ShowCommand: Subcommand {
         guard let (fd, _) = try? files.openForReading(path) else { return "  (unreadable: not a regular file)\n" }
         defer { files.close(fd) }
         var bytes = [UInt8](repeating: 0, count: RecordHeader.size)
-        let n = (try? bytes.withUnsafeMutableBytes { b in
-            Result { () throws(Errno) in try files.pread(fd, into: b, at: 0) }
-        }.get()) ?? 0
+        let n =
+            (try? bytes.withUnsafeMutableBytes { b in
+                Result { () throws(Errno) in try files.pread(fd, into: b, at: 0) }
+            }.get()) ?? 0
         bytes.removeSubrange(n...)
         var text = ""
         for row in stride(from: 0, to: bytes.count, by: 16) {
@@ -97,7 +103,7 @@ enum CatCommand: Subcommand {
         name: "cat", summary: "Write one record's payload, without its header, to standard output.",
         positionalUsage: "KEY", minimumPositionals: 1, maximumPositionals: 1,
         options: CacheContext.options + [
-            .flag("force", "Write the payload even when it is not plain text and standard output is a terminal."),
+            .flag("force", "Write the payload even when it is not plain text and standard output is a terminal.")
         ],
         discussion: """
             The output is the payload itself, byte for byte, unescaped: pipe it or redirect it

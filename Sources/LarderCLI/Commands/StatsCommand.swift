@@ -32,31 +32,35 @@ enum StatsCommand: Subcommand {
         let summary = CacheSummary(entries: try CacheInspector(context).entries(readPayload: false))
         let holder = lockHolder(context)
         if arguments.flag("json") {
-            io.out(json: .object([
-                ("directory", .string(context.layout.root)),
-                ("keyEncoding", .string(context.encodingName)),
-                ("hasMetadata", .bool(context.metadata != nil)),
-                ("records", .int(summary.count)),
-                ("totalSize", .int(summary.totalSize)),
-                ("ok", .int(summary.count(.ok))),
-                ("expired", .int(summary.count(.expired))),
-                ("corrupt", .int(summary.count(.corrupt))),
-                ("locked", .int(summary.locked.count)),
-                ("lockedSize", .int(summary.lockedSize)),
-                ("oldestUpdate", .double(summary.oldestUpdate)),
-                ("newestUpdate", .double(summary.newestUpdate)),
-                ("defaultExpiration", .double(context.defaultExpiration)),
-                ("writerPID", .int(holder.map(Int.init))),
-            ]))
+            io.out(
+                json: .object([
+                    ("directory", .string(context.layout.root)),
+                    ("keyEncoding", .string(context.encodingName)),
+                    ("hasMetadata", .bool(context.metadata != nil)),
+                    ("records", .int(summary.count)),
+                    ("totalSize", .int(summary.totalSize)),
+                    ("ok", .int(summary.count(.ok))),
+                    ("expired", .int(summary.count(.expired))),
+                    ("corrupt", .int(summary.count(.corrupt))),
+                    ("locked", .int(summary.locked.count)),
+                    ("lockedSize", .int(summary.lockedSize)),
+                    ("oldestUpdate", .double(summary.oldestUpdate)),
+                    ("newestUpdate", .double(summary.newestUpdate)),
+                    ("defaultExpiration", .double(context.defaultExpiration)),
+                    ("writerPID", .int(holder.map(Int.init))),
+                ]))
             return .success
         }
         var fields = FieldList()
         fields.add("directory", context.layout.root)
         fields.add("format", context.formatDescription)
-        fields.add("records", "\(summary.count) (\(summary.count(.ok)) ok, \(summary.count(.expired)) expired, \(summary.count(.corrupt)) corrupt)")
+        fields.add(
+            "records", "\(summary.count) (\(summary.count(.ok)) ok, \(summary.count(.expired)) expired, \(summary.count(.corrupt)) corrupt)"
+        )
         fields.add("total size", HumanFormat.size(summary.totalSize) + " (\(summary.totalSize) bytes)")
         fields.add("locked", "\(summary.locked.count) records, \(HumanFormat.size(summary.lockedSize))")
-        fields.add("unlocked", "\(summary.count - summary.locked.count) records, \(HumanFormat.size(summary.totalSize - summary.lockedSize))")
+        fields.add(
+            "unlocked", "\(summary.count - summary.locked.count) records, \(HumanFormat.size(summary.totalSize - summary.lockedSize))")
         if let oldest = summary.oldestUpdate, let newest = summary.newestUpdate {
             fields.add("oldest update", "\(HumanFormat.date(oldest)) (\(HumanFormat.relative(oldest, now: context.now)))")
             fields.add("newest update", "\(HumanFormat.date(newest)) (\(HumanFormat.relative(newest, now: context.now)))")
@@ -71,8 +75,9 @@ enum StatsCommand: Subcommand {
     /// because taking it, even briefly, could make a starting writer fail.)
     static func lockHolder(_ context: CacheContext) -> Int32? {
         guard let bytes = try? context.files.readFile(context.layout.lockPath, limit: 64),
-              let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
-              pid > 0, pid != getpid() else { return nil }
+            let pid = Int32(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
+            pid > 0, pid != getpid()
+        else { return nil }
         return kill(pid, 0) == 0 || errno == EPERM ? pid : nil
     }
 }

@@ -56,7 +56,11 @@ enum VerifyCommand: Subcommand {
                         // One unlink beneath the root: a file or a link goes, never a link's
                         // target, and a folder named like a record stays (EISDIR), whatever it holds.
                         do throws(Errno) { try context.files.unlink(entry.path) } catch {
-                            throw CacheError(.ioFailure, error == .isADirectory || error == .notPermitted ? "a folder, not a record file; remove it yourself if it is not yours" : "cannot remove it", path: entry.path, errno: error.rawValue)
+                            throw CacheError(
+                                .ioFailure,
+                                error == .isADirectory || error == .notPermitted
+                                    ? "a folder, not a record file; remove it yourself if it is not yours" : "cannot remove it",
+                                path: entry.path, errno: error.rawValue)
                         }
                     }
                     removed.append(entry.relativePath)
@@ -71,21 +75,31 @@ enum VerifyCommand: Subcommand {
                 ("directory", .string(context.layout.root)),
                 ("checked", .int(checked)),
                 ("corruptCount", .int(corrupt.count)),
-                ("corrupt", .array(corrupt.map { entry in
-                    .object([
-                        ("key", .text(entry.key)), ("file", .string(entry.relativePath)),
-                        ("size", .int(entry.fileSize)), ("reason", .text(entry.corruption?.rawValue)),
-                        ("removed", .bool(removed.contains(entry.relativePath))),
-                    ])
-                })),
+                (
+                    "corrupt",
+                    .array(
+                        corrupt.map { entry in
+                            .object([
+                                ("key", .text(entry.key)), ("file", .string(entry.relativePath)),
+                                ("size", .int(entry.fileSize)), ("reason", .text(entry.corruption?.rawValue)),
+                                ("removed", .bool(removed.contains(entry.relativePath))),
+                            ])
+                        })
+                ),
             ])
             io.out(json: value)
         } else {
-            io.out("checked \(checked) record\(checked == 1 ? "" : "s") in \(context.layout.root): \(checked - corrupt.count) sound, \(corrupt.count) corrupt\n")
+            io.out(
+                "checked \(checked) record\(checked == 1 ? "" : "s") in \(context.layout.root): \(checked - corrupt.count) sound, \(corrupt.count) corrupt\n"
+            )
             if !corrupt.isEmpty {
-                var table = TextTable([.init(title: "KEY"), .init(title: "FILE"), .init(title: "SIZE", alignment: .right), .init(title: "REASON")])
+                var table = TextTable([
+                    .init(title: "KEY"), .init(title: "FILE"), .init(title: "SIZE", alignment: .right), .init(title: "REASON"),
+                ])
                 for entry in corrupt {
-                    table.append([entry.key ?? "-", entry.relativePath, HumanFormat.size(entry.fileSize), entry.corruption?.rawValue ?? "?"], colour: "31")
+                    table.append(
+                        [entry.key ?? "-", entry.relativePath, HumanFormat.size(entry.fileSize), entry.corruption?.rawValue ?? "?"],
+                        colour: "31")
                 }
                 io.out(table.render(colour: LsCommand.useColour(io)))
             }

@@ -14,7 +14,9 @@ struct CacheContext {
     /// The options shared by every command that opens a cache.
     static let options: [OptionSpec] = [
         .value("dir", "DIR", "The cache directory (default: $XDG_CACHE_HOME/larder/demo, else ~/.cache/larder/demo)."),
-        .value("keys", "verbatim|sha256", "How keys map to file names, for directories without Larder metadata (SPT directories are verbatim)."),
+        .value(
+            "keys", "verbatim|sha256", "How keys map to file names, for directories without Larder metadata (SPT directories are verbatim)."
+        ),
         .value("default-expiration", "SECONDS", "Expiry of ttl-0 records (default 2592000, 30 days, SPT's default)."),
         .value("now", "SECONDS", "Pretend the time is this Unix time (testing aid; also $LARDER_NOW).", hidden: true),
     ]
@@ -56,14 +58,17 @@ struct CacheContext {
     /// - Parameter mustExist: Whether a missing directory is an error (inspecting) or will be created (changing).
     init(_ arguments: ParsedArguments, io: CommandIO, mustExist: Bool) throws(CommandFailure) {
         self.io = io
-        directory = arguments.value("dir").map { URL(fileURLWithPath: $0, isDirectory: true) }
+        directory =
+            arguments.value("dir").map { URL(fileURLWithPath: $0, isDirectory: true) }
             ?? Self.defaultDirectory(environment: io.environment)
         let layout = DiskLayout(root: directory.standardizedFileURL.path)
         self.layout = layout
         let fileIO = FileIO()
 
         if let text = arguments.value("now") ?? io.environment["LARDER_NOW"] {
-            guard let now = Double(text), now.isFinite else { throw .usage("'--now' (or LARDER_NOW) needs a Unix time in seconds, not '\(text)'") }
+            guard let now = Double(text), now.isFinite else {
+                throw .usage("'--now' (or LARDER_NOW) needs a Unix time in seconds, not '\(text)'")
+            }
             clock = ManualClock(now: now)
         } else {
             clock = SystemClock()
@@ -78,7 +83,9 @@ struct CacheContext {
         switch Result(catching: { () throws(Errno) in try fileIO.lstat(root) }) {
         case .success(nil):
             if mustExist {
-                throw CommandFailure(.cacheError, "cache directory '\(layout.root)' does not exist (create one with 'larder demo' or 'larder put', or pass --dir)")
+                throw CommandFailure(
+                    .cacheError,
+                    "cache directory '\(layout.root)' does not exist (create one with 'larder demo' or 'larder put', or pass --dir)")
             }
         case .success(let info?):
             guard (info.st_mode & S_IFMT) == S_IFDIR else {
@@ -88,7 +95,8 @@ struct CacheContext {
                 files = try fileIO.rooted(at: layout.root)
                 holdsRecords = try files.listDirectory(layout.root).contains { !DiskLayout.isReserved($0.name) }
             } catch {
-                throw CommandFailure(.cacheError, "cannot read cache directory '\(layout.root)': \(String(cString: strerror(error.rawValue)))")
+                throw CommandFailure(
+                    .cacheError, "cannot read cache directory '\(layout.root)': \(String(cString: strerror(error.rawValue)))")
             }
         case .failure(let error):
             throw CommandFailure(.cacheError, "cannot open cache directory '\(layout.root)': \(String(cString: strerror(error.rawValue)))")
@@ -124,17 +132,21 @@ struct CacheContext {
             // Records without metadata are SPTPersistentCache's, whose keys are file names.
             encodingName = requested ?? (holdsRecords ? "verbatim" : "sha256")
         }
-        keyEncoding = switch encodingName {
-        case "sha256": .sha256
-        case "verbatim": .verbatim
-        default: nil
-        }
+        keyEncoding =
+            switch encodingName {
+            case "sha256": .sha256
+            case "verbatim": .verbatim
+            default: nil
+            }
     }
 
     /// Options for a `DiskCache` on this directory.
     func cacheOptions(readOnly: Bool) throws(CommandFailure) -> DiskCacheOptions {
         guard let keyEncoding else {
-            throw CommandFailure(.cacheError, "the directory uses the custom key encoding '\(encodingName)', which only its application can compute; this tool can inspect it but not change it")
+            throw CommandFailure(
+                .cacheError,
+                "the directory uses the custom key encoding '\(encodingName)', which only its application can compute; this tool can inspect it but not change it"
+            )
         }
         var options = DiskCacheOptions(directory: URL(fileURLWithPath: layout.root, isDirectory: true))
         options.keyEncoding = keyEncoding
@@ -160,7 +172,10 @@ struct CacheContext {
     static func failure(for error: CacheError, root: String) -> CommandFailure {
         if error.code == .directoryInUse {
             let holder = error.holderPID.map { "process \($0)" } ?? "another process"
-            return CommandFailure(.cacheError, "cache directory '\(root)' is in use by \(holder); commands that change it must wait until that process closes it (inspecting commands still work)")
+            return CommandFailure(
+                .cacheError,
+                "cache directory '\(root)' is in use by \(holder); commands that change it must wait until that process closes it (inspecting commands still work)"
+            )
         }
         if error.code == .invalidKey || error.code == .invalidOptions || error.code == .invalidArgument {
             return CommandFailure(.usage, error.message + (error.key.map { " (key '\($0)')" } ?? ""))

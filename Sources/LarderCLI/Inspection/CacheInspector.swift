@@ -25,7 +25,8 @@ struct CacheInspector {
         do {
             return try inspector.recordNames()
         } catch {
-            throw CommandFailure(.cacheError, "cannot read cache directory '\(context.layout.root)': \(String(cString: strerror(error.rawValue)))")
+            throw CommandFailure(
+                .cacheError, "cannot read cache directory '\(context.layout.root)': \(String(cString: strerror(error.rawValue)))")
         }
     }
 
@@ -68,7 +69,8 @@ struct CacheInspector {
     /// by scanning stored keys; a record's file name is accepted too, for records whose key is unknown.
     func entry(forKey key: String, readPayload: Bool, verify: Bool = true) throws(CommandFailure) -> RecordEntry? {
         if let encoding = context.keyEncoding, let name = try? encoding.fileName(for: key),
-           let found = entry(named: name, readPayload: readPayload, verify: verify) {
+            let found = entry(named: name, readPayload: readPayload, verify: verify)
+        {
             return found
         }
         if context.keyEncoding == nil {

@@ -9,7 +9,8 @@ enum ExportName {
         var out = ""
         let digits = Array("0123456789ABCDEF")
         for (i, byte) in key.utf8.enumerated() {
-            let safe = (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
+            let safe =
+                (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
                 || byte == 0x2D || byte == 0x5F || (byte == 0x2E && i > 0)
             if safe {
                 out.unicodeScalars.append(Unicode.Scalar(byte))
@@ -30,7 +31,8 @@ enum ExportName {
         while let byte = iterator.next() {
             if byte == UInt8(ascii: "%") {
                 guard let high = iterator.next(), let low = iterator.next(),
-                      let h = hexValue(high), let l = hexValue(low) else { return nil }
+                    let h = hexValue(high), let l = hexValue(low)
+                else { return nil }
                 bytes.append(h << 4 | l)
             } else {
                 bytes.append(byte)

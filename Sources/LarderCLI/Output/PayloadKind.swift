@@ -22,7 +22,9 @@ enum PayloadKind: Equatable {
         if head.starts(with: [0xFF, 0xD8, 0xFF]) { return .jpeg }
         if head.starts(with: Array("GIF87a".utf8)) || head.starts(with: Array("GIF89a".utf8)) { return .gif }
         let sample = Array(data.prefix(4096))
-        if !sample.isEmpty, !sample.contains(0), String(validating: sample.count < 4096 ? sample : Array(sample.prefix(4000)), as: UTF8.self) != nil {
+        if !sample.isEmpty, !sample.contains(0),
+            String(validating: sample.count < 4096 ? sample : Array(sample.prefix(4000)), as: UTF8.self) != nil
+        {
             let first = sample.first { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }
             return first == UInt8(ascii: "{") || first == UInt8(ascii: "[") ? .json : .text
         }
@@ -40,7 +42,8 @@ enum PayloadKind: Equatable {
             if data.count > 60 { preview += "…" }
             return "\(of(data) == .json ? "JSON" : "text"): \(preview)"
         case .binary:
-            return "binary: " + data.prefix(16).map { String($0, radix: 16).leftPadded(to: 2) }.joined(separator: " ") + (data.count > 16 ? " …" : "")
+            return "binary: " + data.prefix(16).map { String($0, radix: 16).leftPadded(to: 2) }.joined(separator: " ")
+                + (data.count > 16 ? " …" : "")
         }
     }
 

@@ -47,7 +47,8 @@ struct ReportPage {
         }
         let largest = entries.sorted { $0.fileSize > $1.fileSize }.prefix(10)
         let stalest = sound.sorted { ($0.lastAccessTime ?? 0) < ($1.lastAccessTime ?? 0) }.prefix(10)
-        let expiring = sound
+        let expiring =
+            sound
             .compactMap { entry in entry.expirationTime.flatMap { $0 >= now ? (entry, $0) : nil } }
             .sorted { $0.1 < $1.1 }.prefix(10)
         let corrupt = entries.filter { $0.corruption != nil }
@@ -76,13 +77,18 @@ struct ReportPage {
 
             """
         html += table("Largest records", Array(largest), extra: ("size", { HumanFormat.size($0.fileSize) }))
-        html += table("Stalest records (least recently used)", Array(stalest), extra: ("last access", { e in e.lastAccessTime.map { HumanFormat.relative($0, now: now) } ?? "-" }))
-        html += table("Expiring soon", expiring.map(\.0), extra: ("expires", { e in e.expirationTime.map { HumanFormat.relative($0, now: now) } ?? "-" }))
+        html += table(
+            "Stalest records (least recently used)", Array(stalest),
+            extra: ("last access", { e in e.lastAccessTime.map { HumanFormat.relative($0, now: now) } ?? "-" }))
+        html += table(
+            "Expiring soon", expiring.map(\.0),
+            extra: ("expires", { e in e.expirationTime.map { HumanFormat.relative($0, now: now) } ?? "-" }))
         html += table("Corrupt records", corrupt, extra: ("reason", { $0.corruption?.rawValue ?? "?" }))
         if !thumbnails.isEmpty {
             html += "<section class=\"panel\"><h2>Images (\(thumbnails.count))</h2><div class=\"thumbs\">\n"
             for thumbnail in thumbnails {
-                html += "<figure><img alt=\"\(escape(thumbnail.key))\" src=\"data:\(thumbnail.mimeType);base64,\(thumbnail.data.base64EncodedString())\"><figcaption>\(escape(thumbnail.key))</figcaption></figure>\n"
+                html +=
+                    "<figure><img alt=\"\(escape(thumbnail.key))\" src=\"data:\(thumbnail.mimeType);base64,\(thumbnail.data.base64EncodedString())\"><figcaption>\(escape(thumbnail.key))</figcaption></figure>\n"
             }
             html += "</div></section>\n"
         }
@@ -96,7 +102,10 @@ struct ReportPage {
 
     /// A vertical bar chart in inline SVG.
     private func histogram(_ bars: [(String, Int)], colour: String) -> String {
-        let width = 520, height = 230, top = 20, bottom = 50
+        let width = 520
+        let height = 230
+        let top = 20
+        let bottom = 50
         let slot = width / max(1, bars.count)
         let peak = max(1, bars.map(\.1).max() ?? 1)
         var svg = "<svg viewBox=\"0 0 \(width) \(height)\" role=\"img\" class=\"chart\">"
@@ -104,7 +113,8 @@ struct ReportPage {
             let h = (height - top - bottom) * bar.1 / peak
             let x = i * slot + 6
             let y = height - bottom - h
-            svg += "<rect x=\"\(x)\" y=\"\(y)\" width=\"\(slot - 12)\" height=\"\(h)\" fill=\"\(colour)\"><title>\(escape(bar.0)): \(bar.1)</title></rect>"
+            svg +=
+                "<rect x=\"\(x)\" y=\"\(y)\" width=\"\(slot - 12)\" height=\"\(h)\" fill=\"\(colour)\"><title>\(escape(bar.0)): \(bar.1)</title></rect>"
             svg += "<text x=\"\(x + (slot - 12) / 2)\" y=\"\(y - 4)\" class=\"count\">\(bar.1)</text>"
             // Alternate label rows, so that long labels of narrow bars do not overlap.
             let labelY = height - bottom + 16 + (bars.count > 6 && i % 2 == 1 ? 14 : 0)
@@ -129,8 +139,10 @@ struct ReportPage {
         guard !entries.isEmpty else { return html + "<p class=\"none\">none</p></section>\n" }
         html += "<table><tr><th>key</th><th>\(escape(extra.0))</th><th>locks</th><th>updated</th><th>status</th></tr>\n"
         for entry in entries {
-            html += "<tr class=\"\(entry.status.rawValue)\"><td class=\"key\">\(escape(entry.displayKey))</td><td>\(escape(extra.1(entry)))</td>"
-            html += "<td>\(entry.lockCount.map(String.init) ?? "-")</td><td>\(escape(entry.updateTime.map { HumanFormat.relative($0, now: now) } ?? "-"))</td>"
+            html +=
+                "<tr class=\"\(entry.status.rawValue)\"><td class=\"key\">\(escape(entry.displayKey))</td><td>\(escape(extra.1(entry)))</td>"
+            html +=
+                "<td>\(entry.lockCount.map(String.init) ?? "-")</td><td>\(escape(entry.updateTime.map { HumanFormat.relative($0, now: now) } ?? "-"))</td>"
             html += "<td>\(escape(LsCommand.statusText(entry)))</td></tr>\n"
         }
         return html + "</table></section>\n"

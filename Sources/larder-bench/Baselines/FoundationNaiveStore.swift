@@ -25,7 +25,7 @@ final class FoundationNaiveStore: BenchStore {
     func load(forKey key: String) throws -> Data? {
         let url = url(for: key)
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-              let modified = attributes[.modificationDate] as? Date
+            let modified = attributes[.modificationDate] as? Date
         else { return nil }
         guard Date().timeIntervalSince(modified) < maximumAge else { return nil }
         return try Data(contentsOf: url)

@@ -13,7 +13,10 @@ final class SQLiteStore: BenchStore {
 
     init(directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        guard sqlite3_open_v2(directory + "/cache.sqlite", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK else {
+        guard
+            sqlite3_open_v2(directory + "/cache.sqlite", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+                == SQLITE_OK
+        else {
             throw BenchError("sqlite3_open: \(message)")
         }
         try execute("PRAGMA journal_mode=WAL")

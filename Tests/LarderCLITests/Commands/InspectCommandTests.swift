@@ -84,7 +84,10 @@ import Testing
         let record = manifest.records.first { $0.corruption == nil && $0.refCount > 0 }!
         let result = larder(["show", "--dir", dir, record.key] + Fixtures.clockArguments(manifest))
         #expect(result.code == 0)
-        for field in ["magic", "headerSize", "refCount", "reserved1", "ttl", "updateTimeSec", "payloadSizeBytes", "reserved2", "reserved3", "reserved4", "flags", "crc"] {
+        for field in [
+            "magic", "headerSize", "refCount", "reserved1", "ttl", "updateTimeSec", "payloadSizeBytes", "reserved2", "reserved3",
+            "reserved4", "flags", "crc",
+        ] {
             #expect(result.stdout.contains("\n\(field) "), "\(field)")
         }
         #expect(result.stdout.contains("\(record.updateTime)"))

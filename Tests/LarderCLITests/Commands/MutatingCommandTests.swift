@@ -91,7 +91,10 @@ import Testing
         defer { writer.close() }
         try writer.store(Data("v".utf8), forKey: "k")
         let dir = temp.path("c")
-        for arguments in [["put", "--dir", dir, "k2"], ["rm", "--dir", dir, "k"], ["lock", "--dir", dir, "k"], ["gc", "--dir", dir], ["verify", "--dir", dir, "--repair"]] {
+        for arguments in [
+            ["put", "--dir", dir, "k2"], ["rm", "--dir", dir, "k"], ["lock", "--dir", dir, "k"], ["gc", "--dir", dir],
+            ["verify", "--dir", dir, "--repair"],
+        ] {
             let result = larder(arguments, input: Data("x".utf8))
             #expect(result.code == 3, "\(arguments)")
             #expect(result.stderr.contains("in use by process \(getpid())"), "\(arguments): \(result.stderr)")

@@ -145,7 +145,8 @@ import Testing
         #expect(larder(["report", "--dir", temp.path("c"), "--html", page]).code == 0)
         let html = try String(contentsOfFile: page, encoding: .utf8)
         #expect(html.components(separatedBy: "data:image/png;base64,").count - 1 == ReportPage.maximumThumbnails)
-        #expect(ReportPage.maximumThumbnails == 48 && ReportPage.maximumThumbnailBytes == 256 * 1024, "the numbers in 'larder report --help'")
+        #expect(
+            ReportPage.maximumThumbnails == 48 && ReportPage.maximumThumbnailBytes == 256 * 1024, "the numbers in 'larder report --help'")
         #expect(!html.contains("alt=\"aaa-large.png\""))
     }
 }

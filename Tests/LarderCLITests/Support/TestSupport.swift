@@ -22,8 +22,10 @@ struct RunResult {
 /// Runs `larder ARGS...` through the library, capturing its output.
 func larder(_ arguments: [String], input: Data = Data(), environment: [String: String] = [:], terminal: Bool = false) -> RunResult {
     let capture = OutputCapture()
-    let code = LarderCommand.run(arguments: ["larder"] + arguments, io: capture.io(input: input, environment: environment, terminal: terminal))
-    return RunResult(code: code, stdout: capture.stdout, stdoutData: capture.stdoutData, stderr: capture.stderr, stderrData: capture.stderrData)
+    let code = LarderCommand.run(
+        arguments: ["larder"] + arguments, io: capture.io(input: input, environment: environment, terminal: terminal))
+    return RunResult(
+        code: code, stdout: capture.stdout, stdoutData: capture.stdoutData, stderr: capture.stderr, stderrData: capture.stderrData)
 }
 
 /// Parses JSON text into Foundation objects.

@@ -295,7 +295,9 @@ import Testing
             #expect((loaded != nil) == record.readable, "\(record.key)")
             if let loaded {
                 #expect(loaded.data.withUnsafeBytes { SHA256Hash.hex($0) } == record.payloadSha256)
-                #expect(loaded.lockCount == record.refCount && loaded.expiry == (record.ttl == 0 ? .default : .seconds(TimeInterval(record.ttl))))
+                #expect(
+                    loaded.lockCount == record.refCount
+                        && loaded.expiry == (record.ttl == 0 ? .default : .seconds(TimeInterval(record.ttl))))
             }
             if record.corruption != nil {
                 #expect(!FileManager.default.fileExists(atPath: copy.appendingPathComponent(record.file).path))
@@ -365,7 +367,9 @@ import Testing
         // A directory that cannot be made: its parent is a file.
         let file = dir.url.appendingPathComponent("file")
         try Data().write(to: file)
-        #expect { try DiskCache(options: testOptions(file.appendingPathComponent("cache"))) } throws: { ($0 as? CacheError)?.code == .ioFailure }
+        #expect { try DiskCache(options: testOptions(file.appendingPathComponent("cache"))) } throws: {
+            ($0 as? CacheError)?.code == .ioFailure
+        }
     }
 
     @Test func defaultsAreAsDocumented() {

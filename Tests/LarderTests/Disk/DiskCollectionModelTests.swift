@@ -19,7 +19,10 @@ struct ReferenceDiskCache {
     let sizeLimit: Int
     let countLimit: Int
 
-    mutating func nextUse() -> Int { useCounter += 1; return useCounter }
+    mutating func nextUse() -> Int {
+        useCounter += 1
+        return useCounter
+    }
 
     func isExpired(_ e: Entry, now: Double) -> Bool {
         guard e.lockCount == 0 else { return false }
@@ -101,7 +104,11 @@ struct ReferenceDiskCache {
             case 30 ..< 60:
                 let loaded = try cache.record(forKey: key)
                 if var entry = model.entries[key], !model.isExpired(entry, now: now) {
-                    #expect(loaded?.data == Self.payload(key: key, version: entry.version, size: loaded.map { $0.data.count - "\(key):\(entry.version):".utf8.count } ?? 0), "step \(step)")
+                    #expect(
+                        loaded?.data
+                            == Self.payload(
+                                key: key, version: entry.version,
+                                size: loaded.map { $0.data.count - "\(key):\(entry.version):".utf8.count } ?? 0), "step \(step)")
                     entry.lastUse = model.nextUse()
                     if entry.ttl == 0 { entry.updateTime = UInt64(now) }
                     model.entries[key] = entry

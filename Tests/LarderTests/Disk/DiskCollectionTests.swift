@@ -7,7 +7,9 @@ import Testing
 @testable import Larder
 
 @Suite struct DiskCollectionTests {
-    func makeCache(_ dir: TemporaryDirectory, clock: ManualClock, sizeLimit: Int = 0, configure: (inout DiskCacheOptions) -> Void = { _ in }) throws -> DiskCache {
+    func makeCache(
+        _ dir: TemporaryDirectory, clock: ManualClock, sizeLimit: Int = 0, configure: (inout DiskCacheOptions) -> Void = { _ in }
+    ) throws -> DiskCache {
         var options = testOptions(dir.url, clock: clock)
         options.sizeLimit = sizeLimit
         configure(&options)
@@ -210,7 +212,8 @@ import Testing
         try other.store(Data("new".utf8), forKey: "added")
         other.close()
         let addedFile = try #require(recordFiles(in: scratch.url).first)
-        try FileManager.default.createDirectory(at: dir.url.appendingPathComponent(String(addedFile.prefix(2))), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: dir.url.appendingPathComponent(String(addedFile.prefix(2))), withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: scratch.url.appendingPathComponent(addedFile), to: dir.url.appendingPathComponent(addedFile))
         // ...and one is deleted by hand.
         let victim = DiskLayout(root: dir.path).path(for: SHA256Hash.hex(of: "k2"))

@@ -2,7 +2,9 @@ import Foundation
 @testable import Larder
 
 /// Options for a test cache in `directory` with a manual clock.
-func testOptions(_ directory: URL, clock: ManualClock = ManualClock(now: 1_700_000_000), encoding: KeyEncoding = .sha256) -> DiskCacheOptions {
+func testOptions(_ directory: URL, clock: ManualClock = ManualClock(now: 1_700_000_000), encoding: KeyEncoding = .sha256)
+    -> DiskCacheOptions
+{
     var options = DiskCacheOptions(directory: directory)
     options.clock = clock
     options.keyEncoding = encoding

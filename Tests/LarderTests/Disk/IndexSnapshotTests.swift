@@ -6,7 +6,9 @@ import Testing
     static let entries = [
         IndexEntry(name: "ab", key: nil, diskSize: 4096, updateTime: 1, lastAccessMs: 1000, ttl: 0, lockCount: 0),
         IndexEntry(name: "cdef", key: "", diskSize: 8192, updateTime: 2, lastAccessMs: 2000, ttl: 60, lockCount: 3),
-        IndexEntry(name: String(repeating: "e", count: 64), key: "ключ/é", diskSize: 1 << 40, updateTime: RecordHeader.maximumTimestamp, lastAccessMs: 7, ttl: 9, lockCount: .max),
+        IndexEntry(
+            name: String(repeating: "e", count: 64), key: "ключ/é", diskSize: 1 << 40, updateTime: RecordHeader.maximumTimestamp,
+            lastAccessMs: 7, ttl: 9, lockCount: .max),
     ]
 
     @Test func roundTripKeepsEveryFieldAndTheOrder() throws {

@@ -37,9 +37,10 @@ enum IndependentSPTParser {
 
     /// The hex blocks of docs/FORMAT.md's test vectors, in order.
     static func documentedVectors() throws -> [[UInt8]] {
-        let doc = try String(contentsOf: URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("docs/FORMAT.md"), encoding: .utf8)
+        let doc = try String(
+            contentsOf: URL(fileURLWithPath: #filePath)
+                .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("docs/FORMAT.md"), encoding: .utf8)
         let section = try #require(doc.components(separatedBy: "## Test vectors").last)
         let blocks = section.components(separatedBy: "```").enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
         return blocks.prefix(2).map { bytes(hex: $0) }
@@ -51,7 +52,9 @@ enum IndependentSPTParser {
         #expect(header.encoded() + Array("hello".utf8) == vectors[0])
         let decoded = try RecordHeader.decode(vectors[0])
         #expect(decoded == header)
-        #expect(IndependentSPTParser.parse(vectors[0]) == .init(refCount: 1, ttl: 3600, updateTime: 1_700_000_000, payload: Array("hello".utf8)))
+        #expect(
+            IndependentSPTParser.parse(vectors[0]) == .init(refCount: 1, ttl: 3600, updateTime: 1_700_000_000, payload: Array("hello".utf8))
+        )
     }
 
     @Test func storedKeyVectorMatchesDocs() throws {
@@ -100,7 +103,9 @@ enum IndependentSPTParser {
         let header = RecordHeader(updateTimeSec: 9, payloadSizeBytes: 10)
         try header.validate(fileSize: 74)
         #expect(throws: CorruptionReason.badPayloadSize) { try header.validate(fileSize: 75) }
-        #expect(throws: CorruptionReason.badPayloadSize) { try RecordHeader(updateTimeSec: 9, payloadSizeBytes: 1 << 62).validate(fileSize: 74) }
+        #expect(throws: CorruptionReason.badPayloadSize) {
+            try RecordHeader(updateTimeSec: 9, payloadSizeBytes: 1 << 62).validate(fileSize: 74)
+        }
     }
 
     @Test func expiryBoundaryIsStrict() {

@@ -74,10 +74,11 @@ import Testing
         try await cache.store(bytes("a"), forKey: "a")
         try await cache.store(bytes("b"), forKey: "b")
         try await cache.disk.store(bytes("c"), forKey: "c")
-        #expect(events.all == [
-            .ioError(operation: "larder.disk", path: "", errno: 0),
-            .ioError(operation: "larder.disk", path: "", errno: 0),
-        ])
+        #expect(
+            events.all == [
+                .ioError(operation: "larder.disk", path: "", errno: 0),
+                .ioError(operation: "larder.disk", path: "", errno: 0),
+            ])
     }
 
     @Test func cancelledTasksDoNoWork() async throws {
@@ -120,7 +121,10 @@ import Testing
         let loaded = awaitCallback { cache.value(forKey: "k", queue: queue.queue, completion: $0) }
         #expect(loaded.queue == "callbacks" && loaded.response.value == bytes("x"))
         let missing = awaitCallback { cache.value(forKey: "absent", queue: queue.queue, completion: $0) }
-        guard case .notFound = missing.response else { Issue.record("expected notFound, got \(missing.response)"); return }
+        guard case .notFound = missing.response else {
+            Issue.record("expected notFound, got \(missing.response)")
+            return
+        }
         let bad = awaitCallback { cache.value(Profile.self, forKey: "k", queue: queue.queue, completion: $0) }
         #expect(bad.response.error?.code == .decodingFailed && bad.queue == "callbacks")
         let invalid = awaitCallback { cache.store(bytes("x"), forKey: "../escape", queue: queue.queue, completion: $0) }
@@ -131,7 +135,8 @@ import Testing
         #expect(awaitCallback { cache.remove(forKey: "k", queue: queue.queue, completion: $0) }.response.value != nil)
         #expect(try cache.value(forKey: "k") == nil)
         guard case .notFound = awaitCallback({ cache.remove(forKey: "k", queue: queue.queue, completion: $0) }).response else {
-            Issue.record("removing an absent key should be notFound"); return
+            Issue.record("removing an absent key should be notFound")
+            return
         }
 
         // The disk tier's SPT-shaped calls.
@@ -140,7 +145,8 @@ import Testing
         let record = awaitCallback { disk.record(forKey: "r", queue: queue.queue, completion: $0) }
         #expect(record.queue == "callbacks" && record.response.value?.data == bytes("r") && record.response.value?.isLocked == true)
         guard case .notFound = awaitCallback({ disk.touch(forKey: "absent", queue: queue.queue, completion: $0) }).response else {
-            Issue.record("touching an absent key should be notFound"); return
+            Issue.record("touching an absent key should be notFound")
+            return
         }
         #expect(awaitCallback { disk.unlock(forKeys: ["r"], queue: queue.queue, completion: $0) }.response.value == ["r"])
         #expect(awaitCallback { disk.collectGarbage(queue: queue.queue, completion: $0) }.response.value != nil)

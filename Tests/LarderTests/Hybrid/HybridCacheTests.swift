@@ -236,7 +236,9 @@ import Testing
                 try cache.store(Profile(name: "n", age: 1, tags: []), forKey: "m", expiry: expiry)
             }
             #expect(typed?.code == .invalidArgument, "\(expiry)")
-            let called = awaitCallback { cache.store(bytes("new"), forKey: "k", expiry: expiry, queue: DispatchQueue(label: "t"), completion: $0) }
+            let called = awaitCallback {
+                cache.store(bytes("new"), forKey: "k", expiry: expiry, queue: DispatchQueue(label: "t"), completion: $0)
+            }
             #expect(called.response.error?.code == .invalidArgument, "\(expiry)")
         }
         #expect(cache.statistics == before)
@@ -389,10 +391,11 @@ import Testing
         #expect(stats.disk.evictions == [.sizeLimit: 1])
         #expect(stats.combined.evictions == [.countLimit: 2, .sizeLimit: 1])
         #expect(stats.combined.totalEvictions == 3)
-        #expect(events.all.contains { event in
-            if case .recordEvicted("a", _, EvictionReason.sizeLimit) = event { return true }
-            return false
-        })
+        #expect(
+            events.all.contains { event in
+                if case .recordEvicted("a", _, EvictionReason.sizeLimit) = event { return true }
+                return false
+            })
         #expect(cache.memory.keys() == ["c"])
         #expect(try cache.disk.keys(withPrefix: "") == ["b", "c"])
     }

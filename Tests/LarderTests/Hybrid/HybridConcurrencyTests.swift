@@ -32,14 +32,23 @@ private final class OperationLog: Sendable {
         state.withLock { _ = $0.storeStarted.insert(version) }
         return tick()
     }
-    func storeFinished(_ version: UInt64) { let t = tick(); state.withLock { $0.storeEnd[version] = t } }
+    func storeFinished(_ version: UInt64) {
+        let t = tick()
+        state.withLock { $0.storeEnd[version] = t }
+    }
 
     func removeStarting() -> (id: Int, start: Int) {
         let start = tick()
-        let id = state.withLock { s in s.removes.append((start, nil)); return s.removes.count - 1 }
+        let id = state.withLock { s in
+            s.removes.append((start, nil))
+            return s.removes.count - 1
+        }
         return (id, start)
     }
-    func removeFinished(_ id: Int) { let t = tick(); state.withLock { $0.removes[id].end = t } }
+    func removeFinished(_ id: Int) {
+        let t = tick()
+        state.withLock { $0.removes[id].end = t }
+    }
 
     /// Judges a read that returned `version` (nil for no value) after the reader's own write started at `barrier`.
     func check(read version: UInt64?, barrier: Int?, thread: Int, tiers: CacheTiers) {
@@ -52,10 +61,12 @@ private final class OperationLog: Sendable {
             guard let barrier else { return }
             if let version {
                 if let end = s.storeEnd[version], end <= barrier {
-                    s.violations.append("thread \(thread) read stale version \(version) (finished at \(end), before its write at \(barrier)) from \(tiers)")
+                    s.violations.append(
+                        "thread \(thread) read stale version \(version) (finished at \(end), before its write at \(barrier)) from \(tiers)")
                 }
             } else if tiers != .memory, !s.removes.contains(where: { ($0.end ?? .max) > barrier }) {
-                s.violations.append("thread \(thread) read nothing from \(tiers) though no remove overlapped or followed its write at \(barrier)")
+                s.violations.append(
+                    "thread \(thread) read nothing from \(tiers) though no remove overlapped or followed its write at \(barrier)")
             }
         }
     }

@@ -15,7 +15,8 @@ import Testing
         let shipped = dir.appending("shipped")
         try writeFiles(["a": "alpha", "b": "shipped b", "c": "gamma", ".hidden": "no"], to: shipped)
         // A broken entry: a link to nothing.
-        try FileManager.default.createSymbolicLink(atPath: shipped.appendingPathComponent("broken").path, withDestinationPath: "/nonexistent/x")
+        try FileManager.default.createSymbolicLink(
+            atPath: shipped.appendingPathComponent("broken").path, withDestinationPath: "/nonexistent/x")
         let clock = ManualClock(now: 1_700_000_000)
         let cacheDir = dir.appending("cache")
         do {

@@ -5,7 +5,9 @@ import Synchronization
 
 /// Options for a test hybrid cache in `directory`: the disk's test options (manual clock,
 /// default expiration 600 s) and no memory limits.
-func hybridOptions(_ directory: URL, clock: ManualClock = ManualClock(now: 1_700_000_000), encoding: KeyEncoding = .sha256) -> HybridCacheOptions {
+func hybridOptions(_ directory: URL, clock: ManualClock = ManualClock(now: 1_700_000_000), encoding: KeyEncoding = .sha256)
+    -> HybridCacheOptions
+{
     HybridCacheOptions(disk: testOptions(directory, clock: clock, encoding: encoding))
 }
 
@@ -37,7 +39,9 @@ struct MarkedQueue: Sendable {
 
 /// Starts a callback-style call and blocks until its completion runs; returns the response and
 /// the marked queue it ran on.
-func awaitCallback<T: Sendable>(_ start: (@escaping @Sendable (CacheResponse<T>) -> Void) -> Void) -> (response: CacheResponse<T>, queue: String?) {
+func awaitCallback<T: Sendable>(_ start: (@escaping @Sendable (CacheResponse<T>) -> Void) -> Void) -> (
+    response: CacheResponse<T>, queue: String?
+) {
     let box = LarderMutex<(CacheResponse<T>, String?)?>(nil)
     let done = DispatchSemaphore(value: 0)
     start { response in

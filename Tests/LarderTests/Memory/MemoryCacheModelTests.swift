@@ -107,20 +107,20 @@ struct MemoryCacheModelTests {
         var model = ReferenceLRU(countLimit: 8, totalCostLimit: 40, defaultExpiration: defaultExpiration)
         var rejected = 0
 
-        for step in 0..<100_000 {
-            let key = Int.random(in: 0..<24, using: &random)
+        for step in 0 ..< 100_000 {
+            let key = Int.random(in: 0 ..< 24, using: &random)
             let now = clock.now
-            let roll = Int.random(in: 0..<1000, using: &random)
+            let roll = Int.random(in: 0 ..< 1000, using: &random)
             switch roll {
-            case 0..<350:
+            case 0 ..< 350:
                 let got = cache.value(forKey: key)
                 let expected = model.value(forKey: key, now: now)
                 #expect(got == expected, "step \(step): value(forKey: \(key))")
-            case 350..<700:
-                let value = Int.random(in: 0..<1_000_000, using: &random)
-                let cost = Int.random(in: 0..<12, using: &random)
+            case 350 ..< 700:
+                let value = Int.random(in: 0 ..< 1_000_000, using: &random)
+                let cost = Int.random(in: 0 ..< 12, using: &random)
                 // Seconds of 0 are drawn too: rejected with invalidArgument (they used to expire at once).
-                let seconds: Double? = Bool.random(using: &random) ? Double(Int.random(in: 0..<30, using: &random)) : nil
+                let seconds: Double? = Bool.random(using: &random) ? Double(Int.random(in: 0 ..< 30, using: &random)) : nil
                 let accepted = model.store(value, forKey: key, cost: cost, seconds: seconds, now: now)
                 do {
                     try cache.store(value, forKey: key, cost: cost, expiry: seconds.map { .seconds($0) } ?? .default)
@@ -129,37 +129,37 @@ struct MemoryCacheModelTests {
                     #expect(!accepted && error.code == .invalidArgument, "step \(step): store threw \(error)")
                     rejected += 1
                 }
-            case 700..<780:
+            case 700 ..< 780:
                 #expect(cache.contains(key) == model.contains(key, now: now), "step \(step): contains")
                 #expect(cache.remove(forKey: key) == model.remove(forKey: key, now: now), "step \(step): remove")
-            case 780..<850:
-                clock.advance(by: Double(Int.random(in: 0..<4, using: &random)))
-            case 850..<870:
-                let count = Int.random(in: 0..<10, using: &random)
+            case 780 ..< 850:
+                clock.advance(by: Double(Int.random(in: 0 ..< 4, using: &random)))
+            case 850 ..< 870:
+                let count = Int.random(in: 0 ..< 10, using: &random)
                 cache.trim(toCount: count)
                 model.trim(count: count, reason: .trimmed)
-            case 870..<890:
-                let cost = Int.random(in: 0..<40, using: &random)
+            case 870 ..< 890:
+                let cost = Int.random(in: 0 ..< 40, using: &random)
                 cache.trim(toCost: cost)
                 model.trim(cost: cost, reason: .trimmed)
-            case 890..<920:
-                let limit = Int.random(in: 0..<14, using: &random)
+            case 890 ..< 920:
+                let limit = Int.random(in: 0 ..< 14, using: &random)
                 cache.countLimit = limit
                 model.countLimit = limit
                 model.enforceLimits()
-            case 920..<950:
-                let limit = Int.random(in: 0..<60, using: &random)
+            case 920 ..< 950:
+                let limit = Int.random(in: 0 ..< 60, using: &random)
                 cache.totalCostLimit = limit
                 model.totalCostLimit = limit
                 model.enforceLimits()
-            case 950..<970:
+            case 950 ..< 970:
                 cache.removeExpired()
                 model.removeExpired(now: now)
-            case 970..<990:
+            case 970 ..< 990:
                 let (count, cost) = (model.entries.count / 2, model.totalCost / 2)
                 cache.handleMemoryPressure(.warning)
                 model.trim(count: count, cost: cost, reason: .memoryPressure)
-            case 990..<995:
+            case 990 ..< 995:
                 cache.handleMemoryPressure(.critical)
                 model.trim(count: 0, reason: .memoryPressure)
             default:
@@ -200,14 +200,14 @@ struct MemoryCacheModelTests {
         var random = SplitMix64(seed: seed)
         let cache = MemoryCache<Int, Int>()
         var reference: [Int: Int] = [:]
-        for step in 0..<100_000 {
-            let key = Int.random(in: 0..<6_000, using: &random)
-            switch Int.random(in: 0..<10, using: &random) {
-            case 0..<4:
-                let value = Int.random(in: 0..<1_000, using: &random)
+        for step in 0 ..< 100_000 {
+            let key = Int.random(in: 0 ..< 6_000, using: &random)
+            switch Int.random(in: 0 ..< 10, using: &random) {
+            case 0 ..< 4:
+                let value = Int.random(in: 0 ..< 1_000, using: &random)
                 try cache.store(value, forKey: key)
                 reference[key] = value
-            case 4..<7:
+            case 4 ..< 7:
                 // remove(forKey:) reports only whether a value went; its value is checked first.
                 let expected = reference.removeValue(forKey: key)
                 #expect(cache.value(forKey: key) == expected, "step \(step)")

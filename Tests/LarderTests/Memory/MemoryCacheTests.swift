@@ -40,7 +40,7 @@ struct MemoryCacheTests {
         #expect(cache.countLimit == 0)
         #expect(cache.totalCostLimit == 0)
         #expect(cache.defaultExpiration == nil)
-        for i in 0..<2_000 { try cache.store(i, forKey: i, cost: 1_000) }
+        for i in 0 ..< 2_000 { try cache.store(i, forKey: i, cost: 1_000) }
         #expect(cache.count == 2_000)
         #expect(cache.totalCost == 2_000_000)
         #expect(cache.statistics.totalEvictions == 0)
@@ -101,7 +101,9 @@ struct MemoryCacheTests {
         #expect(recorder.events == [.init(key: "b", value: 2, reason: .expired), .init(key: "a", value: 1, reason: .expired)])
     }
 
-    @Test("Without an expiry or default, values never expire; an expiry of 0 is rejected, and a tiny one expires as soon as the clock moves past it")
+    @Test(
+        "Without an expiry or default, values never expire; an expiry of 0 is rejected, and a tiny one expires as soon as the clock moves past it"
+    )
     func ttlDefaults() throws {
         let clock = ManualClock(now: 1_000)
         let cache = MemoryCache<String, Int>(clock: clock)
@@ -146,7 +148,7 @@ struct MemoryCacheTests {
     func lowerCountLimit() throws {
         let recorder = EvictionRecorder<Int, Int>()
         let cache = MemoryCache<Int, Int>(countLimit: 10, evictionHandler: recorder.handler)
-        for i in 0..<10 { try cache.store(i, forKey: i) }
+        for i in 0 ..< 10 { try cache.store(i, forKey: i) }
         cache.countLimit = 20
         #expect(cache.count == 10)
         cache.countLimit = 4
@@ -155,14 +157,14 @@ struct MemoryCacheTests {
         #expect(recorder.events.map(\.key) == [0, 1, 2, 3, 4, 5])
         #expect(recorder.events.allSatisfy { $0.reason == .countLimit })
         cache.countLimit = 0
-        for i in 10..<30 { try cache.store(i, forKey: i) }
+        for i in 10 ..< 30 { try cache.store(i, forKey: i) }
         #expect(cache.count == 24)
     }
 
     @Test("Lowering the cost limit evicts at once")
     func lowerCostLimit() throws {
         let cache = MemoryCache<Int, Int>(totalCostLimit: 100)
-        for i in 0..<10 { try cache.store(i, forKey: i, cost: 10) }
+        for i in 0 ..< 10 { try cache.store(i, forKey: i, cost: 10) }
         cache.totalCostLimit = 35
         #expect(cache.keys() == [7, 8, 9])
         #expect(cache.totalCost == 30)
@@ -174,7 +176,7 @@ struct MemoryCacheTests {
     func trimming() throws {
         let recorder = EvictionRecorder<Int, Int>()
         let cache = MemoryCache<Int, Int>(evictionHandler: recorder.handler)
-        for i in 0..<6 { try cache.store(i, forKey: i, cost: i) }
+        for i in 0 ..< 6 { try cache.store(i, forKey: i, cost: i) }
         cache.trim(toCount: 4)
         #expect(cache.keys() == [2, 3, 4, 5])
         cache.trim(toCost: 9)
@@ -187,7 +189,7 @@ struct MemoryCacheTests {
     func removeAll() throws {
         let recorder = EvictionRecorder<Int, Int>()
         let cache = MemoryCache<Int, Int>(countLimit: 5, evictionHandler: recorder.handler)
-        for i in 0..<5 { try cache.store(i, forKey: i, cost: 2) }
+        for i in 0 ..< 5 { try cache.store(i, forKey: i, cost: 2) }
         _ = cache.value(forKey: 1)
         cache.removeAll()
         #expect(cache.count == 0)
@@ -223,7 +225,7 @@ struct MemoryCacheTests {
         #expect(cache.statistics.hitRate == 0)
         try cache.store(1, forKey: "a")
         try cache.store(2, forKey: "a")
-        for _ in 0..<3 { _ = cache.value(forKey: "a") }
+        for _ in 0 ..< 3 { _ = cache.value(forKey: "a") }
         _ = cache.value(forKey: "zzz")
         let stats = cache.statistics
         #expect(stats == CacheStatistics(hits: 3, misses: 1, insertions: 2))
@@ -238,14 +240,14 @@ struct MemoryCacheTests {
     func pressureWarning() throws {
         let recorder = EvictionRecorder<Int, Int>()
         let cache = MemoryCache<Int, Int>(evictionHandler: recorder.handler)
-        for i in 0..<5 { try cache.store(i, forKey: i, cost: 1) }
+        for i in 0 ..< 5 { try cache.store(i, forKey: i, cost: 1) }
         cache.handleMemoryPressure(.warning)
         #expect(cache.keys() == [3, 4])  // 5 / 2 == 2
         #expect(recorder.events.allSatisfy { $0.reason == .memoryPressure })
 
         // Cost can bind harder than count: costs 1...5 total 15, so at most 7 may stay.
         let costly = MemoryCache<Int, Int>()
-        for i in 1...5 { try costly.store(i, forKey: i, cost: i) }
+        for i in 1 ... 5 { try costly.store(i, forKey: i, cost: i) }
         costly.handleMemoryPressure(.warning)
         #expect(costly.keys() == [5])
         #expect(costly.statistics.evictions == [.memoryPressure: 4])
@@ -255,12 +257,12 @@ struct MemoryCacheTests {
     func pressureCritical() throws {
         let recorder = EvictionRecorder<Int, Int>()
         let cache = MemoryCache<Int, Int>(evictionHandler: recorder.handler)
-        for i in 0..<8 { try cache.store(i, forKey: i, cost: 3) }
+        for i in 0 ..< 8 { try cache.store(i, forKey: i, cost: 3) }
         cache.handleMemoryPressure(.critical)
         #expect(cache.count == 0)
         #expect(cache.totalCost == 0)
         #expect(cache.statistics.evictions == [.memoryPressure: 8])
-        #expect(recorder.events.map(\.key) == Array(0..<8))
+        #expect(recorder.events.map(\.key) == Array(0 ..< 8))
         #expect(recorder.events.allSatisfy { $0.reason == .memoryPressure })
     }
 
@@ -303,7 +305,7 @@ struct MemoryCacheTests {
         do {
             let cache = MemoryCache<Int, Int>(respondsToMemoryPressure: true)
             weakCache = cache
-            for i in 0..<4 { try cache.store(i, forKey: i) }
+            for i in 0 ..< 4 { try cache.store(i, forKey: i) }
             cache.handleMemoryPressure(.warning)
             #expect(cache.count == 2)
             let plain = MemoryCache<Int, Int>()
@@ -324,7 +326,7 @@ struct MemoryCacheTests {
             seen.withLock { $0.append(key * 100 + count) }
         }
         box.withLock { $0 = cache }
-        for i in 0..<4 { try cache.store(i, forKey: i) }
+        for i in 0 ..< 4 { try cache.store(i, forKey: i) }
         #expect(seen.withLock { $0 } == [2, 102])
         box.withLock { $0 = nil }
     }
@@ -342,15 +344,15 @@ struct MemoryCacheTests {
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             var random = SplitMix64(seed: UInt64(thread))
             var (myReads, myWrites) = (0, 0)
-            for _ in 0..<operations {
-                let key = Int.random(in: 0..<200, using: &random)
-                switch Int.random(in: 0..<10, using: &random) {
-                case 0..<5:
+            for _ in 0 ..< operations {
+                let key = Int.random(in: 0 ..< 200, using: &random)
+                switch Int.random(in: 0 ..< 10, using: &random) {
+                case 0 ..< 5:
                     if let value = cache.value(forKey: key) {
                         precondition(value == key * 10, "key \(key) holds \(value)")
                     }
                     myReads += 1
-                case 5..<9:
+                case 5 ..< 9:
                     do { try cache.store(key * 10, forKey: key, cost: key % 7) } catch { Issue.record(error) }
                     myWrites += 1
                 default:
@@ -480,7 +482,7 @@ struct MemoryCacheTests {
     @Test("Evictions are counted by EvictionReason: a count limit's under .countLimit, a cost limit's under .costLimit")
     func evictionsByReason() throws {
         let cache = MemoryCache<Int, Int>(countLimit: 2, totalCostLimit: 10)
-        for i in 0..<5 { try cache.store(i, forKey: i, cost: 1) }
+        for i in 0 ..< 5 { try cache.store(i, forKey: i, cost: 1) }
         #expect(cache.statistics.evictions == [.countLimit: 3])
         #expect(cache.statistics.evictions[.countLimit] == 3)
         // The count limit evicts 3, then the cost limit (1 + 10 > 10) evicts 4.
@@ -490,6 +492,8 @@ struct MemoryCacheTests {
         cache.trim(toCount: 0)
         #expect(cache.statistics.evictions == [.countLimit: 4, .costLimit: 1, .trimmed: 1])
         #expect(cache.statistics.totalEvictions == 6)
-        #expect(cache.statistics.description == "hits 0, misses 0, insertions 6, expirations 0, evictions 6 (countLimit 4, costLimit 1, trimmed 1)")
+        #expect(
+            cache.statistics.description
+                == "hits 0, misses 0, insertions 6, expirations 0, evictions 6 (countLimit 4, costLimit 1, trimmed 1)")
     }
 }

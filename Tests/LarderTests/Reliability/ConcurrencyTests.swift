@@ -14,7 +14,12 @@ import Testing
     static let removable = Set(keys[4...])
 
     final class Log: Sendable {
-        struct State { var stored: [String: Set<UInt64>] = [:]; var removed: Set<String> = []; var wrongBytes = 0; var ops = 0 }
+        struct State {
+            var stored: [String: Set<UInt64>] = [:]
+            var removed: Set<String> = []
+            var wrongBytes = 0
+            var ops = 0
+        }
         let state = LarderMutex(State())
     }
 
@@ -28,7 +33,9 @@ import Testing
                 case 0, 1, 2:
                     counter += 1
                     let version = UInt64(worker) << 32 | counter
-                    try cache.store(Data(StampedPayload.make(key: key, version: version, length: Int(random.next() % 6000))), forKey: key, locked: random.next() % 8 == 0)
+                    try cache.store(
+                        Data(StampedPayload.make(key: key, version: version, length: Int(random.next() % 6000))), forKey: key,
+                        locked: random.next() % 8 == 0)
                     log.state.withLock { _ = $0.stored[key, default: []].insert(version) }
                 case 3, 4:
                     if let record = try cache.record(forKey: key), StampedPayload.version(of: record.data, key: key) == nil {
@@ -81,7 +88,9 @@ import Testing
                 continue
             }
             let indexed = cache.state.withLock { $0.index[name]?.lockCount }
-            #expect(indexed == contents.header.refCount, "\(name): index lock count \(indexed.map(String.init) ?? "-") vs header \(contents.header.refCount)")
+            #expect(
+                indexed == contents.header.refCount,
+                "\(name): index lock count \(indexed.map(String.init) ?? "-") vs header \(contents.header.refCount)")
             if contents.header.refCount > 0 { lockedOnDisk += cache.diskSize(length) }
         }
         #expect(cache.lockedSize == lockedOnDisk)

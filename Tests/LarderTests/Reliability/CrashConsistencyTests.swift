@@ -47,7 +47,11 @@ import Testing
         let cacheURL = dir.appending("cache")
         let logPath = dir.path + "/fsync.log"
         var random = SplitMix64(seed: Self.seed)
-        var kills = 0, killedBeforeReady = 0, recordsChecked = 0, durableChecked = 0, pinnedChecked = 0
+        var kills = 0
+        var killedBeforeReady = 0
+        var recordsChecked = 0
+        var durableChecked = 0
+        var pinnedChecked = 0
         var failures = 0
         let corruptEvents = LarderMutex<[CacheEvent]>([])
 
@@ -66,7 +70,9 @@ import Testing
             }
             helper.kill()
             guard helper.wasKilled else {
-                Issue.record("iteration \(iteration): the helper exited by itself with status \(helper.process.terminationStatus) (3: wrong bytes, 4: a failed operation)")
+                Issue.record(
+                    "iteration \(iteration): the helper exited by itself with status \(helper.process.terminationStatus) (3: wrong bytes, 4: a failed operation)"
+                )
                 failures += 1
                 continue
             }
@@ -91,7 +97,9 @@ import Testing
                     failures += 1
                 }
             }
-            check(DiskAudit.strayFiles(in: cache.layout.root).isEmpty, "files left after open: \(DiskAudit.strayFiles(in: cache.layout.root))")
+            check(
+                DiskAudit.strayFiles(in: cache.layout.root).isEmpty, "files left after open: \(DiskAudit.strayFiles(in: cache.layout.root))"
+            )
             _ = cache.count  // waits for the index
             // Before any load, which would refresh the entries it reads.
             let mismatches = DiskAudit.indexMismatches(cache)
@@ -108,7 +116,9 @@ import Testing
                 }
                 if let promised = promises.durable[key] {
                     durableChecked += 1
-                    check(version.map { $0 >= promised } == true, "\(key): durable version \(promised) lost (found \(version.map(String.init) ?? "nothing"))")
+                    check(
+                        version.map { $0 >= promised } == true,
+                        "\(key): durable version \(promised) lost (found \(version.map(String.init) ?? "nothing"))")
                 }
                 if let promised = promises.pinned[key] {
                     pinnedChecked += 1
@@ -122,6 +132,8 @@ import Testing
         #expect(corruptEvents.withLock { $0 }.isEmpty, "corrupt records after a crash: \(corruptEvents.withLock { $0 }.prefix(5))")
         #expect(kills >= min(Self.iterations, 200) || failures > 0)
         #expect(durableChecked > 0 && pinnedChecked > 0, "the log promised nothing to check")
-        print("crash consistency: \(kills) kills (\(killedBeforeReady) during open), \(recordsChecked) records verified, \(durableChecked) durable and \(pinnedChecked) pinned promises checked")
+        print(
+            "crash consistency: \(kills) kills (\(killedBeforeReady) during open), \(recordsChecked) records verified, \(durableChecked) durable and \(pinnedChecked) pinned promises checked"
+        )
     }
 }

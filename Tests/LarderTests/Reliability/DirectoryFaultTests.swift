@@ -88,10 +88,12 @@ import Testing
         let cache = try DiskCache(options: DiskCacheOptions(directory: dir.url), systemCalls: injector.calls)
         try cache.store(Self.payload, forKey: "k")
         _ = cache.count
-        injector.arm(kind, nth: 1, .fail(EROFS), persistent: true, onlyPaths: { path in
-            // Opening for reading still works on a read-only folder.
-            kind != .open || path.contains("/.larder-tmp/") || !path.hasPrefix(dir.path + "/") || path.hasSuffix(dir.path)
-        })
+        injector.arm(
+            kind, nth: 1, .fail(EROFS), persistent: true,
+            onlyPaths: { path in
+                // Opening for reading still works on a read-only folder.
+                kind != .open || path.contains("/.larder-tmp/") || !path.hasPrefix(dir.path + "/") || path.hasSuffix(dir.path)
+            })
         Self.exerciseEverything(cache, label: "read-only \(kind)")
         #expect(injector.fired > 0, "the read-only folder was never noticed")
         if let data = try cache.record(forKey: "k")?.data { #expect(data == Self.payload || data == Self.newer) }

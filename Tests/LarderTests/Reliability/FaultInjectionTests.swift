@@ -49,7 +49,10 @@ import Testing
         }
 
         func lockCount() -> Int {
-            guard case .record(let contents)? = try? cache.records.read(cache.layout.path(for: try! cache.options.keyEncoding.fileName(for: FaultInjectionTests.key)), readPayload: false) else { return -1 }
+            guard
+                case .record(let contents)? = try? cache.records.read(
+                    cache.layout.path(for: try! cache.options.keyEncoding.fileName(for: FaultInjectionTests.key)), readPayload: false)
+            else { return -1 }
             return Int(contents.header.refCount)
         }
 
@@ -71,7 +74,10 @@ import Testing
     /// The system calls an operation makes when nothing fails.
     static func callCounts(_ operation: Operation) throws -> [FaultInjector.Kind: Int] {
         let fixture = try Fixture(operation)
-        defer { fixture.cache.close(); fixture.dir.remove() }
+        defer {
+            fixture.cache.close()
+            fixture.dir.remove()
+        }
         fixture.injector.disarm()
         try fixture.run(operation)
         return fixture.injector.counts
@@ -81,14 +87,18 @@ import Testing
     func everyCallFailsOnce(_ operation: Operation) throws {
         let counts = try Self.callCounts(operation)
         #expect(!counts.isEmpty)
-        var cases = 0, threw = 0
+        var cases = 0
+        var threw = 0
         for (kind, count) in counts.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             for nth in 1 ... count {
                 for fault in Self.faults where fault != .short || kind.transfers {
                     cases += 1
                     let label = "\(operation): \(kind) #\(nth) \(fault)"
                     let fixture = try Fixture(operation)
-                    defer { fixture.cache.close(); fixture.dir.remove() }
+                    defer {
+                        fixture.cache.close()
+                        fixture.dir.remove()
+                    }
                     let locksBefore = fixture.lockCount()
                     fixture.injector.arm(kind, nth: nth, fault)
                     var succeeded = true
@@ -110,22 +120,35 @@ import Testing
                     // The record under the key: exactly what the outcome says.
                     let data = try fixture.cache.record(forKey: Self.key)?.data
                     switch operation {
-                    case .store: #expect(data == (succeeded || committed ? Self.new : Self.old), "\(label): succeeded \(succeeded), committed \(committed)")
+                    case .store:
+                        #expect(
+                            data == (succeeded || committed ? Self.new : Self.old),
+                            "\(label): succeeded \(succeeded), committed \(committed)")
                     case .remove: #expect(data == (succeeded ? nil : Self.old), "\(label): succeeded \(succeeded)")
                     default: #expect(data == Self.old, "\(label): the record changed or vanished")
                     }
                     let locksAfter = fixture.lockCount()
                     switch operation {
-                    case .lock: #expect(locksAfter == locksBefore + (succeeded ? 1 : 0), "\(label): lock count \(locksBefore) → \(locksAfter), succeeded \(succeeded)")
-                    case .unlock: #expect(locksAfter == locksBefore - (succeeded ? 1 : 0), "\(label): lock count \(locksBefore) → \(locksAfter), succeeded \(succeeded)")
+                    case .lock:
+                        #expect(
+                            locksAfter == locksBefore + (succeeded ? 1 : 0),
+                            "\(label): lock count \(locksBefore) → \(locksAfter), succeeded \(succeeded)")
+                    case .unlock:
+                        #expect(
+                            locksAfter == locksBefore - (succeeded ? 1 : 0),
+                            "\(label): lock count \(locksBefore) → \(locksAfter), succeeded \(succeeded)")
                     case .store, .remove: break
                     default: #expect(locksAfter == locksBefore, "\(label)")
                     }
                     // A full disk may evict the bystander; nothing may change its bytes.
                     let otherData = try fixture.cache.record(forKey: Self.bystander)?.data
-                    #expect(otherData == Self.other || (otherData == nil && fault == .fail(ENOSPC)), "\(label): bystander \(otherData?.count ?? -1) bytes")
+                    #expect(
+                        otherData == Self.other || (otherData == nil && fault == .fail(ENOSPC)),
+                        "\(label): bystander \(otherData?.count ?? -1) bytes")
                     // Nothing half-written: no temporary files, every record file valid, index == disk.
-                    #expect(DiskAudit.strayFiles(in: fixture.cache.layout.root).isEmpty, "\(label): \(DiskAudit.strayFiles(in: fixture.cache.layout.root))")
+                    #expect(
+                        DiskAudit.strayFiles(in: fixture.cache.layout.root).isEmpty,
+                        "\(label): \(DiskAudit.strayFiles(in: fixture.cache.layout.root))")
                     for name in DiskAudit.recordFiles(in: fixture.cache.layout.root).keys {
                         guard case .record? = try? fixture.cache.records.read(fixture.cache.layout.path(for: name)) else {
                             Issue.record("\(label): \(name) does not read as a valid record")
@@ -172,7 +195,9 @@ import Testing
                         cache.close()
                     } catch {
                         // Typed throws: only a CacheError can reach here.
-                        #expect([.ioFailure, .unsupportedFormat, .directoryInUse].contains(error.code), "open: \(kind) #\(nth) \(fault): \(error)")
+                        #expect(
+                            [.ioFailure, .unsupportedFormat, .directoryInUse].contains(error.code),
+                            "open: \(kind) #\(nth) \(fault): \(error)")
                     }
                     injector.disarm()
                 }

@@ -37,7 +37,9 @@ import Testing
             try cache.store(Data(StampedPayload.make(key: key, version: UInt64(i), length: 100)), forKey: key)
         }
         for (i, key) in Self.hostileKeys.enumerated() {
-            #expect(try cache.record(forKey: key)?.data == Data(StampedPayload.make(key: key, version: UInt64(i), length: 100)), "\(key.debugDescription)")
+            #expect(
+                try cache.record(forKey: key)?.data == Data(StampedPayload.make(key: key, version: UInt64(i), length: 100)),
+                "\(key.debugDescription)")
         }
         #expect(cache.count == Self.hostileKeys.count)
         #expect(Set(try cache.keys(withPrefix: "")) == Set(Self.hostileKeys))
@@ -45,7 +47,9 @@ import Testing
         #expect(Self.metadataBytes(root) == metadata)
         #expect(DiskAudit.recordFiles(in: root.path).count == Self.hostileKeys.count)
         // Over the stored-key limit: rejected, not truncated.
-        #expect(throws: CacheError.self) { try cache.store(Data(), forKey: String(repeating: "k", count: RecordHeader.maximumKeyLength + 1)) }
+        #expect(throws: CacheError.self) {
+            try cache.store(Data(), forKey: String(repeating: "k", count: RecordHeader.maximumKeyLength + 1))
+        }
         cache.close()
         let again = try DiskCache(options: DiskCacheOptions(directory: root))
         #expect(again.count == Self.hostileKeys.count)
@@ -59,7 +63,8 @@ import Testing
         options.keyEncoding = .verbatim
         let cache = try DiskCache(options: options)
         let metadata = Self.metadataBytes(root)
-        var accepted = 0, rejected = 0
+        var accepted = 0
+        var rejected = 0
         for key in Self.hostileKeys {
             let unsafe = key.isEmpty || key.utf8.count > 255 || key.contains("/") || key.utf8.contains(0) || key.hasPrefix(".")
             do {
@@ -126,7 +131,8 @@ import Testing
             ("negative size limit", { $0.sizeLimit = -1 }), ("negative count limit", { $0.countLimit = -5 }),
             ("zero interval", { $0.garbageCollectionInterval = 0 }), ("negative interval", { $0.garbageCollectionInterval = -363 }),
             ("NaN interval", { $0.garbageCollectionInterval = .nan }), ("infinite interval", { $0.garbageCollectionInterval = .infinity }),
-            ("fraction below 0", { $0.minimumFreeDiskSpace = .fraction(-0.1) }), ("fraction above 1", { $0.minimumFreeDiskSpace = .fraction(1.5) }),
+            ("fraction below 0", { $0.minimumFreeDiskSpace = .fraction(-0.1) }),
+            ("fraction above 1", { $0.minimumFreeDiskSpace = .fraction(1.5) }),
             ("NaN fraction", { $0.minimumFreeDiskSpace = .fraction(.nan) }), ("negative bytes", { $0.minimumFreeDiskSpace = .bytes(-1) }),
             ("web URL", { $0.directory = URL(string: "https://example.com/cache")! }),
         ]
@@ -145,7 +151,9 @@ import Testing
         let cache = try DiskCache(options: DiskCacheOptions(directory: dir.appending("ok")))
         // An expiry is a call's argument, not an option: invalidArgument (was invalidOptions for `ttl:`).
         for seconds in [-1, -.infinity, .nan, .infinity, 0] as [TimeInterval] {
-            #expect("expiry \(seconds)") { try cache.store(Data(), forKey: "k", expiry: .seconds(seconds)) } throws: { ($0 as? CacheError)?.code == .invalidArgument }
+            #expect("expiry \(seconds)") { try cache.store(Data(), forKey: "k", expiry: .seconds(seconds)) } throws: {
+                ($0 as? CacheError)?.code == .invalidArgument
+            }
         }
         #expect(try cache.record(forKey: "k") == nil)
     }

@@ -63,7 +63,8 @@ import Testing
         var options = DiskCacheOptions(directory: dir.url)
         options.isReadOnly = true
         let local = try DiskCache(options: options)
-        var hits = 0, misses = 0
+        var hits = 0
+        var misses = 0
         for i in 0 ..< 3000 {
             let key = i % 2 == 0 ? "c\(i % 12)" : "d\(i % 16)"
             if let record = try local.record(forKey: key) {

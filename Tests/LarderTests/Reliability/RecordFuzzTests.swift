@@ -41,7 +41,9 @@ import Testing
         let original = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         var random = SplitMix64(seed: 0xF022 &+ UInt64(payloadLength))
         var outcomes: [String: Int] = [:]
-        let hostile: [UInt64] = [0, 1, 63, 64, 65, UInt64(original.count), UInt64(original.count) + 1, 1 << 31, 1 << 32, 1 << 60, UInt64(Int.max), UInt64.max]
+        let hostile: [UInt64] = [
+            0, 1, 63, 64, 65, UInt64(original.count), UInt64(original.count) + 1, 1 << 31, 1 << 32, 1 << 60, UInt64(Int.max), UInt64.max,
+        ]
 
         for iteration in 0 ..< Self.iterations {
             var bytes = original
@@ -59,8 +61,12 @@ import Testing
                     Self.set(hostile[Int(random.next() % UInt64(hostile.count))], at: 32, in: &bytes)  // payloadSizeBytes
                     reseal = true
                 case 4:
-                    let field = [4, 8, 12, 48, 52, 56][Int(random.next() % 6)]  // headerSize, refCount, reserved1, key length, key CRC, flags
-                    Self.set(UInt32(truncatingIfNeeded: hostile[Int(random.next() % UInt64(hostile.count))] ^ (random.next() % 2 == 0 ? 0 : random.next())), at: field, in: &bytes)
+                    // headerSize, refCount, reserved1, key length, key CRC, flags
+                    let field = [4, 8, 12, 48, 52, 56][Int(random.next() % 6)]
+                    Self.set(
+                        UInt32(
+                            truncatingIfNeeded: hostile[Int(random.next() % UInt64(hostile.count))]
+                                ^ (random.next() % 2 == 0 ? 0 : random.next())), at: field, in: &bytes)
                     reseal = true
                 default:
                     bytes += (0 ..< Int(random.next() % 100)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
@@ -73,7 +79,8 @@ import Testing
                     // Other bytes may only come back when the header, resealed, no longer carries a
                     // payload checksum and the file's payload region really holds them.
                     let header = try? RecordHeader.decode(bytes)
-                    let honest = header.map { !$0.flags.contains(.payloadChecksum) && record.data == Data(bytes[$0.payloadOffset...]) } ?? false
+                    let honest =
+                        header.map { !$0.flags.contains(.payloadChecksum) && record.data == Data(bytes[$0.payloadOffset...]) } ?? false
                     #expect(record.data == payload || honest, "iteration \(iteration): \(record.data.count) wrong bytes")
                     outcomes[record.data == payload ? "same bytes" : "unchecked payload as written", default: 0] += 1
                 } else {
@@ -133,7 +140,8 @@ import Testing
         try FileManager.default.createSymbolicLink(atPath: cache.layout.path(for: "linked"), withDestinationPath: target)
         try FileManager.default.createDirectory(atPath: cache.layout.path(for: "folder"), withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: cache.layout.path(for: "dangling"), withDestinationPath: "/nonexistent/x")
-        try FileManager.default.createSymbolicLink(atPath: cache.layout.path(for: "loop"), withDestinationPath: cache.layout.path(for: "loop"))
+        try FileManager.default.createSymbolicLink(
+            atPath: cache.layout.path(for: "loop"), withDestinationPath: cache.layout.path(for: "loop"))
         for key in ["linked", "folder", "dangling", "loop"] {
             #expect(try cache.record(forKey: key) == nil, "\(key)")
             #expect(!cache.contains(key), "\(key)")
@@ -142,7 +150,8 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: target), "the link's target outside the cache was touched")
         #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: cache.layout.path(for: "linked"))) == nil)
         var isDirectory: ObjCBool = false
-        #expect(FileManager.default.fileExists(atPath: cache.layout.path(for: "folder"), isDirectory: &isDirectory) && isDirectory.boolValue)
+        #expect(
+            FileManager.default.fileExists(atPath: cache.layout.path(for: "folder"), isDirectory: &isDirectory) && isDirectory.boolValue)
         #expect(try cache.collectGarbage().removed.isEmpty)
         #expect(try cache.record(forKey: "target")?.data == Data("target".utf8))
     }

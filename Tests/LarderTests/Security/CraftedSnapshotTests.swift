@@ -18,28 +18,32 @@ import Testing
         for key in ["a1", "b2", "c3"] { try cache.store(Data(key.utf8), forKey: key) }
         cache.close()
         let real = try DiskCache(options: fixture.options(readOnly: true)).totalSize
-        Self.writeSnapshot(["a1", "b2", "c3"].map {
-            IndexEntry(name: $0, key: $0, diskSize: size, updateTime: .max, lastAccessMs: .max, ttl: .max, lockCount: .max)
-        }, in: fixture.root)
+        Self.writeSnapshot(
+            ["a1", "b2", "c3"].map {
+                IndexEntry(name: $0, key: $0, diskSize: size, updateTime: .max, lastAccessMs: .max, ttl: .max, lockCount: .max)
+            }, in: fixture.root)
         for readOnly in [true, false] {
             let reopened = try DiskCache(options: fixture.options(readOnly: readOnly))
             #expect(reopened.count == 3)
             #expect(reopened.totalSize == real, "the snapshot's sizes were trusted")
             #expect(try reopened.record(forKey: "b2")?.data == Data("b2".utf8))
             reopened.close()
-            Self.writeSnapshot(["a1"].map {
-                IndexEntry(name: $0, key: $0, diskSize: size, updateTime: 1, lastAccessMs: 1, ttl: 1, lockCount: 0)
-            }, in: fixture.root)
+            Self.writeSnapshot(
+                ["a1"].map {
+                    IndexEntry(name: $0, key: $0, diskSize: size, updateTime: 1, lastAccessMs: 1, ttl: 1, lockCount: 0)
+                }, in: fixture.root)
         }
     }
 
     /// Entries within the per-entry bound whose sum would overflow the index's totals.
     @Test func sizesAreSummedWithCheckedArithmetic() {
-        let entry = IndexEntry(name: "n", key: nil, diskSize: Int(IndexSnapshot.maximumEntrySize), updateTime: 0, lastAccessMs: 0, ttl: 0, lockCount: 0)
+        let entry = IndexEntry(
+            name: "n", key: nil, diskSize: Int(IndexSnapshot.maximumEntrySize), updateTime: 0, lastAccessMs: 0, ttl: 0, lockCount: 0)
         let fits = Array(repeating: entry, count: 4096)
         #expect(IndexSnapshot.decode(IndexSnapshot.encode(fits))?.count == 4096)
         #expect(IndexSnapshot.decode(IndexSnapshot.encode(fits + [entry])) == nil)
-        let over = IndexEntry(name: "n", key: nil, diskSize: Int(IndexSnapshot.maximumEntrySize) + 1, updateTime: 0, lastAccessMs: 0, ttl: 0, lockCount: 0)
+        let over = IndexEntry(
+            name: "n", key: nil, diskSize: Int(IndexSnapshot.maximumEntrySize) + 1, updateTime: 0, lastAccessMs: 0, ttl: 0, lockCount: 0)
         #expect(IndexSnapshot.decode(IndexSnapshot.encode([over])) == nil)
     }
 
@@ -51,9 +55,10 @@ import Testing
         try cache.store(Data("someone else's payload".utf8), forKey: "other")
         cache.close()
         let name = try encoding.fileName(for: "other")
-        Self.writeSnapshot([
-            IndexEntry(name: name, key: "zz-login", diskSize: 4096, updateTime: 1_700_000_000, lastAccessMs: 0, ttl: 0, lockCount: 0),
-        ], in: fixture.root)
+        Self.writeSnapshot(
+            [
+                IndexEntry(name: name, key: "zz-login", diskSize: 4096, updateTime: 1_700_000_000, lastAccessMs: 0, ttl: 0, lockCount: 0)
+            ], in: fixture.root)
         let reopened = try DiskCache(options: fixture.options(encoding))
         #expect(try reopened.record(forKey: "zz-login") == nil, "one key answered with another key's file")
         #expect(try reopened.keys(withPrefix: "") == ["other"])

@@ -19,14 +19,15 @@ import Testing
         try first.store(Data("keep".utf8), forKey: "keep")
         try first.store(Data("victim".utf8), forKey: "victim")
         first.close()
-        let path: String = switch place {
-        case .record: fixture.recordPath("victim")
-        case .shard: fixture.root + "/vi"
-        case .metadata: fixture.root + "/.larder"
-        case .snapshot: fixture.root + "/.larder-index"
-        case .lock: fixture.root + "/.larder.lock"
-        case .temporaryFolder: fixture.root + "/.larder-tmp"
-        }
+        let path: String =
+            switch place {
+            case .record: fixture.recordPath("victim")
+            case .shard: fixture.root + "/vi"
+            case .metadata: fixture.root + "/.larder"
+            case .snapshot: fixture.root + "/.larder-index"
+            case .lock: fixture.root + "/.larder.lock"
+            case .temporaryFolder: fixture.root + "/.larder-tmp"
+            }
         try FileManager.default.removeItem(atPath: path)
         #expect(HostileFiles.mkfifo(path))
         for readOnly in [false, true] {

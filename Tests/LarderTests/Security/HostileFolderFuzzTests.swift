@@ -78,7 +78,8 @@ import Testing
                     try? FileManager.default.removeItem(atPath: target)
                     if HostileFiles.symlink(fixture.sentinel.root, at: target) { planted += 1 }
                 } else if Self.isRealFolder((target as NSString).deletingLastPathComponent, under: fixture.root),
-                          plant.plant(at: target, sentinel: fixture.sentinel) {
+                    plant.plant(at: target, sentinel: fixture.sentinel)
+                {
                     // (Planting through a shard already replaced by a link would be the test
                     // itself writing outside the root.)
                     planted += 1
@@ -115,7 +116,9 @@ import Testing
                         _ = try? cache.unlock(forKeys: Self.keys)
                         _ = try? cache.keys(withPrefix: "")
                         _ = try cache.collectGarbage()
-                        if random.below(2) == 0 { do { try cache.removeAll() } catch { outcomes["removeAll \(error.code)", default: 0] += 1 } }
+                        if random.below(2) == 0 {
+                            do { try cache.removeAll() } catch { outcomes["removeAll \(error.code)", default: 0] += 1 }
+                        }
                     }
                     _ = cache.count
                     cache.close()
@@ -126,7 +129,9 @@ import Testing
                 #expect(fixture.sentinel.fingerprint() == baseline, "\(label): something outside the root changed")
             }
         }
-        print("hostile folders, \(encoding), \(walking ? "walking paths" : "openat2"): \(Self.iterations) iterations, \(planted) entries planted: \(outcomes.sorted { $0.key < $1.key })")
+        print(
+            "hostile folders, \(encoding), \(walking ? "walking paths" : "openat2"): \(Self.iterations) iterations, \(planted) entries planted: \(outcomes.sorted { $0.key < $1.key })"
+        )
         #expect(planted > Self.iterations)
     }
 }

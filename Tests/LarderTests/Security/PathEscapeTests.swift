@@ -76,8 +76,10 @@ import Testing
         defer { fixture.remove() }
         try FileManager.default.createDirectory(atPath: fixture.root, withIntermediateDirectories: true)
         let io = try FileIO().rooted(at: fixture.root)
-        for path in [fixture.sentinel.root + "/important.txt", fixture.root + "/../sentinel/important.txt",
-                     fixture.root + "/./x", fixture.root + "x/y", "/etc/passwd", "relative"] {
+        for path in [
+            fixture.sentinel.root + "/important.txt", fixture.root + "/../sentinel/important.txt",
+            fixture.root + "/./x", fixture.root + "x/y", "/etc/passwd", "relative",
+        ] {
             #expect(throws: Errno.escapesRoot) { _ = try io.readFile(path, limit: 1 << 20) }
             #expect(throws: Errno.escapesRoot) { try io.unlink(path) }
         }

@@ -122,8 +122,10 @@ import Testing
     /// The numbers `docs/SECURITY.md` gives.
     @Test func documentedLimits() {
         #expect(RecordHeader.maximumTTL == 3_155_760_000 && Double(RecordHeader.maximumTTL) == 100 * 365.25 * 86_400)
-        let endOf9999 = DateComponents(calendar: Calendar(identifier: .gregorian), timeZone: TimeZone(identifier: "UTC"),
-                                       year: 9999, month: 12, day: 31, hour: 23, minute: 59, second: 59).date!
+        let endOf9999 = DateComponents(
+            calendar: Calendar(identifier: .gregorian), timeZone: TimeZone(identifier: "UTC"),
+            year: 9999, month: 12, day: 31, hour: 23, minute: 59, second: 59
+        ).date!
         #expect(Double(RecordHeader.maximumTimestamp) == endOf9999.timeIntervalSince1970)
         let mebibyte = 1 << 20
         #expect(FileInfo.sparseAllowance == mebibyte)
