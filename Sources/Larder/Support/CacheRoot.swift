@@ -1,0 +1,111 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// A cache folder held open: its path and a descriptor of it, opened once. Every path a rooted
+/// ``FileIO`` is given is resolved beneath this descriptor one component at a time, never
+/// following a link and never through `..`, so that whatever the folder holds (links to other
+/// folders, FIFOs, a replaced shard folder), no operation reaches a file outside it. The path
+/// *to* the root is the application's choice and may pass through links; its ownership is
+/// checked on the descriptor (see `DiskCache`).
+package final class CacheRoot: Sendable {
+    /// The root's path, without a trailing slash (as ``DiskLayout/root``).
+    package let path: String
+    /// What `fstat` said of the root when it was opened.
+    package let info: FileInfo
+    private let calls: SystemCalls
+    /// `path` and a slash, the prefix of every path beneath the root.
+    private let prefix: String
+    /// The descriptor in use; replaced by ``reopenIfRemoved()``.
+    private let current: Atomic<Int32>
+    /// Whether `openat2` failed with `ENOSYS` or `EPERM` (an old kernel, a seccomp filter): from
+    /// then on, paths beneath this root are walked one component at a time.
+    let beneathIsUnavailable = Atomic<Bool>(false)
+    /// Every descriptor opened, closed when the root goes away (a replaced one may still be in
+    /// use by a call on another thread, so it is not closed before).
+    private let opened: LarderMutex<[Int32]>
+
+    init(path: String, fd: Int32, info: FileInfo, calls: SystemCalls) {
+        self.path = path
+        self.info = info
+        self.calls = calls
+        prefix = path == "/" ? "/" : path + "/"
+        current = Atomic(fd)
+        opened = LarderMutex([fd])
+    }
+
+    deinit {
+        for fd in opened.withLock({ $0 }) { _ = calls.close(fd) }
+    }
+
+    /// The descriptor, `O_DIRECTORY`, closed when the root goes away.
+    package var fd: Int32 { current.load(ordering: .acquiring) }
+
+    /// When the folder open at ``fd`` was removed (no link left) and a folder is back at ``path``
+    /// with the same owner and no wider write permission, makes that folder the root. The cache
+    /// never creates its root again itself: someone chose to remove it.
+    /// - Returns: Whether the root was replaced.
+    @discardableResult
+    package func reopenIfRemoved() -> Bool {
+        var buf = stat()
+        guard calls.fstat(fd, &buf) == 0, buf.st_nlink == 0 else { return false }
+        let fd = calls.openat(SystemCalls.atCurrentDirectory, path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0)
+        guard fd >= 0 else { return false }
+        guard calls.fstat(fd, &buf) == 0 else {
+            _ = calls.close(fd)
+            return false
+        }
+        let new = FileInfo(buf)
+        let widened = (new.permissions & 0o022) & ~(info.permissions & 0o022)
+        guard new.kind == .directory, new.ownerID == info.ownerID, widened == 0 else {
+            _ = calls.close(fd)
+            return false
+        }
+        opened.withLock { $0.append(fd) }
+        current.store(fd, ordering: .releasing)
+        return true
+    }
+
+    /// `path` relative to the root ("" for the root itself), or `nil` when it is not beneath the
+    /// root, or has an empty, `.` or `..` component or a NUL byte. One scan, no allocation.
+    package func relativePath(of path: String) -> Substring? {
+        if path == self.path { return "" }
+        let utf8 = path.utf8
+        guard utf8.starts(with: prefix.utf8) else { return nil }
+        let start = utf8.index(utf8.startIndex, offsetBy: prefix.utf8.count)
+        var componentLength = 0
+        var dots = 0
+        for byte in utf8[start...] {
+            if byte == UInt8(ascii: "/") {
+                if componentLength == 0 || componentLength == dots && dots <= 2 { return nil }
+                componentLength = 0
+                dots = 0
+                continue
+            }
+            if byte == 0 { return nil }
+            componentLength += 1
+            if byte == UInt8(ascii: ".") { dots += 1 }
+        }
+        if componentLength == 0 || componentLength == dots && dots <= 2 { return nil }
+        return path[start...]
+    }
+
+    /// The components of `path` beneath the root (empty for the root itself), or `nil` when the
+    /// path is not beneath it, or names `.`, `..` or a NUL byte.
+    package func components(of path: String) -> [String]? {
+        if path == self.path { return [] }
+        guard path.utf8.starts(with: prefix.utf8) else { return nil }
+        let rest = Substring(path.utf8.dropFirst(prefix.utf8.count))
+        var result: [String] = []
+        for component in rest.split(separator: "/") {
+            if component == "." || component == ".." || component.utf8.contains(0) { return nil }
+            result.append(String(component))
+        }
+        return result
+    }
+}
