@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Larder
 
@@ -51,6 +52,37 @@ import Testing
             }
             cache.close()
         }
+    }
+
+    /// A hit whose length the index knows reads it with one `pread` and no `fstat`: a FIFO or a
+    /// folder swapped in behind the cache's back must still be a corrupt record, not a hang or a hit.
+    @Test(arguments: ["fifo", "folder"])
+    func aRecordSwappedForAFIFOOrAFolderIsCorruptOnTheKnownLengthPath(kind: String) throws {
+        let fixture = HostileFixture("larder-fifo")
+        defer { fixture.remove() }
+        let events = Mutex<[CacheEvent]>([])
+        var options = fixture.options()
+        options.eventHandler = { event in events.withLock { $0.append(event) } }
+        let cache = try DiskCache(options: options)
+        defer { cache.close() }
+        try cache.store(Data("victim".utf8), forKey: "victim")
+        #expect(try cache.record(forKey: "victim")?.data == Data("victim".utf8))
+        let path = fixture.recordPath("victim")
+        try FileManager.default.removeItem(atPath: path)
+        if kind == "fifo" {
+            #expect(HostileFiles.mkfifo(path))
+        } else {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        }
+        #expect(try cache.record(forKey: "victim") == nil)
+        let reasons = events.withLock { list in
+            list.compactMap { event -> CorruptionReason? in
+                if case .corruptRecordRemoved(_, _, let reason) = event { reason } else { nil }
+            }
+        }
+        #expect(reasons == [.notARegularFile])
+        // A FIFO is removed (never its target); a folder is left alone.
+        #expect(FileManager.default.fileExists(atPath: path) == (kind == "folder"))
     }
 
     @Test func preloadedFilesFollowNoLinkAndSkipFIFOs() throws {
