@@ -92,7 +92,9 @@ package final class CacheRoot: Sendable {
             if byte == UInt8(ascii: ".") { dots += 1 }
         }
         if componentLength == 0 || componentLength == dots && dots <= 2 { return nil }
-        return path[start...]
+        // Through the UTF-8 view: slicing the string itself would round the index to a
+        // character boundary, grapheme-breaking work on every open.
+        return Substring(utf8[start...])
     }
 
     /// The components of `path` beneath the root (empty for the root itself), or `nil` when the
