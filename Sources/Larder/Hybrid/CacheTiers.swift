@@ -2,7 +2,7 @@
 /// `[.memory, .disk]` choice.
 ///
 /// ```swift
-/// let fast = try cache.data(forKey: "feed", from: .memory)   // never touches the disk
+/// let fast = try cache.value(forKey: "feed", from: .memory)   // never touches the disk
 /// try cache.store(thumbnail, forKey: "thumb/1", in: .disk)   // kept out of memory
 /// ```
 public struct CacheTiers: OptionSet, Sendable, Hashable {

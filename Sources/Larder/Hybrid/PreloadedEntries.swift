@@ -17,7 +17,7 @@ public struct PreloadedEntries: Sendable, Hashable {
         case files
         /// Record files (SPTPersistentCache's format, as a ``DiskCache`` writes them), anywhere in
         /// the directory's tree: the key is the record's stored key, or else its file name. The
-        /// record's TTL and lock carry over. Hidden files and folders are ignored.
+        /// record's expiry and lock carry over. Hidden files and folders are ignored.
         case records
     }
 
