@@ -103,7 +103,7 @@ extension DiskCache {
         let leftovers = state.withLock { s in s.index.entriesLeastRecentFirst.map(\.name) }
         for name in leftovers {
             withKeyLock(name) {
-                if (try? io.lstat(layout.path(for: name))) ?? nil == nil { state.withLock { $0.forget(name) } }
+                if (try? io.info(atPath: layout.path(for: name))) == nil { state.withLock { $0.forget(name) } }
             }
         }
         emit(events)
