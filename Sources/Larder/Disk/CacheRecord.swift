@@ -37,6 +37,10 @@ public struct CacheRecord: Sendable, Hashable {
 
 /// Something a ``DiskCache`` reports to its ``DiskCacheOptions/eventHandler``.
 public enum CacheEvent: Sendable, Hashable {
+    /// The cache opened its folder: its ``DiskCacheOptions/name``, the folder's layout, and
+    /// whether that layout was detected from the files of a folder without metadata (an
+    /// SPTPersistentCache folder) rather than read from the metadata or taken from the options.
+    case opened(name: String, layout: FolderLayout, layoutWasDetected: Bool)
     /// A record failed validation; its file was removed (unless the cache is read-only) and the
     /// load was a miss. `key` is the requested key, `file` the record's path.
     case corruptRecordRemoved(key: String?, file: String, reason: CorruptionReason)

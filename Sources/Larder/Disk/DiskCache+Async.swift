@@ -9,7 +9,7 @@ extension DiskCache {
     /// - Throws: ``CacheError/Code/cancelled`` when the task is cancelled before the store starts,
     ///   or what the synchronous call throws.
     public func store(_ data: Data, forKey key: String, expiry: Expiry = .default, locked: Bool = false) async throws(CacheError) {
-        try await ioQueue.runBlocking(key: key) { () throws(CacheError) in
+        try await ioQueue.runBlocking(.write, key: key) { () throws(CacheError) in
             try self.store(data, forKey: key, expiry: expiry, locked: locked)
         }
     }
@@ -30,67 +30,70 @@ extension DiskCache {
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
     public func touch(forKey key: String) async throws(CacheError) -> Bool {
-        try await ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.touch(forKey: key) }
+        try await ioQueue.runBlocking(.write, key: key) { () throws(CacheError) in try self.touch(forKey: key) }
     }
 
     /// Removes the record under `key` on the cache's own queue; see ``remove(forKey:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
     public func remove(forKey key: String) async throws(CacheError) -> Bool {
-        try await ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.remove(forKey: key) }
+        try await ioQueue.runBlocking(.delete, key: key) { () throws(CacheError) in try self.remove(forKey: key) }
     }
 
     /// Removes the records under `keys` on the cache's own queue; see ``remove(forKeys:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
     public func remove(forKeys keys: [String]) async throws(CacheError) -> [String] {
-        try await ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.remove(forKeys: keys) }
+        try await ioQueue.runBlocking(.delete, key: keys.first) { () throws(CacheError) in try self.remove(forKeys: keys) }
     }
 
     /// Locks the records under `keys` on the cache's own queue; see ``lock(forKeys:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
     public func lock(forKeys keys: [String]) async throws(CacheError) -> [String] {
-        try await ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.lock(forKeys: keys) }
+        try await ioQueue.runBlocking(.write, key: keys.first) { () throws(CacheError) in try self.lock(forKeys: keys) }
     }
 
     /// Unlocks the records under `keys` on the cache's own queue; see ``unlock(forKeys:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
     public func unlock(forKeys keys: [String]) async throws(CacheError) -> [String] {
-        try await ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.unlock(forKeys: keys) }
+        try await ioQueue.runBlocking(.delete, key: keys.first) { () throws(CacheError) in try self.unlock(forKeys: keys) }
     }
 
-    /// The keys starting with `prefix`, gathered on the cache's own queue; see ``keys(withPrefix:)``.
+    /// The keys starting with `prefix`, gathered on the cache's own queue; see
+    /// ``keys(withPrefix:includingExpired:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     /// - Complexity: O(*n*) in the number of records.
-    public func keys(withPrefix prefix: String = "") async throws(CacheError) -> [String] {
-        try await ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.keys(withPrefix: prefix) }
+    public func keys(withPrefix prefix: String = "", includingExpired: Bool = false) async throws(CacheError) -> [String] {
+        try await ioQueue.runBlocking(key: nil) { () throws(CacheError) in
+            try self.keys(withPrefix: prefix, includingExpired: includingExpired)
+        }
     }
 
     /// Runs one collection on the cache's own queue; see ``collectGarbage()``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
     public func collectGarbage() async throws(CacheError) -> CollectionReport {
-        try await ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.collectGarbage() }
+        try await ioQueue.runBlocking(.collection, key: nil) { () throws(CacheError) in try self.collectGarbage() }
     }
 
     /// Removes every record on the cache's own queue; see ``removeAll()``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     public func removeAll() async throws(CacheError) {
-        try await ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.removeAll() }
+        try await ioQueue.runBlocking(.delete, key: nil) { () throws(CacheError) in try self.removeAll() }
     }
 
     /// Removes every unlocked record on the cache's own queue; see ``removeAllUnlocked()``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     public func removeAllUnlocked() async throws(CacheError) {
-        try await ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.removeAllUnlocked() }
+        try await ioQueue.runBlocking(.delete, key: nil) { () throws(CacheError) in try self.removeAllUnlocked() }
     }
 
     /// Removes every locked record on the cache's own queue; see ``removeAllLocked()``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     public func removeAllLocked() async throws(CacheError) {
-        try await ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.removeAllLocked() }
+        try await ioQueue.runBlocking(.delete, key: nil) { () throws(CacheError) in try self.removeAllLocked() }
     }
 
     /// Encodes `value` on the calling task, then stores the bytes on the cache's own queue; see

@@ -15,6 +15,7 @@ extension DiskCache {
         queue: DispatchQueue = .main, completion: @escaping Completion<Void>
     ) {
         ioQueue.runBlocking(
+            .write,
             deliveringOn: queue, { () throws(CacheError) in try self.store(data, forKey: key, expiry: expiry, locked: locked) },
             completion: completion)
     }
@@ -29,45 +30,49 @@ extension DiskCache {
     /// `.failure` on `queue` (SPT's `touchDataForKey:callback:onQueue:`).
     public func touch(forKey key: String, queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
         ioQueue.runBlocking(
+            .write,
             deliveringOn: queue, { () throws(CacheError) in try self.touch(forKey: key) ? () : nil }, completion: completion)
     }
 
     /// Removes the records under `keys` in the background, then reports `.success(removedKeys)`
     /// or `.failure` on `queue` (SPT's `removeDataForKeys:callback:onQueue:`).
     public func remove(forKeys keys: [String], queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
-        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.remove(forKeys: keys) }, completion: completion)
+        ioQueue.runBlocking(
+            .delete, deliveringOn: queue, { () throws(CacheError) in try self.remove(forKeys: keys) }, completion: completion)
     }
 
     /// Locks the records under `keys` in the background, then reports `.success(lockedKeys)` or
     /// `.failure` on `queue` (SPT's `lockDataForKeys:callback:onQueue:`).
     public func lock(forKeys keys: [String], queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
-        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.lock(forKeys: keys) }, completion: completion)
+        ioQueue.runBlocking(.write, deliveringOn: queue, { () throws(CacheError) in try self.lock(forKeys: keys) }, completion: completion)
     }
 
     /// Unlocks the records under `keys` in the background, then reports `.success(unlockedKeys)`
     /// or `.failure` on `queue` (SPT's `unlockDataForKeys:callback:onQueue:`).
     public func unlock(forKeys keys: [String], queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
-        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.unlock(forKeys: keys) }, completion: completion)
+        ioQueue.runBlocking(
+            .delete, deliveringOn: queue, { () throws(CacheError) in try self.unlock(forKeys: keys) }, completion: completion)
     }
 
     /// Removes every record in the background, then reports on `queue` (SPT's `prune`).
     public func removeAll(queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
-        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.removeAll() }, completion: completion)
+        ioQueue.runBlocking(.delete, deliveringOn: queue, { () throws(CacheError) in try self.removeAll() }, completion: completion)
     }
 
     /// Removes every unlocked record in the background, then reports on `queue` (SPT's `wipeNonLockedFiles`).
     public func removeAllUnlocked(queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
-        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.removeAllUnlocked() }, completion: completion)
+        ioQueue.runBlocking(.delete, deliveringOn: queue, { () throws(CacheError) in try self.removeAllUnlocked() }, completion: completion)
     }
 
     /// Removes every locked record in the background, then reports on `queue` (SPT's `wipeLockedFiles`).
     public func removeAllLocked(queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
-        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.removeAllLocked() }, completion: completion)
+        ioQueue.runBlocking(.delete, deliveringOn: queue, { () throws(CacheError) in try self.removeAllLocked() }, completion: completion)
     }
 
     /// Runs one collection in the background, then reports `.success(report)` or `.failure` on
     /// `queue` (SPT's `runGarbageCollector`).
     public func collectGarbage(queue: DispatchQueue = .main, completion: @escaping Completion<CollectionReport>) {
-        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.collectGarbage() }, completion: completion)
+        ioQueue.runBlocking(
+            .collection, deliveringOn: queue, { () throws(CacheError) in try self.collectGarbage() }, completion: completion)
     }
 }

@@ -48,18 +48,20 @@ extension DiskCache {
         return pass.report
     }
 
-    /// Starts collecting every ``DiskCacheOptions/garbageCollectionInterval`` seconds on a
+    /// Starts collecting every ``DiskCacheOptions/effectiveGarbageCollectionInterval`` seconds on a
     /// background timer (not the main run loop). Scheduling twice is harmless; the timer stops
     /// when the cache closes or goes away. A read-only or closed cache does not collect.
     public func scheduleGarbageCollection() {
         guard !options.isReadOnly else { return }
         state.withLock { s in
             guard s.timer == nil, !isClosed.load(ordering: .acquiring) else { return }
-            let timer = DispatchSource.makeTimerSource(queue: ioQueue)
-            let interval = options.garbageCollectionInterval
+            let timer = DispatchSource.makeTimerSource(queue: ioQueue.queue)
+            let interval = options.effectiveGarbageCollectionInterval
             timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
+            // Each tick queues a collection as `.collection` work: its quality of service, and a
+            // place in line when the cache bounds its concurrent operations.
             timer.setEventHandler { [weak self] in
-                _ = try? self?.collectGarbage()
+                self?.ioQueue.async(.collection) { [weak self] in _ = try? self?.collectGarbage() }
             }
             timer.resume()
             s.timer = timer
@@ -285,7 +287,7 @@ extension DiskCache {
     /// Trims the cache to its limits after a store, when it is over them; the record just stored
     /// stays. Does nothing before the index is complete (the build enforces them when it ends).
     func enforceLimits(excluding name: String?) -> [CacheEvent] {
-        guard options.sizeLimit > 0 || options.countLimit > 0 || options.minimumFreeDiskSpace != .zero else { return [] }
+        guard options.sizeLimit > 0 || options.countLimit > 0 || keepsFreeSpace else { return [] }
         let limit = effectiveSizeLimit(forceRefresh: false)
         guard isOverLimits(limit) else { return [] }
         var pass = CollectionPass()
@@ -313,11 +315,18 @@ extension DiskCache {
         return pass.events
     }
 
+    /// Whether the cache keeps ``DiskCacheOptions/minimumFreeDiskSpace`` free: it asks for some
+    /// and, under ``DiskCacheOptions/minimumFreeSpaceNeedsSizeLimit``, has a size limit.
+    var keepsFreeSpace: Bool {
+        options.minimumFreeDiskSpace != .zero && (!options.minimumFreeSpaceNeedsSizeLimit || options.sizeLimit > 0)
+    }
+
     /// The size limit in force: ``DiskCacheOptions/sizeLimit`` (`Int.max` for none), lowered so
     /// that the volume keeps ``DiskCacheOptions/minimumFreeDiskSpace`` free. The volume is asked
     /// at most once a second unless `forceRefresh`.
     func effectiveSizeLimit(forceRefresh: Bool) -> Int {
         var limit = options.sizeLimit > 0 ? options.sizeLimit : Int.max
+        guard keepsFreeSpace else { return limit }
         let required: (Int) -> Int
         switch options.minimumFreeDiskSpace {
         case .zero: return limit

@@ -46,53 +46,62 @@ extension DiskCache {
         return (layout, rooted)
     }
 
-    /// Reads (or writes, for a new directory) the metadata, and refuses a mismatched key encoding.
-    static func checkMetadata(layout: DiskLayout, options: DiskCacheOptions, io: FileIO) throws(CacheError) {
+    /// What opening learned of a folder: its layout, and whether it was detected from the files
+    /// of a folder without metadata.
+    struct FolderFacts {
+        var layout: FolderLayout
+        var wasDetected: Bool
+    }
+
+    /// Reads the metadata, refuses a mismatched key encoding, settles the layout (the one the
+    /// metadata records; for a folder without metadata, the one its files show, else the
+    /// options'), and (unless read-only) writes the metadata when it is missing or out of date.
+    static func checkMetadata(layout: DiskLayout, options: DiskCacheOptions, io: FileIO) throws(CacheError) -> FolderFacts {
         let requested = options.keyEncoding.description
-        let bytes: [UInt8]?
-        do {
-            bytes = try io.readFile(layout.metadataPath, limit: 64 * 1024)
-        } catch let error where error == .noSuchFileOrDirectory {
-            bytes = nil
-        } catch let error where error == .tooManySymbolicLinks || error == .notARegularFile || error == .fileTooLarge {
-            throw CacheError(
-                .unsafeDirectory, "the cache's metadata is a link, a FIFO, a folder or far too large, not the small file Larder writes",
-                path: layout.metadataPath, errno: error.rawValue)
-        } catch {
-            throw CacheError(.ioFailure, "cannot read the cache's metadata", path: layout.metadataPath, errno: error.rawValue)
-        }
-        if let bytes {
-            guard let metadata = try? JSONDecoder().decode(DirectoryMetadata.self, from: Data(bytes)) else {
-                throw CacheError(.unsupportedFormat, "the cache's metadata file is not valid", path: layout.metadataPath)
-            }
-            guard metadata.format <= DirectoryMetadata.currentFormat else {
+        let existing = try readMetadata(layout: layout, io: io)
+        let facts: FolderFacts
+        if let existing {
+            guard existing.format <= DirectoryMetadata.currentFormat else {
                 throw CacheError(
                     .unsupportedFormat,
-                    "the directory has format \(metadata.format); this Larder reads up to \(DirectoryMetadata.currentFormat)",
+                    "the directory has format \(existing.format); this Larder reads up to \(DirectoryMetadata.currentFormat)",
                     path: layout.metadataPath)
             }
-            guard metadata.keyEncoding == requested else {
+            guard existing.keyEncoding == requested else {
                 throw CacheError(
-                    .keyEncodingMismatch, "the directory was created with key encoding '\(metadata.keyEncoding)', not '\(requested)'",
+                    .keyEncodingMismatch, "the directory was created with key encoding '\(existing.keyEncoding)', not '\(requested)'",
                     path: layout.root)
             }
-            return
+            guard let recorded = existing.folderLayout else {
+                throw CacheError(
+                    .unsupportedFormat, "the directory has layout '\(existing.layout)', which this Larder does not know",
+                    path: layout.metadataPath)
+            }
+            facts = FolderFacts(layout: recorded, wasDetected: false)
+        } else {
+            // No metadata: a new directory, or SPTPersistentCache's records (which use verbatim keys).
+            let entries: [(name: String, isDirectory: Bool?)]
+            let detected: FolderLayout?
+            do {
+                entries = try io.listDirectory(layout.root)
+                detected = try DiskLayout.detect(root: layout.root, io: io)
+            } catch {
+                throw CacheError(.ioFailure, "cannot list the cache directory", path: layout.root, errno: error.rawValue)
+            }
+            let holdsRecords = entries.contains { !DiskLayout.isReserved($0.name) }
+            if holdsRecords, case .verbatim = options.keyEncoding {
+            } else if holdsRecords {
+                throw CacheError(
+                    .keyEncodingMismatch,
+                    "the directory holds records without Larder metadata, which read as SPTPersistentCache records with verbatim keys, not '\(requested)'",
+                    path: layout.root)
+            }
+            facts = FolderFacts(layout: detected ?? options.layout, wasDetected: detected != nil)
         }
-        // No metadata: a new directory, or SPTPersistentCache's records (which use verbatim keys).
-        let entries: [(name: String, isDirectory: Bool?)]
-        do { entries = try io.listDirectory(layout.root) } catch {
-            throw CacheError(.ioFailure, "cannot list the cache directory", path: layout.root, errno: error.rawValue)
-        }
-        let holdsRecords = entries.contains { !DiskLayout.isReserved($0.name) }
-        if holdsRecords, case .verbatim = options.keyEncoding {
-        } else if holdsRecords {
-            throw CacheError(
-                .keyEncodingMismatch,
-                "the directory holds records without Larder metadata, which read as SPTPersistentCache records with verbatim keys, not '\(requested)'",
-                path: layout.root)
-        }
-        guard !options.isReadOnly else { return }
-        let metadata = DirectoryMetadata(keyEncoding: requested)
+        guard !options.isReadOnly else { return facts }
+        let metadata = DirectoryMetadata(
+            keyEncoding: requested, layout: facts.layout, defaultExpiration: options.effectiveDefaultExpiration, name: options.name)
+        guard metadata != existing else { return facts }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         do {
@@ -103,6 +112,30 @@ extension DiskCache {
         } catch {
             throw CacheError(.ioFailure, "cannot encode the cache's metadata", path: layout.metadataPath)
         }
+        return facts
+    }
+
+    /// The folder's metadata, or `nil` when it has none.
+    /// - Throws: ``CacheError/Code/unsafeDirectory`` for a link, FIFO, folder or huge file in its
+    ///   place, ``CacheError/Code/unsupportedFormat`` for one that is not valid,
+    ///   ``CacheError/Code/ioFailure``.
+    package static func readMetadata(layout: DiskLayout, io: FileIO) throws(CacheError) -> DirectoryMetadata? {
+        let bytes: [UInt8]
+        do {
+            bytes = try io.readFile(layout.metadataPath, limit: 64 * 1024)
+        } catch let error where error == .noSuchFileOrDirectory {
+            return nil
+        } catch let error where error == .tooManySymbolicLinks || error == .notARegularFile || error == .fileTooLarge {
+            throw CacheError(
+                .unsafeDirectory, "the cache's metadata is a link, a FIFO, a folder or far too large, not the small file Larder writes",
+                path: layout.metadataPath, errno: error.rawValue)
+        } catch {
+            throw CacheError(.ioFailure, "cannot read the cache's metadata", path: layout.metadataPath, errno: error.rawValue)
+        }
+        guard let metadata = try? JSONDecoder().decode(DirectoryMetadata.self, from: Data(bytes)) else {
+            throw CacheError(.unsupportedFormat, "the cache's metadata file is not valid", path: layout.metadataPath)
+        }
+        return metadata
     }
 
     /// Creates the temporary folder and removes what a crashed writer left in it, and the

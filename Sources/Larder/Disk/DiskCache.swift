@@ -35,7 +35,7 @@ public final class DiskCache: Sendable {
     /// Entered at open, left when the background index build ends.
     let indexBuild = DispatchGroup()
     /// The cache's own threads for blocking work: the index build, collections, async calls.
-    package let ioQueue: DispatchQueue
+    package let ioQueue: WorkQueue
     /// Held for the duration of a collection or a limit-enforcing trim.
     let collectionGate = LarderMutex(())
     /// Whether the index snapshot on disk is exact, and how many changes to records are under way.
@@ -48,6 +48,10 @@ public final class DiskCache: Sendable {
     private let processID = ProcessIdentity.processID
     /// Whether ``close()`` has run; read without a lock on every call.
     let isClosed = Atomic<Bool>(false)
+
+    /// The folder's layout: the one its metadata records, or the one its files show, else
+    /// ``DiskCacheOptions/layout``.
+    public var folderLayout: FolderLayout { layout.folderLayout }
 
     /// Opens (creating when needed) the cache in `options.directory`.
     /// - Throws: ``CacheError``: ``CacheError/Code/invalidOptions`` for values out of range,
@@ -64,8 +68,9 @@ public final class DiskCache: Sendable {
         // Every path below resolves beneath a descriptor of the root (see `FileIO`).
         let (layout, io) = try Self.openFolder(options: options, systemCalls: systemCalls)
         let lock = options.isReadOnly ? nil : try DirectoryLock(path: layout.lockPath, io: io, sharedWithGroup: options.sharing == .group)
+        let folder: FolderFacts
         do {
-            try Self.checkMetadata(layout: layout, options: options, io: io)
+            folder = try Self.checkMetadata(layout: layout, options: options, io: io)
             if !options.isReadOnly { try Self.prepareTemporaryFolder(layout: layout, io: io) }
         } catch {
             lock?.release()
@@ -73,20 +78,23 @@ public final class DiskCache: Sendable {
         }
         let rootInfo = try? io.info(atPath: layout.root)
         self.options = options
-        self.layout = layout
+        self.layout = layout.with(folder.layout)
         self.io = io
         self.records = RecordFile(io: io, maximumPayloadSize: options.maximumRecordSize)
         self.blockSize = max(512, rootInfo?.blockSize ?? 4096)
-        self.expiryRule = ExpiryRule(defaultExpiration: options.defaultExpiration)
+        self.expiryRule = ExpiryRule(defaultExpiration: options.effectiveDefaultExpiration)
         self.state = LarderMutex(State())
         self.snapshotGate = LarderMutex(SnapshotState(isOnDisk: !options.isReadOnly))
-        self.ioQueue = DispatchQueue(label: "larder.disk", qos: .utility, attributes: .concurrent)
+        self.ioQueue = WorkQueue(
+            label: "\(options.name).disk", qualities: options.workQualityOfService,
+            maximumConcurrent: options.maximumConcurrentOperations, measuresWaits: options.timingHandler != nil)
         self.directoryLock = lock
         indexBuild.enter()
-        ioQueue.async { [self] in
+        ioQueue.async(.read) { [self] in
             buildIndex()
             indexBuild.leave()
         }
+        emit([.opened(name: options.name, layout: folder.layout, layoutWasDetected: folder.wasDetected)])
     }
 
     deinit {
@@ -114,6 +122,11 @@ public final class DiskCache: Sendable {
     ///   final sync of the record's folder fails, the new record is already in place (and
     ///   indexed) but may not survive a power loss; the error says so.
     public func store(_ data: Data, forKey key: String, expiry: Expiry = .default, locked: Bool = false) throws(CacheError) {
+        try timed(.store, key) { () throws(CacheError) in try storeRecord(data, forKey: key, expiry: expiry, locked: locked) }
+    }
+
+    /// ``store(_:forKey:expiry:locked:)``, untimed.
+    private func storeRecord(_ data: Data, forKey key: String, expiry: Expiry, locked: Bool) throws(CacheError) {
         try checkWritable(key: key)
         let ttl = try ExpiryRule.headerTTL(for: expiry, key: key)
         guard data.count <= options.maximumRecordSize else {
@@ -190,6 +203,11 @@ public final class DiskCache: Sendable {
     ///   corrupt record's file is removed and reported as ``CacheEvent/corruptRecordRemoved(key:file:reason:)``.
     /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
     public func record(forKey key: String) throws(CacheError) -> CacheRecord? {
+        try timed(.read, key) { () throws(CacheError) in try readRecord(forKey: key) }
+    }
+
+    /// ``record(forKey:)``, untimed.
+    private func readRecord(forKey key: String) throws(CacheError) -> CacheRecord? {
         try checkOpen(key: key)
         // Hashed names are only computed when the index cannot answer: verbatim and custom names
         // are computed first, since computing them is also what rejects an invalid key.
@@ -282,6 +300,11 @@ public final class DiskCache: Sendable {
     /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
     @discardableResult
     public func touch(forKey key: String) throws(CacheError) -> Bool {
+        try timed(.touch, key) { () throws(CacheError) in try touchRecord(forKey: key) }
+    }
+
+    /// ``touch(forKey:)``, untimed.
+    private func touchRecord(forKey key: String) throws(CacheError) -> Bool {
         try checkOpen(key: key)
         let name = try options.keyEncoding.fileName(for: key)
         let path = layout.path(for: name)
@@ -302,6 +325,11 @@ public final class DiskCache: Sendable {
     ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
     @discardableResult
     public func remove(forKey key: String) throws(CacheError) -> Bool {
+        try timed(.remove, key) { () throws(CacheError) in try removeRecord(forKey: key) }
+    }
+
+    /// ``remove(forKey:)``, untimed.
+    private func removeRecord(forKey key: String) throws(CacheError) -> Bool {
         try checkWritable(key: key)
         let name = try options.keyEncoding.fileName(for: key)
         let path = layout.path(for: name)
@@ -349,16 +377,24 @@ public final class DiskCache: Sendable {
     /// The keys of every record whose key starts with `prefix` (every key for "", the default),
     /// least recently used first. For records that do not store their key (SPT records under
     /// another encoding), the file name. Waits for the index.
+    ///
+    /// Expired records are left out, as SPTPersistentCache leaves them out of what its
+    /// `loadDataForKeysWithPrefix:chooseKeyCallback:` offers (locked records never expire).
+    /// - Parameters:
+    ///   - prefix: The prefix the keys share; "" for every key.
+    ///   - includingExpired: Whether to list expired records too, which a collection has not
+    ///     removed yet (`false`).
     /// - Throws: ``CacheError/Code/closed``.
     /// - Complexity: O(*n*) in the number of records.
-    public func keys(withPrefix prefix: String = "") throws(CacheError) -> [String] {
+    public func keys(withPrefix prefix: String = "", includingExpired: Bool = false) throws(CacheError) -> [String] {
         try checkOpen(key: nil)
         waitForIndex()
+        let now = options.clock.now
         return state.withLock { s in
             var result: [String] = []
             s.index.forEachLeastRecentFirst { entry in
                 let key = entry.key ?? entry.name
-                if key.hasPrefix(prefix) { result.append(key) }
+                if key.hasPrefix(prefix), includingExpired || !isExpired(entry, now: now) { result.append(key) }
                 return true
             }
             return result
@@ -517,43 +553,50 @@ public final class DiskCache: Sendable {
         defer { emit(events) }
         let now = options.clock.now
         for key in keys {
-            try checkWritable(key: key)
-            let name = try options.keyEncoding.fileName(for: key)
-            let path = layout.path(for: name)
-            let didChange = try changingRecord(name) { () throws(CacheError) -> Bool in
-                guard let contents = try _readValidHeader(name: name, key: key, path: path, events: &events) else { return false }
-                var header = contents.header
-                if delta > 0 {
-                    // Locking an expired, unlocked record fails for that key (SPT).
-                    if isExpired(header, name: name, now: now) { return false }
-                    guard header.refCount < UInt32.max else { return false }
-                    header.refCount += 1
-                } else {
-                    guard header.refCount > 0 else { return false }
-                    header.refCount -= 1
-                }
-                let indexed = state.withLock { $0.index[name] }
-                _mergeAccessTimes(into: &header, from: indexed)
-                do throws(Errno) {
-                    guard try records.rewriteHeader(header, at: path, sync: options.durability == .fsync) else { return false }
-                } catch {
-                    // The new header may be written even though the call failed (a failed
-                    // fsync); put the old one back, so that a failed call changes no lock count.
-                    _ = try? records.rewriteHeader(contents.header, at: path, sync: false)
-                    throw CacheError(.ioFailure, "cannot update the record's lock count", key: key, path: path, errno: error.rawValue)
-                }
-                let entry = IndexEntry(
-                    name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize),
-                    fileSize: contents.vouchedFileSize(previous: indexed?.fileSize ?? 0), updateTime: header.updateTimeSec,
-                    lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000, ttl: header.ttl, lockCount: header.refCount
-                )
-                // A lock is not a use: the record keeps its place in the LRU order.
-                state.withLock { $0.replaceKeepingPosition(entry) }
-                return true
+            let didChange = try timed(delta > 0 ? .lock : .unlock, key) { () throws(CacheError) -> Bool in
+                try changeLockCount(key: key, by: delta, now: now, events: &events)
             }
             if didChange { changed.append(key) }
         }
         return changed
+    }
+
+    /// Changes one record's lock count by `delta`.
+    private func changeLockCount(key: String, by delta: Int, now: Double, events: inout [CacheEvent]) throws(CacheError) -> Bool {
+        try checkWritable(key: key)
+        let name = try options.keyEncoding.fileName(for: key)
+        let path = layout.path(for: name)
+        return try changingRecord(name) { () throws(CacheError) -> Bool in
+            guard let contents = try _readValidHeader(name: name, key: key, path: path, events: &events) else { return false }
+            var header = contents.header
+            if delta > 0 {
+                // Locking an expired, unlocked record fails for that key (SPT).
+                if isExpired(header, name: name, now: now) { return false }
+                guard header.refCount < UInt32.max else { return false }
+                header.refCount += 1
+            } else {
+                guard header.refCount > 0 else { return false }
+                header.refCount -= 1
+            }
+            let indexed = state.withLock { $0.index[name] }
+            _mergeAccessTimes(into: &header, from: indexed)
+            do throws(Errno) {
+                guard try records.rewriteHeader(header, at: path, sync: options.durability == .fsync) else { return false }
+            } catch {
+                // The new header may be written even though the call failed (a failed
+                // fsync); put the old one back, so that a failed call changes no lock count.
+                _ = try? records.rewriteHeader(contents.header, at: path, sync: false)
+                throw CacheError(.ioFailure, "cannot update the record's lock count", key: key, path: path, errno: error.rawValue)
+            }
+            let entry = IndexEntry(
+                name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize),
+                fileSize: contents.vouchedFileSize(previous: indexed?.fileSize ?? 0), updateTime: header.updateTimeSec,
+                lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000, ttl: header.ttl, lockCount: header.refCount
+            )
+            // A lock is not a use: the record keeps its place in the LRU order.
+            state.withLock { $0.replaceKeepingPosition(entry) }
+            return true
+        }
     }
 
     /// Folds the index's newer access times into a header about to be written.

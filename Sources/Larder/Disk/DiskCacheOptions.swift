@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// How hard a ``DiskCache`` works to keep a stored record across a crash.
@@ -55,12 +56,29 @@ public enum CacheSharing: Sendable, Hashable {
 }
 
 /// Settings for a ``DiskCache``. Defaults are in parentheses.
+///
+/// The defaults are Larder's, chosen for an app's cache of fetched data: keys hashed (any key
+/// works), records kept 30 days after their last use, files readable by their owner only.
+/// ``spt(directory:)`` gives SPTPersistentCache's defaults instead, for a folder shared with it or
+/// migrated from it.
 public struct DiskCacheOptions: Sendable {
     /// The cache's folder; created, with its parents, when missing.
     public var directory: URL
-    /// Expiry, in seconds, for records stored with `ttl` 0, measured from their last update or
-    /// read (30 days, SPTPersistentCache's `defaultExpirationPeriod`).
+    /// A name for the cache (SPTPersistentCache's `cacheIdentifier`): it labels the cache's
+    /// queues (as seen in a debugger or a crash report), is recorded in the folder's metadata for
+    /// `larder stats`, and comes with each ``OperationTiming`` and the ``CacheEvent/opened(name:layout:layoutWasDetected:)``
+    /// event (`"larder"`).
+    public var name: String = "larder"
+    /// How a new folder arranges its records (``FolderLayout/sharded``). An existing folder keeps
+    /// its own: the one its metadata records or, without metadata, the one its files show.
+    public var layout: FolderLayout = .sharded
+    /// Expiry, in seconds, for records stored with ``Expiry/default``, measured from their last
+    /// update or read (30 days, Larder's default; SPTPersistentCache's is 10 minutes). Raised to
+    /// ``minimumExpiration`` when below it.
     public var defaultExpiration: TimeInterval = 30 * 24 * 60 * 60
+    /// The floor of ``defaultExpiration`` (0: none; SPTPersistentCache's is 60 s,
+    /// `SPTPersistentCacheMinimumExpirationLimit`).
+    public var minimumExpiration: TimeInterval = 0
     /// How keys become file names (``KeyEncoding/sha256``).
     public var keyEncoding: KeyEncoding = .sha256
     /// Whether loads check each payload against its CRC-32 (`true`).
@@ -73,6 +91,10 @@ public struct DiskCacheOptions: Sendable {
     /// Called with structured events (SPTPersistentCache's `debugOutput`), on the calling thread,
     /// outside the cache's locks (`nil`).
     public var eventHandler: (@Sendable (CacheEvent) -> Void)?
+    /// Called after each operation on a record with its key, what it was, how long it waited for
+    /// the cache's queue and how long it ran (SPTPersistentCache's `timingCallback`), on the
+    /// thread that ran it, outside the cache's locks (`nil`: nothing is timed).
+    public var timingHandler: (@Sendable (OperationTiming) -> Void)?
     /// The time source (``SystemClock``).
     public var clock: any CacheClock = SystemClock()
     /// Who besides the owner may use the folder: permissions of what the cache creates, and which
@@ -89,14 +111,62 @@ public struct DiskCacheOptions: Sendable {
     public var sizeLimit: Int = 0
     /// The most records, 0 for no limit (0).
     public var countLimit: Int = 0
-    /// Space to leave free on the volume (``MinimumFreeSpace/zero``).
+    /// Space to leave free on the volume (``MinimumFreeSpace/zero``; SPTPersistentCache keeps
+    /// 10 % free once it has a size limit).
     public var minimumFreeDiskSpace: MinimumFreeSpace = .zero
-    /// Seconds between scheduled collections (363, SPTPersistentCache's `garbageCollectionInterval`).
+    /// Seconds between scheduled collections (363, as SPTPersistentCache's
+    /// `SPTPersistentCacheDefaultGCIntervalSec`). Raised to ``minimumGarbageCollectionInterval``
+    /// when below it.
     public var garbageCollectionInterval: TimeInterval = 363
+    /// The floor of ``garbageCollectionInterval`` (0: none; SPTPersistentCache's is 60 s,
+    /// `SPTPersistentCacheMinimumGCIntervalLimit`).
+    public var minimumGarbageCollectionInterval: TimeInterval = 0
+
+    /// The quality of service of each kind of work the cache does on its own threads: the
+    /// `async` and callback forms of reads, writes and removals, and scheduled collections
+    /// (SPTPersistentCache's per-kind priorities).
+    public var workQualityOfService = WorkQualityOfService()
+    /// The most operations the cache runs at once on its own threads (the `async` and callback
+    /// forms, collections); more wait in line, in the order they came (0: no limit of the
+    /// cache's own, as SPTPersistentCache's `maxConcurrentOperations` default). Synchronous
+    /// calls run on the caller's thread and are not counted.
+    public var maximumConcurrentOperations: Int = 0
 
     /// Creates options for a cache in `directory`, every other setting at its default.
     public init(directory: URL) {
         self.directory = directory
+    }
+
+    /// Options with SPTPersistentCache's defaults (`SPTPersistentCacheOptions`, version 1.2),
+    /// for a folder shared with it or migrated from it: verbatim keys (file name = key), shard
+    /// folders, 10 minutes' default expiration, a collection every 363 s, 60 s floors on both,
+    /// 10 % of the volume kept free once a ``sizeLimit`` is set, and the name `persistent.cache`.
+    /// Files stay owner-only (``CacheSharing/ownerOnly``) unless you say otherwise.
+    public static func spt(directory: URL) -> DiskCacheOptions {
+        var options = DiskCacheOptions(directory: directory)
+        options.name = "persistent.cache"
+        options.keyEncoding = .verbatim
+        options.layout = .sharded
+        options.defaultExpiration = 600
+        options.minimumExpiration = 60
+        options.garbageCollectionInterval = 363
+        options.minimumGarbageCollectionInterval = 60
+        options.minimumFreeDiskSpace = .fraction(0.1)
+        options.minimumFreeSpaceNeedsSizeLimit = true
+        return options
+    }
+
+    /// Whether ``minimumFreeDiskSpace`` applies only once a ``sizeLimit`` is set, as in
+    /// SPTPersistentCache (set by ``spt(directory:)``; `false`).
+    public var minimumFreeSpaceNeedsSizeLimit: Bool = false
+
+    /// ``defaultExpiration`` raised to ``minimumExpiration``: the expiry the cache applies.
+    public var effectiveDefaultExpiration: TimeInterval { max(defaultExpiration, minimumExpiration) }
+
+    /// ``garbageCollectionInterval`` raised to ``minimumGarbageCollectionInterval``: the interval
+    /// the cache applies.
+    public var effectiveGarbageCollectionInterval: TimeInterval {
+        max(garbageCollectionInterval, minimumGarbageCollectionInterval)
     }
 
     /// Checks every value's range.
@@ -112,6 +182,17 @@ public struct DiskCacheOptions: Sendable {
         guard sizeLimit >= 0 else { throw fail("sizeLimit must be 0 (no limit) or positive, not \(sizeLimit)") }
         guard countLimit >= 0 else { throw fail("countLimit must be 0 (no limit) or positive, not \(countLimit)") }
         guard maximumRecordSize >= 0 else { throw fail("maximumRecordSize must not be negative, not \(maximumRecordSize)") }
+        guard minimumExpiration.isFinite, minimumExpiration >= 0 else {
+            throw fail("minimumExpiration must be 0 or a positive number of seconds, not \(minimumExpiration)")
+        }
+        guard minimumGarbageCollectionInterval.isFinite, minimumGarbageCollectionInterval >= 0 else {
+            throw fail(
+                "minimumGarbageCollectionInterval must be 0 or a positive number of seconds, not \(minimumGarbageCollectionInterval)")
+        }
+        guard maximumConcurrentOperations >= 0 else {
+            throw fail("maximumConcurrentOperations must be 0 (no limit) or positive, not \(maximumConcurrentOperations)")
+        }
+        guard !name.isEmpty, !name.utf8.contains(0) else { throw fail("name must be a non-empty string without NUL bytes") }
         guard garbageCollectionInterval.isFinite, garbageCollectionInterval > 0 else {
             throw fail("garbageCollectionInterval must be a positive number of seconds, not \(garbageCollectionInterval)")
         }
@@ -123,4 +204,22 @@ public struct DiskCacheOptions: Sendable {
             guard n >= 0 else { throw fail("minimumFreeDiskSpace bytes must not be negative, not \(n)") }
         }
     }
+}
+
+/// The quality of service of each kind of work a ``DiskCache`` does on its own threads
+/// (SPTPersistentCache's `readQualityOfService`, `writeQualityOfService`,
+/// `deleteQualityOfService` and `garbageCollectionQualityOfService`).
+public struct WorkQualityOfService: Sendable, Hashable {
+    /// Loads, prefix loads and listings, and the index build at open (`.default`).
+    public var reads: DispatchQoS.QoSClass = .default
+    /// Stores, touches and locks (`.default`).
+    public var writes: DispatchQoS.QoSClass = .default
+    /// Removals, unlocks and wipes (`.default`).
+    public var deletes: DispatchQoS.QoSClass = .default
+    /// Scheduled collections and the `async` and callback forms of collection (`.background`,
+    /// as SPTPersistentCache's collector).
+    public var collection: DispatchQoS.QoSClass = .background
+
+    /// Every kind at its default.
+    public init() {}
 }

@@ -1,12 +1,46 @@
 import Foundation
 
-/// Where a cache's files live: `<root>/<2-char shard>/<file name>` (SPTPersistentCache's
-/// "directory separation"; names shorter than 2 characters sit at the root), and Larder's own
-/// files, all hidden: the metadata `.larder`, the lock `.larder.lock`, the index snapshot
-/// `.larder-index`, and temporary files in `.larder-tmp/`.
+/// How a cache folder arranges its record files.
+///
+/// SPTPersistentCache calls the choice `useDirectorySeparation`. A ``DiskCacheOptions/layout``
+/// applies to a new folder; an existing folder keeps the layout recorded in its `.larder` file,
+/// or, for a folder without one (an SPTPersistentCache folder), the layout its files show.
+public enum FolderLayout: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Each record in a subfolder named by the first two UTF-16 code units of its file name
+    /// (`<root>/ab/abcdef`), names shorter than that at the root: SPTPersistentCache's default,
+    /// and Larder's. Keeps folders small, so listings and lookups stay fast at any size.
+    case sharded
+    /// Every record at the root (`useDirectorySeparation = NO`).
+    case flat
+
+    /// The name `.larder` records: `shard2` or `flat`.
+    package var metadataName: String {
+        switch self {
+        case .sharded: "shard2"
+        case .flat: "flat"
+        }
+    }
+
+    /// The layout `.larder` names, if it names one this version knows.
+    package init?(metadataName: String) {
+        guard let layout = Self.allCases.first(where: { $0.metadataName == metadataName }) else { return nil }
+        self = layout
+    }
+
+    /// `sharded` or `flat`.
+    public var description: String { rawValue }
+}
+
+/// Where a cache's files live: `<root>/<shard>/<file name>` in the ``FolderLayout/sharded``
+/// layout (SPTPersistentCache's "directory separation"; names shorter than a shard sit at the
+/// root), `<root>/<file name>` in the ``FolderLayout/flat`` one; and Larder's own files, all
+/// hidden: the metadata `.larder`, the lock `.larder.lock`, the index snapshot `.larder-index`,
+/// and temporary files in `.larder-tmp/`.
 package struct DiskLayout: Sendable {
     /// The root folder's path, without a trailing slash.
     package let root: String
+    /// Sharded or flat.
+    package let folderLayout: FolderLayout
 
     package static let metadataName = ".larder"
     package static let lockName = ".larder.lock"
@@ -16,47 +50,59 @@ package struct DiskLayout: Sendable {
     /// `root` and a slash, the prefix of every path.
     private let rootSlash: String
 
-    package init(root: String) {
+    package init(root: String, layout: FolderLayout = .sharded) {
         var root = root
         while root.count > 1, root.hasSuffix("/") { root.removeLast() }
         self.root = root
+        self.folderLayout = layout
         rootSlash = root == "/" ? "/" : root + "/"
     }
+
+    /// The same root with another layout.
+    package func with(_ layout: FolderLayout) -> DiskLayout { DiskLayout(root: root, layout: layout) }
 
     package var metadataPath: String { root + "/" + Self.metadataName }
     package var lockPath: String { root + "/" + Self.lockName }
     package var snapshotPath: String { root + "/" + Self.snapshotName }
     package var temporaryFolder: String { root + "/" + Self.temporaryFolderName }
 
-    /// The shard folder name for a file name: its first two characters, or `nil` for shorter names.
+    /// The shard folder name for a file name under SPTPersistentCache's rule: its first two UTF-16
+    /// code units (`[key substringToIndex:2]`), or `nil` for shorter names.
+    ///
+    /// Where the second unit is the first half of a surrogate pair (a name whose second
+    /// character lies outside the Basic Multilingual Plane), two units would split the pair and
+    /// name no valid string: SPTPersistentCache cannot make such a folder, so no SPT folder holds
+    /// one, and Larder keeps the whole pair (the name's first two Unicode scalars, three units).
+    /// A name that starts with such a character has it, two units, as its shard.
     package static func shard(for name: String) -> String? {
-        // Fast path: two ASCII bytes not followed by a combining byte are two characters.
+        // Fast path: two ASCII bytes are two UTF-16 units.
         let utf8 = name.utf8
         var bytes = utf8.makeIterator()
         if let a = bytes.next(), let b = bytes.next(), a < 0x80, b < 0x80 {
-            if let c = bytes.next(), c >= 0x80 {
-                // A non-ASCII third byte might combine with the second: ask Character.
-            } else {
-                return String(Substring(utf8.prefix(2)))
-            }
+            return String(Substring(utf8.prefix(2)))
         }
-        var index = name.startIndex
-        for _ in 0 ..< 2 {
-            guard index < name.endIndex else { return nil }
-            index = name.index(after: index)
-        }
-        return String(name[..<index])
+        var units = name.utf16.makeIterator()
+        guard let first = units.next(), units.next() != nil else { return nil }
+        let scalarCount = UTF16.isLeadSurrogate(first) ? 1 : 2
+        var shard = String.UnicodeScalarView()
+        shard.append(contentsOf: name.unicodeScalars.prefix(scalarCount))
+        return String(shard)
+    }
+
+    /// The shard folder of a record file in this layout; `nil` when it sits at the root.
+    package func shard(for name: String) -> String? {
+        folderLayout == .sharded ? Self.shard(for: name) : nil
     }
 
     /// The folder that holds a record file.
     package func folder(for name: String) -> String {
-        if let shard = Self.shard(for: name) { return rootSlash + shard }
+        if let shard = shard(for: name) { return rootSlash + shard }
         return root
     }
 
     /// The path of a record file.
     package func path(for name: String) -> String {
-        guard let shard = Self.shard(for: name) else { return rootSlash + name }
+        guard let shard = shard(for: name) else { return rootSlash + name }
         var path = rootSlash
         path.reserveCapacity(rootSlash.utf8.count + shard.utf8.count + 1 + name.utf8.count)
         path += shard
@@ -68,9 +114,9 @@ package struct DiskLayout: Sendable {
     /// Whether a name in the root is one of Larder's own files or folders (or any hidden name).
     package static func isReserved(_ name: String) -> Bool { name.hasPrefix(".") }
 
-    /// The file names of every record on disk: files in the two-character shard folders whose
-    /// names start with their folder's name, and files at the root with one-character names.
-    /// Hidden names (Larder's own files) are skipped.
+    /// The file names of every record on disk. Sharded: files in the shard folders whose names
+    /// belong there, and files at the root with names shorter than a shard. Flat: files at the
+    /// root. Hidden names (Larder's own files) are skipped.
     /// - Returns: The names, and whether every shard folder could be listed (an unreadable one is
     ///   skipped, and then the list may be incomplete).
     /// - Throws: ``Errno`` when the root cannot be listed.
@@ -79,40 +125,71 @@ package struct DiskLayout: Sendable {
         var names: [String] = []
         var isComplete = true
         for entry in try io.listDirectory(root) where !Self.isReserved(entry.name) {
-            if Self.shard(for: entry.name) == nil {
+            guard let shard = shard(for: entry.name) else {
                 if entry.isDirectory != true { names.append(entry.name) }
                 continue
             }
-            guard entry.name.count == 2, entry.isDirectory != false else { continue }
+            guard shard == entry.name, entry.isDirectory != false else { continue }
             do throws(Errno) {
                 for file in try io.listDirectory(root + "/" + entry.name)
                 where Self.shard(for: file.name) == entry.name && !Self.isReserved(file.name) {
                     names.append(file.name)
                 }
             } catch let error where error == .notADirectory || error == .tooManySymbolicLinks {
-                // A two-character file (or a link) at the root, not a shard folder.
+                // A shard-named file (or a link) at the root, not a shard folder.
             } catch {
                 isComplete = false
             }
         }
         return (names, isComplete)
     }
+
+    /// The layout a folder without metadata shows: ``FolderLayout/flat`` when a file (not a
+    /// folder) sits at the root under a name long enough to have a shard, which the sharded
+    /// layout never puts there; ``FolderLayout/sharded`` when shard folders hold records and no
+    /// such file exists; `nil` when the folder holds neither (empty, or only short names).
+    /// - Throws: ``Errno`` when the root cannot be listed.
+    package static func detect(root: String, io: FileIO) throws(Errno) -> FolderLayout? {
+        var sawShardFolder = false
+        for entry in try io.listDirectory(root) where !isReserved(entry.name) {
+            guard let shard = shard(for: entry.name) else { continue }
+            var isDirectory = entry.isDirectory
+            if isDirectory == nil { isDirectory = (try? io.info(atPath: root + "/" + entry.name))?.kind == .directory }
+            if isDirectory == true {
+                if shard == entry.name { sawShardFolder = true }
+            } else {
+                return .flat
+            }
+        }
+        return sawShardFolder ? .sharded : nil
+    }
 }
 
-/// The small file that records the settings a directory's layout depends on.
+/// The small file that records the settings a directory's layout depends on, and the default
+/// expiration its records are judged by.
 package struct DirectoryMetadata: Codable, Sendable, Equatable {
     /// The format version; this version of Larder reads and writes 1.
     package var format: Int
     /// The key encoding's description: `sha256`, `verbatim` or `custom:NAME`.
     package var keyEncoding: String
-    /// The layout: `shard2` (two-character shard folders).
+    /// The layout: `shard2` (shard folders, ``FolderLayout/sharded``) or `flat`.
     package var layout: String
+    /// The expiry, in seconds, of records stored without a ttl, as the cache that last opened
+    /// the folder for writing saw it; absent in folders written before Larder 0.1.
+    package var defaultExpiration: Double?
+    /// The cache's ``DiskCacheOptions/name``; absent in folders written before Larder 0.1.
+    package var name: String?
 
     package static let currentFormat = 1
 
-    package init(keyEncoding: String) {
+    package init(keyEncoding: String, layout: FolderLayout, defaultExpiration: Double?, name: String?) {
         format = Self.currentFormat
         self.keyEncoding = keyEncoding
-        layout = "shard2"
+        self.layout = layout.metadataName
+        self.defaultExpiration = defaultExpiration
+        self.name = name
     }
+
+    /// The layout, or `nil` for one this version does not know.
+    package var folderLayout: FolderLayout? { FolderLayout(metadataName: layout) }
 }

@@ -6,7 +6,7 @@ private final class CancellationFlag: Sendable {
     let isSet = Atomic<Bool>(false)
 }
 
-extension DispatchQueue {
+extension WorkQueue {
     /// Runs blocking work on this queue and awaits its result, so that file I/O never occupies a
     /// thread of the cooperative pool. The one bridge every `async` twin goes through.
     ///
@@ -14,17 +14,18 @@ extension DispatchQueue {
     /// the work waits in the queue, gets ``CacheError/Code/cancelled`` and the work never runs.
     /// Once started, the work runs to completion.
     /// - Parameters:
+    ///   - kind: The kind of work, for its quality of service.
     ///   - key: The key the work concerns, for the cancellation error.
     ///   - work: The blocking work.
     package func runBlocking<T: Sendable>(
-        key: String?, _ work: @escaping @Sendable () throws(CacheError) -> T
+        _ kind: WorkKind = .read, key: String?, _ work: @escaping @Sendable () throws(CacheError) -> T
     ) async throws(CacheError) -> T {
         let cancelled = CacheError(.cancelled, "the task was cancelled before the cache started the work", key: key)
         if Task.isCancelled { throw cancelled }
         let flag = CancellationFlag()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, CacheError>, Never>) in
-                self.async {
+                self.async(kind) {
                     if flag.isSet.load(ordering: .acquiring) {
                         continuation.resume(returning: .failure(cancelled))
                         return
@@ -42,10 +43,10 @@ extension DispatchQueue {
     /// one bridge every callback-style call goes through. A `nil` result is delivered as
     /// ``CacheResponse/notFound``, a thrown error as ``CacheResponse/failure(_:)``.
     package func runBlocking<T: Sendable>(
-        deliveringOn queue: DispatchQueue, _ work: @escaping @Sendable () throws(CacheError) -> T?,
+        _ kind: WorkKind = .read, deliveringOn queue: DispatchQueue, _ work: @escaping @Sendable () throws(CacheError) -> T?,
         completion: @escaping @Sendable (CacheResponse<T>) -> Void
     ) {
-        self.async {
+        self.async(kind) {
             let response: CacheResponse<T>
             do throws(CacheError) {
                 response = try work().map { .success($0) } ?? .notFound

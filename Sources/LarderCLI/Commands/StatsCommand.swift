@@ -35,6 +35,8 @@ enum StatsCommand: Subcommand {
             io.out(
                 json: .object([
                     ("directory", .string(context.layout.root)),
+                    ("name", context.cacheName.map(JSONValue.string) ?? .null),
+                    ("layout", .string(context.layout.folderLayout.description)),
                     ("keyEncoding", .string(context.encodingName)),
                     ("hasMetadata", .bool(context.metadata != nil)),
                     ("records", .int(summary.count)),
@@ -47,12 +49,14 @@ enum StatsCommand: Subcommand {
                     ("oldestUpdate", .double(summary.oldestUpdate)),
                     ("newestUpdate", .double(summary.newestUpdate)),
                     ("defaultExpiration", .double(context.defaultExpiration)),
+                    ("defaultExpirationSource", .string(context.defaultExpirationSource)),
                     ("writerPID", .int(holder.map(Int.init))),
                 ]))
             return .success
         }
         var fields = FieldList()
         fields.add("directory", context.layout.root)
+        if let name = context.cacheName { fields.add("name", name) }
         fields.add("format", context.formatDescription)
         fields.add(
             "records", "\(summary.count) (\(summary.count(.ok)) ok, \(summary.count(.expired)) expired, \(summary.count(.corrupt)) corrupt)"
@@ -65,7 +69,7 @@ enum StatsCommand: Subcommand {
             fields.add("oldest update", "\(HumanFormat.date(oldest)) (\(HumanFormat.relative(oldest, now: context.now)))")
             fields.add("newest update", "\(HumanFormat.date(newest)) (\(HumanFormat.relative(newest, now: context.now)))")
         }
-        fields.add("default expiration", HumanFormat.duration(context.defaultExpiration))
+        fields.add("default expiration", HumanFormat.duration(context.defaultExpiration) + " (\(context.defaultExpirationSource))")
         fields.add("writer", holder.map { "process \($0) holds the directory" } ?? "none")
         io.out(fields.render())
         return .success

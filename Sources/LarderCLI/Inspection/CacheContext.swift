@@ -17,7 +17,10 @@ struct CacheContext {
         .value(
             "keys", "verbatim|sha256", "How keys map to file names, for directories without Larder metadata (SPT directories are verbatim)."
         ),
-        .value("default-expiration", "SECONDS", "Expiry of ttl-0 records (default 2592000, 30 days, SPT's default)."),
+        .value(
+            "default-expiration", "SECONDS",
+            "Expiry of ttl-0 records (default: what the directory's metadata records; 600, SPT's default, for an SPT directory without metadata; else 2592000, Larder's 30 days)."
+        ),
         .value("now", "SECONDS", "Pretend the time is this Unix time (testing aid; also $LARDER_NOW).", hidden: true),
     ]
 
@@ -31,6 +34,8 @@ struct CacheContext {
     let keyEncoding: KeyEncoding?
     let clock: any CacheClock
     let defaultExpiration: Double
+    /// Where ``defaultExpiration`` comes from, for `larder stats`.
+    let defaultExpirationSource: String
     let io: CommandIO
     /// File access rooted at the directory (see `FileIO`): no path the tool reads, writes or
     /// removes can lead outside it through a link, and no FIFO blocks it. Unrooted when the
@@ -41,9 +46,12 @@ struct CacheContext {
     /// A short description of the directory's format.
     var formatDescription: String {
         metadata == nil
-            ? "SPTPersistentCache (no Larder metadata), keys \(encodingName)"
-            : "Larder format \(metadata!.format), keys \(encodingName)"
+            ? "SPTPersistentCache (no Larder metadata), keys \(encodingName), \(layout.folderLayout) layout"
+            : "Larder format \(metadata!.format), keys \(encodingName), \(layout.folderLayout) layout"
     }
+
+    /// The cache's name, as its metadata records it.
+    var cacheName: String? { metadata?.name }
 
     /// The demo directory: `$XDG_CACHE_HOME/larder/demo`, else `~/.cache/larder/demo`.
     static func defaultDirectory(environment: [String: String]) -> URL {
@@ -62,7 +70,6 @@ struct CacheContext {
             arguments.value("dir").map { URL(fileURLWithPath: $0, isDirectory: true) }
             ?? Self.defaultDirectory(environment: io.environment)
         let layout = DiskLayout(root: directory.standardizedFileURL.path)
-        self.layout = layout
         let fileIO = FileIO()
 
         if let text = arguments.value("now") ?? io.environment["LARDER_NOW"] {
@@ -73,9 +80,8 @@ struct CacheContext {
         } else {
             clock = SystemClock()
         }
-        let expiration = try arguments.number("default-expiration") ?? DiskCacheOptions(directory: directory).defaultExpiration
-        guard expiration > 0 else { throw .usage("'--default-expiration' must be positive") }
-        defaultExpiration = expiration
+        let requestedExpiration = try arguments.number("default-expiration")
+        if let requestedExpiration, !(requestedExpiration > 0) { throw .usage("'--default-expiration' must be positive") }
 
         var holdsRecords = false
         var files = fileIO
@@ -103,20 +109,48 @@ struct CacheContext {
         }
 
         self.files = files
-        do {
-            let bytes = try files.readFile(layout.metadataPath, limit: 64 * 1024)
-            guard let decoded = try? JSONDecoder().decode(DirectoryMetadata.self, from: Data(bytes)) else {
-                throw CommandFailure(.cacheError, "the metadata file '\(layout.metadataPath)' is not valid")
-            }
-            metadata = decoded
-        } catch let error as Errno where error == .noSuchFileOrDirectory || files.root == nil {
+        if files.root == nil {
             metadata = nil
-        } catch let error as Errno {
-            throw CommandFailure(.cacheError, "cannot read '\(layout.metadataPath)': \(String(cString: strerror(error.rawValue)))")
-        } catch let failure as CommandFailure {
-            throw failure
-        } catch {
-            throw CommandFailure(.cacheError, "cannot read '\(layout.metadataPath)'")
+        } else {
+            do {
+                metadata = try DiskCache.readMetadata(layout: layout, io: files)
+            } catch {
+                throw Self.failure(for: error, root: layout.root)
+            }
+        }
+
+        // The layout: the metadata's, else what the files show, else Larder's default.
+        var folderLayout = FolderLayout.sharded
+        if let metadata {
+            guard let recorded = metadata.folderLayout else {
+                throw CommandFailure(.cacheError, "the directory has layout '\(metadata.layout)', which this version does not know")
+            }
+            folderLayout = recorded
+        } else if files.root != nil {
+            do {
+                folderLayout = try DiskLayout.detect(root: layout.root, io: files) ?? .sharded
+            } catch {
+                throw CommandFailure(
+                    .cacheError, "cannot read cache directory '\(layout.root)': \(String(cString: strerror(error.rawValue)))")
+            }
+        }
+        self.layout = layout.with(folderLayout)
+
+        // The default expiration: the option's, else the metadata's, else SPT's for an SPT
+        // folder, else Larder's.
+        if let requestedExpiration {
+            defaultExpiration = requestedExpiration
+            defaultExpirationSource = "--default-expiration"
+        } else if let recorded = metadata?.defaultExpiration, recorded > 0, recorded.isFinite {
+            defaultExpiration = recorded
+            defaultExpirationSource = "recorded in the directory's metadata"
+        } else if metadata == nil, holdsRecords {
+            defaultExpiration = DiskCacheOptions.spt(directory: directory).defaultExpiration
+            defaultExpirationSource =
+                "SPTPersistentCache's default, assumed for a directory without Larder metadata; pass --default-expiration if its app set another"
+        } else {
+            defaultExpiration = DiskCacheOptions(directory: directory).defaultExpiration
+            defaultExpirationSource = "Larder's default"
         }
 
         let requested = arguments.value("keys")
@@ -150,6 +184,8 @@ struct CacheContext {
         }
         var options = DiskCacheOptions(directory: URL(fileURLWithPath: layout.root, isDirectory: true))
         options.keyEncoding = keyEncoding
+        options.layout = layout.folderLayout
+        if let name = metadata?.name { options.name = name }
         options.defaultExpiration = defaultExpiration
         options.clock = clock
         options.isReadOnly = readOnly

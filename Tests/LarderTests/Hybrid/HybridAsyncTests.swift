@@ -70,7 +70,7 @@ import Testing
         }
         let cache = try HybridCache(options: options)
         _ = cache.disk.count  // wait for the index, so that limits apply
-        cache.disk.ioQueue.setSpecific(key: MarkedQueue.key, value: "larder.disk")
+        cache.disk.ioQueue.queue.setSpecific(key: MarkedQueue.key, value: "larder.disk")
         try await cache.store(bytes("a"), forKey: "a")
         try await cache.store(bytes("b"), forKey: "b")
         try await cache.disk.store(bytes("c"), forKey: "c")
@@ -94,14 +94,14 @@ import Testing
         }
         // Cancelled while the work waits in the suspended queue.
         _ = cache.disk.count  // the index build also runs on the queue: let it finish first
-        cache.disk.ioQueue.suspend()
+        cache.disk.ioQueue.queue.suspend()
         let queued = Task { try await cache.disk.store(bytes("y"), forKey: "queued") }
         queued.cancel()
         let read = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await cache.value(forKey: "d")
         }
-        cache.disk.ioQueue.resume()
+        cache.disk.ioQueue.queue.resume()
         for result in [await early.result.map { _ in nil as Data? }, await queued.result.map { _ in nil as Data? }, await read.result] {
             #expect(throws: CacheError.self) { _ = try result.get() }
             if case .failure(let error as CacheError) = result { #expect(error.code == .cancelled) }
