@@ -89,12 +89,12 @@ public final class DiskCache: Sendable {
             label: "\(options.name).disk", qualities: options.workQualityOfService,
             maximumConcurrent: options.maximumConcurrentOperations, measuresWaits: options.timingHandler != nil)
         self.directoryLock = lock
+        emit([.opened(name: options.name, layout: folder.layout, layoutWasDetected: folder.wasDetected)])
         indexBuild.enter()
         ioQueue.async(.read) { [self] in
             buildIndex()
             indexBuild.leave()
         }
-        emit([.opened(name: options.name, layout: folder.layout, layoutWasDetected: folder.wasDetected)])
     }
 
     deinit {
