@@ -125,7 +125,7 @@ public final class DiskCache: Sendable {
         try timed(.store, key) { () throws(CacheError) in try storeRecord(data, forKey: key, expiry: expiry, locked: locked) }
     }
 
-    /// ``store(_:forKey:expiry:locked:)``, untimed.
+    /// `store(_:forKey:expiry:locked:)`, untimed.
     private func storeRecord(_ data: Data, forKey key: String, expiry: Expiry, locked: Bool) throws(CacheError) {
         try checkWritable(key: key)
         let ttl = try ExpiryRule.headerTTL(for: expiry, key: key)
@@ -206,7 +206,7 @@ public final class DiskCache: Sendable {
         try timed(.read, key) { () throws(CacheError) in try readRecord(forKey: key) }
     }
 
-    /// ``record(forKey:)``, untimed.
+    /// `record(forKey:)`, untimed.
     private func readRecord(forKey key: String) throws(CacheError) -> CacheRecord? {
         try checkOpen(key: key)
         // Hashed names are only computed when the index cannot answer: verbatim and custom names
@@ -303,7 +303,7 @@ public final class DiskCache: Sendable {
         try timed(.touch, key) { () throws(CacheError) in try touchRecord(forKey: key) }
     }
 
-    /// ``touch(forKey:)``, untimed.
+    /// `touch(forKey:)`, untimed.
     private func touchRecord(forKey key: String) throws(CacheError) -> Bool {
         try checkOpen(key: key)
         let name = try options.keyEncoding.fileName(for: key)
@@ -328,7 +328,7 @@ public final class DiskCache: Sendable {
         try timed(.remove, key) { () throws(CacheError) in try removeRecord(forKey: key) }
     }
 
-    /// ``remove(forKey:)``, untimed.
+    /// `remove(forKey:)`, untimed.
     private func removeRecord(forKey key: String) throws(CacheError) -> Bool {
         try checkWritable(key: key)
         let name = try options.keyEncoding.fileName(for: key)

@@ -58,7 +58,8 @@ import Testing
             #expect(cache.count == 2)
             cache.close()
         }
-        let metadata = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: dir.url.appendingPathComponent(".larder"))) as? [String: Any])
+        let metadata = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: dir.url.appendingPathComponent(".larder"))) as? [String: Any])
         #expect(metadata["layout"] as? String == "flat")
         #expect(metadata["defaultExpiration"] as? Double == 600)
 
@@ -106,7 +107,8 @@ import Testing
         #expect(try cache.value(forKey: "album:9") == Data("album:9".utf8))
         #expect(try cache.remove(forKey: "x") && cache.count == 3)
         cache.close()
-        let metadata = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: dir.url.appendingPathComponent(".larder"))) as? [String: Any])
+        let metadata = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: dir.url.appendingPathComponent(".larder"))) as? [String: Any])
         #expect(metadata["layout"] as? String == written.metadataName)
         #expect(metadata["name"] as? String == "persistent.cache")
     }
