@@ -36,6 +36,12 @@ enum ImportCommand: Subcommand {
             throw .usage("'--from' must be 'cachehandler', not '\(format)'")
         }
         let source = URL(fileURLWithPath: arguments.positionals[0], isDirectory: true)
+        // Before the cache is opened (and created): a mistyped SOURCE leaves no empty cache behind.
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: source.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CommandFailure(
+                .cacheError, "'\(source.standardizedFileURL.path)' is not a folder (give CacheHandler's URLCache or PreloadedCache folder)")
+        }
         let context = try CacheContext(arguments, io: io, mustExist: false)
         let cache = try context.openWritable()
         defer { cache.close() }
