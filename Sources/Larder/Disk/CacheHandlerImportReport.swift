@@ -1,4 +1,4 @@
-/// What ``DiskCache/importCacheHandlerFolder(at:)`` did with each file of a CacheHandler folder:
+/// What `DiskCache.importCacheHandlerFolder(at:)` did with each file of a CacheHandler folder:
 /// which it imported and which it skipped, with the reason.
 ///
 /// ```swift

@@ -15,7 +15,7 @@ extension DiskCache {
     /// - has the file's modification time as its update time (whole seconds, rounded down) and a
     ///   ttl of 6 days (518,400 s), so it expires when CacheHandler would have stopped serving it,
     ///   whatever the reads;
-    /// - stores no key, since the file does not hold it: ``keys(withPrefix:)`` lists the file name
+    /// - stores no key, since the file does not hold it: `keys(withPrefix:)` lists the file name
     ///   until the first read by key, which records the key in the index.
     ///
     /// Files are imported oldest modification time first. A file is skipped, and listed in the
@@ -28,7 +28,7 @@ extension DiskCache {
     /// JSON or has no top-level `"response"`. Hidden names are ignored.
     ///
     /// Each import is a store: it counts as an insertion, and the size and count limits apply
-    /// after it, as after ``store(_:forKey:expiry:locked:)``.
+    /// after it, as after `store(_:forKey:expiry:locked:)`.
     /// - Parameter folder: The CacheHandler folder. It is only read.
     /// - Returns: The names imported and the files skipped.
     /// - Throws: ``CacheError/Code/keyEncodingMismatch`` when the cache's ``DiskCacheOptions/keyEncoding``
@@ -82,7 +82,7 @@ extension DiskCache {
         return report
     }
 
-    /// Imports a CacheHandler folder on the cache's own queue; see ``importCacheHandlerFolder(at:)``.
+    /// Imports a CacheHandler folder on the cache's own queue; see `importCacheHandlerFolder(at:)`.
     /// - Throws: ``CacheError/Code/cancelled`` when the task is cancelled before the import
     ///   starts, or what the synchronous call throws.
     public func importCacheHandlerFolder(at folder: URL) async throws(CacheError) -> CacheHandlerImportReport {
@@ -114,7 +114,7 @@ extension DiskCache {
     /// name is the one the cache's encoding gives it (CacheHandler's files under ``KeyEncoding/sha256``).
     /// The first read by key records the key in the index.
     ///
-    /// The write path of ``store(_:forKey:expiry:locked:)``: a temporary file renamed into place
+    /// The write path of `store(_:forKey:expiry:locked:)`: a temporary file renamed into place
     /// under the record's key lock, the index, totals and statistics updated with it, the
     /// snapshot withdrawn first, room made once on a full volume, the folder synced with
     /// ``Durability/fsync``, and the limits enforced after.
@@ -126,7 +126,7 @@ extension DiskCache {
     /// - Returns: Whether the record was stored; `false` when a live record was there (left alone).
     /// - Throws: ``CacheError/Code/invalidKey`` for a name that is not a safe file name,
     ///   ``CacheError/Code/invalidArgument`` for a payload over ``DiskCacheOptions/maximumRecordSize``,
-    ///   and what ``store(_:forKey:expiry:locked:)`` throws for the write.
+    ///   and what `store(_:forKey:expiry:locked:)` throws for the write.
     package func storeUnkeyedRecord(_ payload: Data, name: String, updateTime: UInt64, ttl: UInt64) throws(CacheError) -> Bool {
         try checkWritable(key: nil)
         try KeyEncoding.validateFileName(name, key: name)

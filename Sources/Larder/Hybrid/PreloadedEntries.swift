@@ -24,7 +24,7 @@ public struct PreloadedEntries: Sendable, Hashable {
         /// `{"response": <value>}`; the payload is the exact JSON text of the value. An entry is
         /// found by its key through the hash, so ``Mode/copyIfMissing`` needs a disk tier with
         /// ``KeyEncoding/sha256`` keys (the default) and stores each entry under its file's name,
-        /// without its key (see ``DiskCache/importCacheHandlerFolder(at:)``). Files that are
+        /// without its key (see `DiskCache.importCacheHandlerFolder(at:)`). Files that are
         /// not entries (another name, not JSON, no `"response"`, links, FIFOs) are listed in
         /// ``PreloadReport/failures``; hidden files and folders are ignored.
         case cacheHandler

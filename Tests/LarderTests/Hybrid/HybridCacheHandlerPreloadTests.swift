@@ -70,6 +70,41 @@ import Testing
         #expect(again.disk.statistics.insertions == 0)
     }
 
+    struct Feed: Codable, Equatable {
+        var items: [Int]
+        var title: String
+    }
+
+    /// MigratingFromCacheHandler.md's `AppCache`, with its folders in a temporary directory.
+    @Test func theMigrationGuidesExampleRuns() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let caches = temp.url
+        let url = "https://example.com/feed.json"
+        let urlCache = try CacheHandlerFolderWriter(folder: caches.appendingPathComponent("URLCache"))
+        try urlCache.write(["items": [1, 2], "title": "News"], named: SHA256Hash.hex(of: url), modified: Date())
+        let (bundle, json) = try makeBundle(temp)
+
+        var options = HybridCacheOptions(directory: caches.appendingPathComponent("Larder"))
+        options.countLimit = 200
+        options.disk.sizeLimit = 100 << 20
+        options.disk.defaultExpiration = 6 * 24 * 60 * 60
+        options.preloaded = PreloadedEntries(directory: bundle.folder, format: .cacheHandler)
+        let cache = try HybridCache(options: options)
+        defer { cache.close() }
+        let old = caches.appendingPathComponent("URLCache")
+        let report = try #require(try? cache.disk.importCacheHandlerFolder(at: old))
+        #expect(report.imported == [SHA256Hash.hex(of: url)])
+        try FileManager.default.removeItem(at: old)
+
+        #expect(try cache.value(Feed.self, forKey: url, from: .all) == Feed(items: [1, 2], title: "News"))
+        #expect(try cache.value([String].self, forKey: "https://example.com/countries") == ["fr", "nl"])
+        #expect(try cache.value(forKey: "greeting") == json["greeting"])
+        // The next launch: the folder is gone, the import throws and changes nothing.
+        #expect(throws: CacheError.self) { try cache.disk.importCacheHandlerFolder(at: old) }
+        #expect(try cache.value(Feed.self, forKey: url) == Feed(items: [1, 2], title: "News"))
+    }
+
     @Test func copyIfMissingTakesTheExpiryGivenAndRefusesAnInvalidOne() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
