@@ -4,7 +4,7 @@ import Foundation
 /// is `JSONSerialization.data(withJSONObject: ["response": response])` written atomically to a
 /// file named by its key's SHA-256, whose modification date is then set (as
 /// `copyPreloadedCacheIfNeeded` does with `setAttributes`).
-public struct CacheHandlerFolderWriter {
+public struct CacheHandlerFolderWriter: Sendable {
     /// The folder.
     public let folder: URL
 

@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 import Testing
 @testable import Larder
@@ -314,6 +321,68 @@ import Testing
         defer { reader.close() }
         let refused = #expect(throws: CacheError.self) { try reader.importCacheHandlerFolder(at: writer.folder) }
         #expect(refused?.code == .readOnly)
+    }
+
+    @Test func aFailedWriteStopsTheImportAndLeavesTheCacheConsistent() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let writer = try CacheHandlerFolderWriter(folder: temp.appending("URLCache"))
+        for i in 0 ..< 5 {
+            try writer.write(
+                ["n": i], named: SHA256Hash.hex(of: "k\(i)"), modified: Date(timeIntervalSince1970: Self.now - 100 + Double(i)))
+        }
+        let injector = FaultInjector()
+        let cache = try DiskCache(
+            options: testOptions(temp.appending("cache"), clock: ManualClock(now: Self.now)), systemCalls: injector.calls)
+        defer { cache.close() }
+        cache.waitForIndex()
+        injector.arm(.write, nth: 3, .fail(EIO), persistent: true)
+        let error = #expect(throws: CacheError.self) { try cache.importCacheHandlerFolder(at: writer.folder) }
+        #expect(error?.code == .ioFailure)
+        // The two oldest were imported before the failure; no temporary file is left.
+        #expect(try cache.value(forKey: "k0") == Data(#"{"n":0}"#.utf8))
+        #expect(try cache.value(forKey: "k1") == Data(#"{"n":1}"#.utf8))
+        #expect(try cache.value(forKey: "k2") == nil)
+        #expect(DiskAudit.indexMismatches(cache).isEmpty, "\(DiskAudit.indexMismatches(cache))")
+        #expect(DiskAudit.strayFiles(in: cache.layout.root).isEmpty)
+        injector.disarm()
+        let rest = try cache.importCacheHandlerFolder(at: writer.folder)
+        #expect(rest.imported == (2 ..< 5).map { SHA256Hash.hex(of: "k\($0)") })
+        #expect(rest.skipped.map(\.reason) == [.alreadyPresent, .alreadyPresent])
+        #expect(DiskAudit.indexMismatches(cache).isEmpty)
+    }
+
+    @Test func anImportRacingStoresAndReadsOfTheSameKeysKeepsTheIndexExact() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let writer = try CacheHandlerFolderWriter(folder: temp.appending("URLCache"))
+        let keys = (0 ..< 64).map { "https://example.com/\($0)" }
+        var imported: [String: Data] = [:]
+        for (i, key) in keys.enumerated() {
+            imported[key] = try writer.write(["i": i], named: SHA256Hash.hex(of: key), modified: Date(timeIntervalSince1970: Self.now - 60))
+                .json
+        }
+        let cache = try DiskCache(options: testOptions(temp.appending("cache"), clock: ManualClock(now: Self.now)))
+        defer { cache.close() }
+        let stored = Data("stored by the app".utf8)
+        DispatchQueue.concurrentPerform(iterations: 3) { worker in
+            switch worker {
+            case 0:
+                _ = try? cache.importCacheHandlerFolder(at: writer.folder)
+            case 1:
+                for key in keys where key.hasSuffix("0") || key.hasSuffix("5") { try? cache.store(stored, forKey: key) }
+            default:
+                for key in keys.reversed() { _ = try? cache.value(forKey: key) }
+            }
+        }
+        // Each key holds the app's value or CacheHandler's, never anything else.
+        for key in keys {
+            let value = try cache.value(forKey: key)
+            #expect(value == imported[key] || (value == stored && (key.hasSuffix("0") || key.hasSuffix("5"))), "\(key)")
+        }
+        #expect(cache.count == keys.count)
+        #expect(DiskAudit.indexMismatches(cache).isEmpty, "\(DiskAudit.indexMismatches(cache))")
+        #expect(DiskAudit.strayFiles(in: cache.layout.root).isEmpty)
     }
 
     @Test func theAsyncTwinImportsOnTheCachesQueue() async throws {
