@@ -74,8 +74,9 @@ public struct CacheHandlerImportReport: Sendable, Hashable {
     /// The names of the files imported (each the SHA-256 of its key, and the record's file name),
     /// oldest modification time first, the order they were imported in.
     public var imported: [String] = []
-    /// The files not imported, with the reason, in the order they were met. Hidden files and
-    /// folders (names starting with `.`) are neither imported nor listed.
+    /// The files not imported, with the reason: first those the folder's listing rules out (by
+    /// name), then those met while importing (in import order). Hidden files and folders (names
+    /// starting with `.`) are neither imported nor listed.
     public var skipped: [SkippedFile] = []
 
     /// An empty report.
