@@ -15,7 +15,7 @@ public enum LarderCommand {
         [
             DemoCommand.self, LsCommand.self, ShowCommand.self, CatCommand.self, ExportCommand.self,
             VerifyCommand.self, StatsCommand.self, GcCommand.self, PutCommand.self, RmCommand.self,
-            LockCommand.self, UnlockCommand.self, ReportCommand.self,
+            LockCommand.self, UnlockCommand.self, ImportCommand.self, ReportCommand.self,
         ]
     }
 

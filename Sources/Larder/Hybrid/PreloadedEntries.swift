@@ -5,7 +5,7 @@ import Foundation
 ///
 /// ```swift
 /// var options = HybridCacheOptions(directory: cachesURL)
-/// options.preloaded = PreloadedEntries(directory: bundleURL.appending(path: "PreloadedCache"))
+/// options.preloaded = PreloadedEntries(directory: bundleURL.appending(path: "PreloadedCache"), format: .cacheHandler)
 /// let cache = try HybridCache(options: options)
 /// print(cache.preloadReport?.failures ?? [])
 /// ```
@@ -19,6 +19,15 @@ public struct PreloadedEntries: Sendable, Hashable {
         /// the directory's tree: the key is the record's stored key, or else its file name. The
         /// record's expiry and lock carry over. Hidden files and folders are ignored.
         case records
+        /// CacheHandler's `PreloadedCache`: one file per entry at the top of the directory, named
+        /// by the lowercase hex SHA-256 of its key's UTF-8 and holding the JSON
+        /// `{"response": <value>}`; the payload is the exact JSON text of the value. An entry is
+        /// found by its key through the hash, so ``Mode/copyIfMissing`` needs a disk tier with
+        /// ``KeyEncoding/sha256`` keys (the default) and stores each entry under its file's name,
+        /// without its key (see `DiskCache.importCacheHandlerFolder(at:)`). Files that are
+        /// not entries (another name, not JSON, no `"response"`, links, FIFOs) are listed in
+        /// ``PreloadReport/failures``; hidden files and folders are ignored.
+        case cacheHandler
     }
 
     /// When the entries reach the cache.
@@ -39,9 +48,12 @@ public struct PreloadedEntries: Sendable, Hashable {
     public var format: Format
     /// When they reach the cache (``Mode/copyIfMissing``).
     public var mode: Mode
-    /// The expiry given to entries from plain files (``Expiry/default``: the disk's default
-    /// expiration). Records keep their own.
-    public var expiry: Expiry = .default
+    /// The expiry given to entries from plain files and CacheHandler files, counted from when
+    /// they reach the cache (an import, or a read through): ``Expiry/default`` (the disk's
+    /// default expiration) for ``Format/files``; for ``Format/cacheHandler``,
+    /// ``init(directory:format:mode:)`` sets `.seconds(518_400)`, CacheHandler's 6 days from the
+    /// copy (it gives each copied file a fresh modification time). Records keep their own.
+    public var expiry: Expiry
 
     /// Describes a directory of preloaded entries.
     /// - Parameters:
@@ -52,6 +64,7 @@ public struct PreloadedEntries: Sendable, Hashable {
         self.directory = directory
         self.format = format
         self.mode = mode
+        self.expiry = format == .cacheHandler ? .seconds(TimeInterval(CacheHandlerFormat.expiration)) : .default
     }
 }
 
@@ -68,11 +81,14 @@ public struct PreloadReport: Sendable, Hashable {
     }
 
     /// Keys imported into the cache (``PreloadedEntries/Mode/copyIfMissing``), in directory order.
+    /// For ``PreloadedEntries/Format/cacheHandler``, whose files do not hold their keys, the file
+    /// names (each the SHA-256 of its key), oldest modification time first.
     public var imported: [String] = []
-    /// Keys left alone because the cache already held them (``PreloadedEntries/Mode/copyIfMissing``).
+    /// Keys left alone because the cache already held them (``PreloadedEntries/Mode/copyIfMissing``);
+    /// file names for ``PreloadedEntries/Format/cacheHandler``.
     public var alreadyPresent: [String] = []
     /// Keys available for reading through (``PreloadedEntries/Mode/readThrough`` with ``PreloadedEntries/Format/records``;
-    /// plain files are looked up by name on demand and not listed).
+    /// plain files and CacheHandler files are looked up by key on demand and not listed).
     public var available: [String] = []
     /// Files skipped, with the reason. Never fatal.
     public var failures: [Failure] = []

@@ -21,6 +21,8 @@ final class PreloadedSource: Sendable {
     private let root: String
     /// For ``PreloadedEntries/Format/records``: each key's file, found by a scan at open.
     private let recordPaths: [String: String]
+    /// For ``PreloadedEntries/Format/cacheHandler``: the folder, read through its own rooted `FileIO`.
+    private let cacheHandlerFolder: CacheHandlerFolder?
 
     /// Scans the directory (for read-through records), listing what it finds in `report`.
     init(entries: PreloadedEntries, report: inout PreloadReport) {
@@ -42,11 +44,13 @@ final class PreloadedSource: Sendable {
             }
         }
         recordPaths = paths
+        cacheHandlerFolder = entries.format == .cacheHandler ? try? CacheHandlerFolder(path: root) : nil
     }
 
     /// Imports every entry missing from `disk` with a fresh update time; leaves present ones
     /// alone; lists unreadable files (and failed stores) in `report` and carries on.
     func importMissing(into disk: DiskCache, report: inout PreloadReport) {
+        if entries.format == .cacheHandler { return importCacheHandlerFiles(into: disk, report: &report) }
         guard let io else { return }
         let recursive = entries.format == .records
         for path in Self.files(under: root, recursive: recursive, io: io) {
@@ -89,6 +93,61 @@ final class PreloadedSource: Sendable {
                 entry.key == key
             else { return nil }
             return entry
+        case .cacheHandler:
+            // The file CacheHandler would have written for this key.
+            guard let folder = cacheHandlerFolder,
+                case .entry(let found) = folder.read(SHA256Hash.hex(of: key), maximumPayloadSize: Self.maximumFileSize)
+            else { return nil }
+            return PreloadedEntry(key: key, data: found.payload, expiry: entries.expiry, isLocked: false)
+        }
+    }
+
+    /// Copies CacheHandler's files the cache lacks, as its `copyPreloadedCacheIfNeeded` does:
+    /// each under its own name (the SHA-256 of its key, which is the name the disk's `.sha256`
+    /// encoding gives the key), with a fresh update time and ``PreloadedEntries/expiry``
+    /// (CacheHandler gives each copy a fresh modification time, so it lives 6 days from the copy).
+    private func importCacheHandlerFiles(into disk: DiskCache, report: inout PreloadReport) {
+        guard let folder = cacheHandlerFolder, let survey = try? folder.survey() else { return }
+        guard case .sha256 = disk.options.keyEncoding else {
+            report.failures.append(
+                .init(
+                    path: root,
+                    reason:
+                        "CacheHandler files are named by the SHA-256 of their keys: they can only be copied into a cache with sha256 keys, not \(disk.options.keyEncoding)"
+                ))
+            return
+        }
+        let ttl: UInt64
+        do { ttl = try ExpiryRule.headerTTL(for: entries.expiry, key: nil) } catch {
+            report.failures.append(.init(path: root, reason: "the entries' expiry is invalid: \(error.message)"))
+            return
+        }
+        // Folders are ignored, as in the other formats; every other file that is not an entry is listed.
+        for skipped in survey.skipped where skipped.reason != .folder {
+            report.failures.append(.init(path: folder.path(of: skipped.name), reason: "\(skipped.reason)"))
+        }
+        for name in survey.candidates {
+            let path = folder.path(of: name)
+            // Checked before the file is read: most launches find every entry present.
+            if disk.containsLiveRecord(named: name) {
+                report.alreadyPresent.append(name)
+                continue
+            }
+            switch folder.read(name, maximumPayloadSize: disk.options.maximumRecordSize) {
+            case .skipped(let reason):
+                report.failures.append(.init(path: path, reason: "\(reason)"))
+            case .entry(let entry):
+                do {
+                    let updateTime = DiskCache.seconds(disk.options.clock.now)
+                    if try disk.storeUnkeyedRecord(entry.payload, name: name, updateTime: updateTime, ttl: ttl) {
+                        report.imported.append(name)
+                    } else {
+                        report.alreadyPresent.append(name)
+                    }
+                } catch {
+                    report.failures.append(.init(path: path, reason: "cannot store it: \(error)"))
+                }
+            }
         }
     }
 
@@ -99,6 +158,9 @@ final class PreloadedSource: Sendable {
         switch entries.format {
         case .records:
             return Self.readRecord(path, readPayload: true, io: io)
+        case .cacheHandler:
+            // Read by `importCacheHandlerFiles` and `entry(forKey:)`, which know the file's name.
+            return .failure(.init(path: path, reason: "not a plain file or a record"))
         case .files:
             do {
                 let bytes = try io.readFile(path, limit: Self.maximumFileSize)
