@@ -16,7 +16,7 @@ extension DiskCache {
 
     /// Removes every record whose key starts with `prefix`, expired or not.
     ///
-    /// The keys are the ones ``keys(withPrefix:)`` matches: each record's key, or for a record
+    /// The keys are the ones `keys(withPrefix:)` matches: each record's key, or for a record
     /// that does not store its key (an SPT record under a hashed encoding), its file name. An empty
     /// prefix removes every record. Waits for the index. A record stored while the call runs may
     /// stay; one stored before it began does not.

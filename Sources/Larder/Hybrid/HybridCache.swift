@@ -26,8 +26,9 @@ import Synchronization
 /// read brings back with the new expiry).
 ///
 /// **Disk changes made behind its back.** With ``init(options:)``, records the disk evicts (limits,
-/// collection) or finds corrupt are dropped from memory too. With ``init(memory:disk:coder:)``, calls
-/// made on ``disk`` directly are not seen by the memory tier.
+/// collection) or finds corrupt are dropped from memory too. With
+/// ``init(memory:disk:coder:staleWindows:loadEventHandler:)``, calls made on ``disk`` directly are
+/// not seen by the memory tier.
 ///
 /// **Event handlers.** The disk's ``DiskCacheOptions/eventHandler`` may run while the hybrid holds
 /// the lock of the key being stored or read; a handler must not call back into the same hybrid
