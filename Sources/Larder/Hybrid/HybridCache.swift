@@ -51,15 +51,16 @@ public final class HybridCache: Sendable {
     /// One lock per key (striped), held across both tiers by every call that reads the disk or
     /// changes a tier.
     let keyLocks = StripedLock()
-    let counters = Counters()
+    @usableFromInline let counters = Counters()
     /// The load-through reads in flight, one per key.
     let loads = LoadFlights()
     /// Where load-through events go (``HybridCacheOptions/loadEventHandler``).
     let loadEventHandler: (@Sendable (LoadEvent) -> Void)?
 
     /// The hybrid's own counters: which tier served each read, and the stores through it.
+    @usableFromInline
     final class Counters: Sendable {
-        let memoryHits = Atomic<Int>(0)
+        @usableFromInline let memoryHits = Atomic<Int>(0)
         let diskHits = Atomic<Int>(0)
         let preloadedHits = Atomic<Int>(0)
         let misses = Atomic<Int>(0)

@@ -37,6 +37,7 @@ public struct StaleWindows: Sendable, Hashable {
     var longest: TimeInterval { max(whileRevalidate, ifError) }
 
     /// What is wrong with the windows, or `nil` when both are finite and not negative.
+    @usableFromInline
     var problem: String? {
         for (name, value) in [("whileRevalidate", whileRevalidate), ("ifError", ifError)] where !(value.isFinite && value >= 0) {
             return "stale window \(name) must be finite and not negative, not \(value)"
