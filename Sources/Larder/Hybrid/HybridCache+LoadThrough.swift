@@ -62,9 +62,9 @@ extension HybridCache {
         orLoad loader: @escaping @Sendable () async throws -> Data
     ) async throws(CacheError) -> Data {
         // Inlinable so that a hit costs the caller what a plain read does: out of line, the caller
-        // allocated the loader's closure context on every call, hit or miss (1.26-1.34 x a plain
+        // allocated the loader's closure context on every call, hit or miss (1.26-1.49 x a plain
         // async hit in `larder-bench loadthrough`); inlined, the allocation moves to the miss path
-        // (1.0 x, BENCHMARKS.md).
+        // (0.87-0.94 x, BENCHMARKS.md).
         _ = try expiry.validatedSeconds(key: key)
         if let staleWindows, let problem = staleWindows.problem { throw CacheError(.invalidArgument, problem, key: key) }
         if let hit = memory.value(forKey: key) {

@@ -16,7 +16,8 @@ public struct HybridCacheStatistics: Hashable, Sendable {
     public var diskHits: Int
     /// Reads served from read-through preloaded entries.
     public var preloadedHits: Int
-    /// Reads no tier served.
+    /// Reads no tier served. A load-through read that finds only a stale value counts one; a
+    /// load-through caller that joins a load in flight counts as a coalesced wait instead.
     public var misses: Int
     /// Stores through the hybrid.
     public var insertions: Int
