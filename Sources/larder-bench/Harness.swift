@@ -3,6 +3,8 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Dispatch
+import Synchronization
 
 /// What every suite is told about the run.
 struct BenchContext {
@@ -29,15 +31,21 @@ struct BenchContext {
         return samples[samples.count / 2]
     }
 
-    /// Prints one result: the exact JSON line with `--json`, else an aligned row.
-    func report(suite: String, case name: String, impl: String, n: Int, bytes: Int, nsPerOp: Double) {
+    /// Prints one result: the exact JSON line with `--json`, else an aligned row. `extra` adds
+    /// integer fields after `ns_per_op` (as `"loads": 1`).
+    func report(
+        suite: String, case name: String, impl: String, n: Int, bytes: Int, nsPerOp: Double, extra: KeyValuePairs<String, Int> = [:]
+    ) {
         let rounded = (nsPerOp * 10).rounded() / 10
         if json {
+            let fields = extra.map { #", "\#(jsonEscaped($0.key))": \#($0.value)"# }.joined()
             print(
-                #"{"suite": "\#(jsonEscaped(suite))", "case": "\#(jsonEscaped(name))", "impl": "\#(jsonEscaped(impl))", "n": \#(n), "bytes": \#(bytes), "ns_per_op": \#(rounded)}"#
+                #"{"suite": "\#(jsonEscaped(suite))", "case": "\#(jsonEscaped(name))", "impl": "\#(jsonEscaped(impl))", "n": \#(n), "bytes": \#(bytes), "ns_per_op": \#(rounded)\#(fields)}"#
             )
         } else {
-            print(pad(suite, 8) + pad(name, 14) + pad(impl, 18) + pad("n=\(n)", 12) + pad("bytes=\(bytes)", 12) + "\(rounded) ns/op")
+            let fields = extra.map { " \($0.key)=\($0.value)" }.joined()
+            print(
+                pad(suite, 8) + pad(name, 14) + pad(impl, 18) + pad("n=\(n)", 12) + pad("bytes=\(bytes)", 12) + "\(rounded) ns/op" + fields)
         }
     }
 
@@ -71,4 +79,43 @@ func monotonicNanoseconds() -> UInt64 {
 @inline(never)
 func blackHole<T>(_ value: T) {
     withExtendedLifetime(value) {}
+}
+
+extension BenchContext {
+    /// `measure(iterations:repeats:_:)` for async work: a warm-up run, then the median of
+    /// `repeats` runs, in nanoseconds per operation.
+    func measureAsync(iterations: Int, repeats: Int = 5, _ body: () async throws -> Void) async rethrows -> Double {
+        precondition(iterations > 0 && repeats > 0)
+        try await body()
+        var samples: [Double] = []
+        for _ in 0 ..< repeats {
+            let start = monotonicNanoseconds()
+            try await body()
+            samples.append(Double(monotonicNanoseconds() - start) / Double(iterations))
+        }
+        samples.sort()
+        return samples[samples.count / 2]
+    }
+}
+
+/// Runs async work from a synchronous suite and waits for it (suites are synchronous; the
+/// load-through cases are async). Blocks the calling thread, never a thread of the pool.
+func blockingAwait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        let result: Result<T, any Error>
+        do { result = .success(try await body()) } catch { result = .failure(error) }
+        box.set(result)
+        done.signal()
+    }
+    done.wait()
+    return try box.get()
+}
+
+/// One result handed from a task to the thread waiting for it.
+private final class ResultBox<T: Sendable>: Sendable {
+    private let value = Mutex<Result<T, any Error>?>(nil)
+    func set(_ result: Result<T, any Error>) { value.withLock { $0 = result } }
+    func get() throws -> T { try value.withLock { $0! }.get() }
 }

@@ -48,4 +48,17 @@ import Testing
         let later = try await cache.value(forKey: "https://example.com/a.png")
         #expect(later == Data([1, 2, 3]))
     }
+
+    @Test func theReadmeLoadThroughLinesRun() async throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let cache = try HybridCache(options: HybridCacheOptions(directory: temporary.url))
+        @Sendable func fetchCover(_ id: Int) async throws -> Data { Data("cover \(id)".utf8) }
+        try await cache.store(Data([1]), forKey: "user/42/avatar")
+        let cover = try await cache.value(forKey: "cover/42", expiry: .seconds(3600)) {
+            try await fetchCover(42)
+        }
+        try await cache.remove(withPrefix: "user/42/")
+        #expect(cover == Data("cover 42".utf8) && cache.statistics.loads == 1 && !cache.contains("user/42/avatar"))
+    }
 }

@@ -331,7 +331,13 @@ public final class DiskCache: Sendable {
     /// `remove(forKey:)`, untimed.
     private func removeRecord(forKey key: String) throws(CacheError) -> Bool {
         try checkWritable(key: key)
-        let name = try options.keyEncoding.fileName(for: key)
+        return try removeRecord(named: options.keyEncoding.fileName(for: key), key: key)
+    }
+
+    /// `remove(forKey:)` once the record's file name is known: removes the file `name` under
+    /// its key lock and drops it from the index. `key`, when known, names the record in errors.
+    /// - Returns: Whether a live record was removed.
+    func removeRecord(named name: String, key: String?) throws(CacheError) -> Bool {
         let path = layout.path(for: name)
         return try changingRecord(name) { () throws(CacheError) -> Bool in
             let removed: Bool

@@ -26,8 +26,9 @@ import Synchronization
 /// read brings back with the new expiry).
 ///
 /// **Disk changes made behind its back.** With ``init(options:)``, records the disk evicts (limits,
-/// collection) or finds corrupt are dropped from memory too. With ``init(memory:disk:coder:)``, calls
-/// made on ``disk`` directly are not seen by the memory tier.
+/// collection) or finds corrupt are dropped from memory too. With
+/// ``init(memory:disk:coder:staleWindows:loadEventHandler:)``, calls made on ``disk`` directly are
+/// not seen by the memory tier.
 ///
 /// **Event handlers.** The disk's ``DiskCacheOptions/eventHandler`` may run while the hybrid holds
 /// the lock of the key being stored or read; a handler must not call back into the same hybrid
@@ -41,21 +42,33 @@ public final class HybridCache: Sendable {
     public let coder: CacheCoder
     /// What happened to the preloaded entries at open; `nil` without ``HybridCacheOptions/preloaded``.
     public let preloadReport: PreloadReport?
+    /// How long past their expiry load-through reads may serve values, unless a call says
+    /// otherwise (``HybridCacheOptions/staleWindows``).
+    public let staleWindows: StaleWindows
 
     /// The read-through preloaded directory, if any.
     let preloaded: PreloadedSource?
     /// One lock per key (striped), held across both tiers by every call that reads the disk or
     /// changes a tier.
-    private let keyLocks = StripedLock()
-    let counters = Counters()
+    let keyLocks = StripedLock()
+    @usableFromInline let counters = Counters()
+    /// The load-through reads in flight, one per key.
+    let loads = LoadFlights()
+    /// Where load-through events go (``HybridCacheOptions/loadEventHandler``).
+    let loadEventHandler: (@Sendable (LoadEvent) -> Void)?
 
     /// The hybrid's own counters: which tier served each read, and the stores through it.
+    @usableFromInline
     final class Counters: Sendable {
-        let memoryHits = Atomic<Int>(0)
+        @usableFromInline let memoryHits = Atomic<Int>(0)
         let diskHits = Atomic<Int>(0)
         let preloadedHits = Atomic<Int>(0)
         let misses = Atomic<Int>(0)
         let insertions = Atomic<Int>(0)
+        let loads = Atomic<Int>(0)
+        let coalescedWaits = Atomic<Int>(0)
+        let staleServes = Atomic<Int>(0)
+        let loaderFailures = Atomic<Int>(0)
     }
 
     /// Puts a memory tier in front of an already open disk tier.
@@ -63,8 +76,17 @@ public final class HybridCache: Sendable {
     ///   - memory: The memory tier. Give it the disk's clock so that both tiers agree on expiry.
     ///   - disk: The disk tier.
     ///   - coder: The coder for typed values (``CacheCoder/json``).
-    public convenience init(memory: MemoryCache<String, Data>, disk: DiskCache, coder: CacheCoder = .json) {
-        self.init(memory: memory, disk: disk, coder: coder, preloaded: nil, report: nil)
+    ///   - staleWindows: The load-through reads' default stale windows (``StaleWindows/none``);
+    ///     each finite and not negative.
+    ///   - loadEventHandler: Called with what load-through reads do (`nil`).
+    public convenience init(
+        memory: MemoryCache<String, Data>, disk: DiskCache, coder: CacheCoder = .json, staleWindows: StaleWindows = .none,
+        loadEventHandler: (@Sendable (LoadEvent) -> Void)? = nil
+    ) {
+        precondition(staleWindows.problem == nil, staleWindows.problem ?? "")
+        self.init(
+            memory: memory, disk: disk, coder: coder, preloaded: nil, report: nil, staleWindows: staleWindows,
+            loadEventHandler: loadEventHandler)
     }
 
     /// Opens the disk tier, creates the memory tier, and imports or attaches the preloaded entries.
@@ -73,8 +95,12 @@ public final class HybridCache: Sendable {
     /// makes the open fail.
     /// - Parameter options: The tiers' settings.
     /// - Throws: What ``DiskCache/init(options:)`` throws, and ``CacheError/Code/invalidOptions``
-    ///   for negative memory limits or a memory expiration that is not finite and above 0.
+    ///   for negative memory limits, a memory expiration that is not finite and above 0, or a
+    ///   stale window that is not finite and at least 0.
     public convenience init(options: HybridCacheOptions) throws(CacheError) {
+        if let problem = options.staleWindows.problem {
+            throw CacheError(.invalidOptions, problem, path: options.disk.directory.path)
+        }
         guard options.countLimit >= 0, options.totalCostLimit >= 0 else {
             throw CacheError(
                 .invalidOptions, "countLimit and totalCostLimit must be 0 (no limit) or positive", path: options.disk.directory.path)
@@ -111,16 +137,22 @@ public final class HybridCache: Sendable {
             }
             report = preloadReport
         }
-        self.init(memory: memory, disk: disk, coder: options.coder, preloaded: source, report: report)
+        self.init(
+            memory: memory, disk: disk, coder: options.coder, preloaded: source, report: report, staleWindows: options.staleWindows,
+            loadEventHandler: options.loadEventHandler)
     }
 
-    private init(memory: MemoryCache<String, Data>, disk: DiskCache, coder: CacheCoder, preloaded: PreloadedSource?, report: PreloadReport?)
-    {
+    private init(
+        memory: MemoryCache<String, Data>, disk: DiskCache, coder: CacheCoder, preloaded: PreloadedSource?, report: PreloadReport?,
+        staleWindows: StaleWindows, loadEventHandler: (@Sendable (LoadEvent) -> Void)?
+    ) {
         self.memory = memory
         self.disk = disk
         self.coder = coder
         self.preloaded = preloaded
         self.preloadReport = report
+        self.staleWindows = staleWindows
+        self.loadEventHandler = loadEventHandler
     }
 
     // MARK: - Reading
@@ -157,22 +189,28 @@ public final class HybridCache: Sendable {
                 counters.memoryHits.add(1, ordering: .relaxed)
                 return hit
             }
-            if let record = try disk.record(forKey: key) {
-                counters.diskHits.add(1, ordering: .relaxed)
-                if tiers.contains(.memory) { promote(record.data, forKey: key, expiration: record.expirationTime) }
-                return record.data
-            }
-            guard let entry = preloaded?.entry(forKey: key) else {
-                counters.misses.add(1, ordering: .relaxed)
-                return nil
-            }
-            counters.preloadedHits.add(1, ordering: .relaxed)
-            // Keep the preloaded hit on disk when it can; serving it does not depend on that.
-            let expiration = storeExpiration(entry.expiry, locked: entry.isLocked, now: disk.options.clock.now)
-            _ = try? disk.store(entry.data, forKey: key, expiry: entry.expiry, locked: entry.isLocked)
-            if tiers.contains(.memory) { promote(entry.data, forKey: key, expiration: expiration) }
-            return entry.data
+            return try _valueFromDisk(forKey: key, promoting: tiers.contains(.memory))
         }
+    }
+
+    /// The disk, then the read-through preloaded entries, for a key memory does not hold: a hit
+    /// is promoted to memory when `promoting`, and counted; so is a miss. Expects the key's lock held.
+    func _valueFromDisk(forKey key: String, promoting: Bool) throws(CacheError) -> Data? {
+        if let record = try disk.record(forKey: key) {
+            counters.diskHits.add(1, ordering: .relaxed)
+            if promoting { promote(record.data, forKey: key, expiration: record.expirationTime) }
+            return record.data
+        }
+        guard let entry = preloaded?.entry(forKey: key) else {
+            counters.misses.add(1, ordering: .relaxed)
+            return nil
+        }
+        counters.preloadedHits.add(1, ordering: .relaxed)
+        // Keep the preloaded hit on disk when it can; serving it does not depend on that.
+        let expiration = storeExpiration(entry.expiry, locked: entry.isLocked, now: disk.options.clock.now)
+        _ = try? disk.store(entry.data, forKey: key, expiry: entry.expiry, locked: entry.isLocked)
+        if promoting { promote(entry.data, forKey: key, expiration: expiration) }
+        return entry.data
     }
 
     /// Whether a live value is stored under `key` in memory or on disk. Not a use: nothing is
@@ -198,7 +236,9 @@ public final class HybridCache: Sendable {
             memory: memory.statistics, disk: disk.statistics,
             memoryHits: counters.memoryHits.load(ordering: .relaxed), diskHits: counters.diskHits.load(ordering: .relaxed),
             preloadedHits: counters.preloadedHits.load(ordering: .relaxed), misses: counters.misses.load(ordering: .relaxed),
-            insertions: counters.insertions.load(ordering: .relaxed))
+            insertions: counters.insertions.load(ordering: .relaxed), loads: counters.loads.load(ordering: .relaxed),
+            coalescedWaits: counters.coalescedWaits.load(ordering: .relaxed), staleServes: counters.staleServes.load(ordering: .relaxed),
+            loaderFailures: counters.loaderFailures.load(ordering: .relaxed))
     }
 
     // MARK: - Writing

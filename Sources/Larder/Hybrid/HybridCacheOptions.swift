@@ -19,6 +19,13 @@ public struct HybridCacheOptions: Sendable {
     public var preloaded: PreloadedEntries?
     /// The coder for typed values (``CacheCoder/json``).
     public var coder: CacheCoder = .json
+    /// How long past their expiry load-through reads may serve values: while one load refreshes
+    /// them, and instead of a loader's error (``StaleWindows/none``). A call can give its own.
+    /// Each window finite and not negative.
+    public var staleWindows: StaleWindows = .none
+    /// Called with what load-through reads do: loads, loader failures, stale values served, and
+    /// stores that failed (`nil`). See ``LoadEvent``.
+    public var loadEventHandler: (@Sendable (LoadEvent) -> Void)?
 
     /// Creates options around the disk tier's options; every other setting at its default.
     /// - Parameter disk: The disk tier's options.

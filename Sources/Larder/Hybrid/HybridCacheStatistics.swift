@@ -16,10 +16,20 @@ public struct HybridCacheStatistics: Hashable, Sendable {
     public var diskHits: Int
     /// Reads served from read-through preloaded entries.
     public var preloadedHits: Int
-    /// Reads no tier served.
+    /// Reads no tier served. A load-through read that finds only a stale value counts one; a
+    /// load-through caller that joins a load in flight counts as a coalesced wait instead.
     public var misses: Int
     /// Stores through the hybrid.
     public var insertions: Int
+    /// Loader calls made by load-through reads (`value(forKey:expiry:staleWindows:orLoad:)`):
+    /// one per key per miss, however many callers asked.
+    public var loads: Int
+    /// Load-through callers that joined a load already in flight instead of starting one.
+    public var coalescedWaits: Int
+    /// Load-through callers given a value past its expiry (stale-while-revalidate or stale-if-error).
+    public var staleServes: Int
+    /// Loader calls that threw.
+    public var loaderFailures: Int
 
     /// Creates the counters from their parts.
     /// - Parameters:
@@ -30,9 +40,13 @@ public struct HybridCacheStatistics: Hashable, Sendable {
     ///   - preloadedHits: Reads served from preloaded entries.
     ///   - misses: Reads no tier served.
     ///   - insertions: Stores through the hybrid.
+    ///   - loads: Loader calls made by load-through reads.
+    ///   - coalescedWaits: Load-through callers that joined a load in flight.
+    ///   - staleServes: Load-through callers given a stale value.
+    ///   - loaderFailures: Loader calls that threw.
     public init(
         memory: CacheStatistics, disk: CacheStatistics, memoryHits: Int, diskHits: Int, preloadedHits: Int, misses: Int,
-        insertions: Int
+        insertions: Int, loads: Int = 0, coalescedWaits: Int = 0, staleServes: Int = 0, loaderFailures: Int = 0
     ) {
         self.memory = memory
         self.disk = disk
@@ -41,6 +55,10 @@ public struct HybridCacheStatistics: Hashable, Sendable {
         self.preloadedHits = preloadedHits
         self.misses = misses
         self.insertions = insertions
+        self.loads = loads
+        self.coalescedWaits = coalescedWaits
+        self.staleServes = staleServes
+        self.loaderFailures = loaderFailures
     }
 
     /// The hybrid as one cache: hits from any tier, misses of every tier, stores through the

@@ -19,7 +19,7 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
         private enum Wrapped: Hashable, Sendable {
             case invalidKey, invalidOptions, invalidArgument, directoryInUse, ioFailure, diskFull, notFound
             case keyEncodingMismatch, readOnly, encodingFailed, decodingFailed
-            case cancelled, unsupportedFormat, closed, unsafeDirectory
+            case cancelled, unsupportedFormat, closed, unsafeDirectory, loadFailed
         }
         private let wrapped: Wrapped
         private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
@@ -58,6 +58,9 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
         /// ``DiskCacheOptions/sharing`` allows it), or the lock file or metadata is a link, a FIFO,
         /// a folder, has other links, or belongs to another user.
         public static let unsafeDirectory = Code(.unsafeDirectory)
+        /// The loader of a load-through read (`HybridCache.value(forKey:expiry:staleWindows:orLoad:)`)
+        /// threw; ``CacheError/underlying`` holds what it threw.
+        public static let loadFailed = Code(.loadFailed)
 
         /// The code's name, as in `invalidKey`.
         public var description: String { "\(wrapped)" }
@@ -75,7 +78,8 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
     public var errno: Int32?
     /// The process that holds the directory, for ``Code/directoryInUse``.
     public var holderPID: Int32?
-    /// The error that caused this one, for encoding and decoding failures.
+    /// The error that caused this one, for encoding and decoding failures and for
+    /// ``Code/loadFailed`` (what the loader threw).
     public var underlying: (any Error & Sendable)?
 
     /// Creates an error.

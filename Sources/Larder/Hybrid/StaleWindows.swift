@@ -1,0 +1,47 @@
+import Foundation
+
+/// How long past its expiry a value may still be served by a load-through read
+/// (`HybridCache.value(forKey:expiry:staleWindows:orLoad:)`): RFC 5861's `stale-while-revalidate`
+/// and `stale-if-error`.
+///
+/// ```swift
+/// var options = HybridCacheOptions(directory: cachesURL)
+/// options.staleWindows = StaleWindows(whileRevalidate: 60, ifError: 24 * 3600)
+/// ```
+///
+/// A value is stale once its disk record has expired; it is "expired less than `window` ago"
+/// while `now - expirationTime < window` (``CacheRecord/expirationTime``). Locked records never
+/// expire, so they are never stale. A stale value is read from its disk record, which must still
+/// be there: a plain read (`value(forKey:from:)`) or a collection removes an expired record.
+public struct StaleWindows: Sendable, Hashable {
+    /// Seconds past its expiry during which a value is returned at once while one background load
+    /// refreshes it; 0 turns it off (0).
+    public var whileRevalidate: TimeInterval
+    /// Seconds past its expiry during which a value is returned instead of the loader's error;
+    /// 0 turns it off (0).
+    public var ifError: TimeInterval
+
+    /// No stale value is ever served: an expired value is a miss.
+    public static let none = StaleWindows()
+
+    /// Creates windows, in seconds; each must be finite and not negative (0, off, by default).
+    /// - Parameters:
+    ///   - whileRevalidate: Serve a value expired less than this long ago while one load refreshes it.
+    ///   - ifError: Serve a value expired less than this long ago when the load fails.
+    public init(whileRevalidate: TimeInterval = 0, ifError: TimeInterval = 0) {
+        self.whileRevalidate = whileRevalidate
+        self.ifError = ifError
+    }
+
+    /// The longer of the two windows: how far back a stale record is worth reading.
+    var longest: TimeInterval { max(whileRevalidate, ifError) }
+
+    /// What is wrong with the windows, or `nil` when both are finite and not negative.
+    @usableFromInline
+    var problem: String? {
+        for (name, value) in [("whileRevalidate", whileRevalidate), ("ifError", ifError)] where !(value.isFinite && value >= 0) {
+            return "stale window \(name) must be finite and not negative, not \(value)"
+        }
+        return nil
+    }
+}
