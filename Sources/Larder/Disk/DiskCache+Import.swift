@@ -86,7 +86,7 @@ extension DiskCache {
     /// - Throws: ``CacheError/Code/cancelled`` when the task is cancelled before the import
     ///   starts, or what the synchronous call throws.
     public func importCacheHandlerFolder(at folder: URL) async throws(CacheError) -> CacheHandlerImportReport {
-        try await ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.importCacheHandlerFolder(at: folder) }
+        try await ioQueue.runBlocking(.write, key: nil) { () throws(CacheError) in try self.importCacheHandlerFolder(at: folder) }
     }
 
     /// A file's modification time as a record's update time: whole seconds, rounded down, within

@@ -58,12 +58,13 @@ extension DiskCache {
     /// - Complexity: O(*n*) in the records of the index, plus one file removal per match.
     @discardableResult
     public func remove(withPrefix prefix: String) async throws(CacheError) -> [String] {
-        try await ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.remove(withPrefix: prefix) }
+        try await ioQueue.runBlocking(.delete, key: nil) { () throws(CacheError) in try self.remove(withPrefix: prefix) }
     }
 
     /// Removes every record whose key starts with `prefix` in the background, then reports
     /// `.success(removedKeys)` or `.failure` on `queue`; see `remove(withPrefix:)`.
     public func remove(withPrefix prefix: String, queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
-        ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.remove(withPrefix: prefix) }, completion: completion)
+        ioQueue.runBlocking(
+            .delete, deliveringOn: queue, { () throws(CacheError) in try self.remove(withPrefix: prefix) }, completion: completion)
     }
 }

@@ -23,7 +23,7 @@ extension HybridCache {
     public func store(
         _ data: Data, forKey key: String, in tiers: CacheTiers = .all, expiry: Expiry = .default, locked: Bool = false
     ) async throws(CacheError) {
-        try await disk.ioQueue.runBlocking(key: key) { () throws(CacheError) in
+        try await disk.ioQueue.runBlocking(.write, key: key) { () throws(CacheError) in
             try self.store(data, forKey: key, in: tiers, expiry: expiry, locked: locked)
         }
     }
@@ -32,42 +32,42 @@ extension HybridCache {
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
     public func remove(forKey key: String) async throws(CacheError) -> Bool {
-        try await disk.ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.remove(forKey: key) }
+        try await disk.ioQueue.runBlocking(.delete, key: key) { () throws(CacheError) in try self.remove(forKey: key) }
     }
 
     /// Removes the keys in `keys` from every tier; see ``remove(forKeys:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
     public func remove(forKeys keys: [String]) async throws(CacheError) -> [String] {
-        try await disk.ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.remove(forKeys: keys) }
+        try await disk.ioQueue.runBlocking(.delete, key: keys.first) { () throws(CacheError) in try self.remove(forKeys: keys) }
     }
 
     /// Removes every entry from every tier; see ``removeAll()``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     /// - Complexity: O(*n*) in the entries of both tiers.
     public func removeAll() async throws(CacheError) {
-        try await disk.ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.removeAll() }
+        try await disk.ioQueue.runBlocking(.delete, key: nil) { () throws(CacheError) in try self.removeAll() }
     }
 
     /// Records a use of `key`; see ``touch(forKey:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
     public func touch(forKey key: String) async throws(CacheError) -> Bool {
-        try await disk.ioQueue.runBlocking(key: key) { () throws(CacheError) in try self.touch(forKey: key) }
+        try await disk.ioQueue.runBlocking(.write, key: key) { () throws(CacheError) in try self.touch(forKey: key) }
     }
 
     /// Locks the entries under `keys`; see ``lock(forKeys:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
     public func lock(forKeys keys: [String]) async throws(CacheError) -> [String] {
-        try await disk.ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.lock(forKeys: keys) }
+        try await disk.ioQueue.runBlocking(.write, key: keys.first) { () throws(CacheError) in try self.lock(forKeys: keys) }
     }
 
     /// Unlocks the entries under `keys`; see ``unlock(forKeys:)``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     @discardableResult
     public func unlock(forKeys keys: [String]) async throws(CacheError) -> [String] {
-        try await disk.ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.unlock(forKeys: keys) }
+        try await disk.ioQueue.runBlocking(.delete, key: keys.first) { () throws(CacheError) in try self.unlock(forKeys: keys) }
     }
 
     /// Encodes `value` on the calling task, then stores it; see ``store(_:forKey:in:expiry:locked:coder:)``.

@@ -16,6 +16,7 @@ extension HybridCache {
         queue: DispatchQueue = .main, completion: @escaping Completion<Void>
     ) {
         disk.ioQueue.runBlocking(
+            .write,
             deliveringOn: queue, { () throws(CacheError) in try self.store(data, forKey: key, in: tiers, expiry: expiry, locked: locked) },
             completion: completion)
     }
@@ -33,37 +34,42 @@ extension HybridCache {
     /// (no tier held it) or `.failure` on `queue`; see `remove(forKey:)`.
     public func remove(forKey key: String, queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
         disk.ioQueue.runBlocking(
+            .delete,
             deliveringOn: queue, { () throws(CacheError) in try self.remove(forKey: key) ? () : nil }, completion: completion)
     }
 
     /// Removes the keys in `keys` from every tier in the background, then reports
     /// `.success(removedKeys)` or `.failure` on `queue`; see `remove(forKeys:)`.
     public func remove(forKeys keys: [String], queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
-        disk.ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.remove(forKeys: keys) }, completion: completion)
+        disk.ioQueue.runBlocking(
+            .delete, deliveringOn: queue, { () throws(CacheError) in try self.remove(forKeys: keys) }, completion: completion)
     }
 
     /// Removes every entry in the background, then reports on `queue`; see `removeAll()`.
     public func removeAll(queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
-        disk.ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.removeAll() }, completion: completion)
+        disk.ioQueue.runBlocking(.delete, deliveringOn: queue, { () throws(CacheError) in try self.removeAll() }, completion: completion)
     }
 
     /// Records a use of `key` in the background, then reports `.success(())`, `.notFound` or
     /// `.failure` on `queue`; see `touch(forKey:)`.
     public func touch(forKey key: String, queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {
         disk.ioQueue.runBlocking(
+            .write,
             deliveringOn: queue, { () throws(CacheError) in try self.touch(forKey: key) ? () : nil }, completion: completion)
     }
 
     /// Locks the entries under `keys` in the background, then reports `.success(lockedKeys)` on
     /// `queue`; see `lock(forKeys:)`.
     public func lock(forKeys keys: [String], queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
-        disk.ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.lock(forKeys: keys) }, completion: completion)
+        disk.ioQueue.runBlocking(
+            .write, deliveringOn: queue, { () throws(CacheError) in try self.lock(forKeys: keys) }, completion: completion)
     }
 
     /// Unlocks the entries under `keys` in the background, then reports `.success(unlockedKeys)`
     /// on `queue`; see `unlock(forKeys:)`.
     public func unlock(forKeys keys: [String], queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
-        disk.ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.unlock(forKeys: keys) }, completion: completion)
+        disk.ioQueue.runBlocking(
+            .delete, deliveringOn: queue, { () throws(CacheError) in try self.unlock(forKeys: keys) }, completion: completion)
     }
 
     /// Reads and decodes the value under `key` in the background, then reports `.success(value)`,

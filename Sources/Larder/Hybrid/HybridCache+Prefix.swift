@@ -59,13 +59,14 @@ extension HybridCache {
     /// - Complexity: O(*n*) in the entries of both tiers, plus one file removal per match on disk.
     @discardableResult
     public func remove(withPrefix prefix: String) async throws(CacheError) -> [String] {
-        try await disk.ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.remove(withPrefix: prefix) }
+        try await disk.ioQueue.runBlocking(.delete, key: nil) { () throws(CacheError) in try self.remove(withPrefix: prefix) }
     }
 
     /// Removes every entry whose key starts with `prefix` in the background, then reports
     /// `.success(removedKeys)` or `.failure` on `queue`; see `remove(withPrefix:)`.
     public func remove(withPrefix prefix: String, queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
         disk.ioQueue.runBlocking(
+            .delete,
             deliveringOn: queue, { () throws(CacheError) in try self.remove(withPrefix: prefix) }, completion: completion)
     }
 }
