@@ -116,4 +116,26 @@ import Testing
         #expect(try await cache.collectGarbage().removed.isEmpty)
         for record in planted.live { #expect(try await cache.value(forKey: record.key) == record.payload) }
     }
+
+    /// A key starting with `.`: SPT stores it as a hidden file, which its own enumerations skip.
+    /// Larder keeps such names for its own files: it refuses the key, and leaves a file SPT wrote
+    /// under one alone (not listed, not read, not collected).
+    @Test func hiddenNamesAreNotRecords() async throws {
+        let directory = TemporaryDirectory("spt-folder")
+        defer { directory.remove() }
+        let folder = SPTFolder(root: directory.path, useDirectorySeparation: true)
+        var random = SplitMix64(seed: 11)
+        for key in [".hidden", "visible"] {
+            try folder.write(SPTFolder.Record(key: key, payload: Data(key.utf8), ttl: 1, refCount: 0, updateTime: 1), random: &random)
+        }
+        var options = DiskCacheOptions.spt(directory: directory.url)
+        options.clock = ManualClock(now: Self.now)
+        let cache = try DiskCache(options: options)
+        defer { cache.close() }
+        #expect(try await cache.keys(includingExpired: true) == ["visible"])
+        await #expect(throws: CacheError.self) { try await cache.value(forKey: ".hidden") }
+        await #expect(throws: CacheError.self) { try await cache.store(Data(), forKey: ".other") }
+        #expect(try await cache.collectGarbage().removed.map(\.key) == ["visible"])
+        #expect(FileManager.default.fileExists(atPath: folder.path(for: ".hidden")))
+    }
 }

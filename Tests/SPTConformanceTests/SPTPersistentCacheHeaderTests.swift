@@ -7,14 +7,14 @@ import Testing
 // SPTPersistentCache's `Tests/SPTPersistentCacheHeaderTests.m`: SPT's C header functions against
 // Larder's `RecordHeader`, judged by the test target's own reading of the format (`SPTHeader`).
 @Suite("SPTPersistentCacheHeaderTests") struct SPTPersistentCacheHeaderTests {
-    /// SPTPersistentCacheHeaderTests.m:15. Fewer than 64 bytes hold no header.
+    /// SPTPersistentCacheHeaderTests.m:17. Fewer than 64 bytes hold no header.
     @Test func testGetHeaderFromDataWithSmallSizeData() {
         let small = [UInt8](repeating: 0, count: SPTHeader.size - 1)
         #expect(SPTHeader(bytes: small) == nil)
         #expect(throws: CorruptionReason.truncated) { try RecordHeader.decode(small) }
     }
 
-    /// SPTPersistentCacheHeaderTests.m:25. SPT's `SPTPersistentCacheGetHeaderFromData` hands
+    /// SPTPersistentCacheHeaderTests.m:27. SPT's `SPTPersistentCacheGetHeaderFromData` hands
     /// back any 64 bytes as a header, unchecked. Difference: Larder's `RecordHeader.decode`
     /// validates as it parses, so 64 bytes of garbage are refused and a valid header is read.
     @Test func testGetHeaderFromDataWithRightSize() throws {
@@ -26,7 +26,7 @@ import Testing
         #expect(header.refCount == 1 && header.ttl == 64 && header.payloadSizeBytes == 400 && header.updateTimeSec == 1_700_000_000)
     }
 
-    /// SPTPersistentCacheHeaderTests.m:35. SPT refuses a header at an address not aligned for
+    /// SPTPersistentCacheHeaderTests.m:37. SPT refuses a header at an address not aligned for
     /// its magic (`HeaderAlignmentMismatch`). Larder reads headers unaligned, so the same bytes
     /// at an odd offset are the same header.
     @Test func testValidateMisalignedHeader() throws {
@@ -39,7 +39,7 @@ import Testing
         #expect(header.ttl == 7 && header.payloadSizeBytes == 3)
     }
 
-    /// SPTPersistentCacheHeaderTests.m:44. SPT's `NULL` header is `InternalInconsistency`.
+    /// SPTPersistentCacheHeaderTests.m:46. SPT's `NULL` header is `InternalInconsistency`.
     /// Swift has no null buffer to pass; an empty one is a truncated record.
     @Test func testValidateNULLHeader() {
         #expect(throws: CorruptionReason.truncated) {
@@ -47,14 +47,14 @@ import Testing
         }
     }
 
-    /// SPTPersistentCacheHeaderTests.m:51. The CRC of nothing is 0.
+    /// SPTPersistentCacheHeaderTests.m:53. The CRC of nothing is 0.
     @Test func testCalculateNULLHeaderCRC() {
         #expect(CRC32.checksum(UnsafeRawBufferPointer(start: nil, count: 0)) == 0)
         #expect(CRC32.checksum(of: [UInt8]()) == 0)
         #expect(SPTCRC32.checksum([UInt8]()) == 0)
     }
 
-    /// SPTPersistentCacheHeaderTests.m:58. `SPTPersistentCacheRecordHeaderMake`: Larder's header
+    /// SPTPersistentCacheHeaderTests.m:60. `SPTPersistentCacheRecordHeaderMake`: Larder's header
     /// for the same facts is the same 64 bytes, reserved fields and flags zero.
     @Test func testSPTPersistentCacheRecordHeaderMake() throws {
         let ttl: UInt64 = 64

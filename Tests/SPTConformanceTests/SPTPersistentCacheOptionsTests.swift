@@ -183,4 +183,24 @@ import Testing
     @Test func testDebugDescriptionContainsClassName() {
         #expect(String(reflecting: DiskCacheOptions.spt(directory: Self.directory)).contains("DiskCacheOptions"))
     }
+
+    /// SPT's `timingCallback` in Swift form: one call per operation on a record, with the
+    /// cache's name, the key and the operation; a synchronous call waited for no queue.
+    @Test func timingHandlerReportsEachOperation() throws {
+        let directory = TemporaryDirectory("spt-conformance")
+        defer { directory.remove() }
+        let timings = Box<[OperationTiming]>([])
+        var options = DiskCacheOptions.spt(directory: directory.url)
+        options.timingHandler = { timing in timings.update { $0.append(timing) } }
+        let cache = try DiskCache(options: options)
+        defer { cache.close() }
+        try cache.store(Data("x".utf8), forKey: "k")
+        _ = try cache.record(forKey: "k")
+        try cache.touch(forKey: "k")
+        try cache.lock(forKeys: ["k"])
+        try cache.unlock(forKeys: ["k"])
+        try cache.remove(forKey: "k")
+        #expect(timings.value.map(\.operation) == [.store, .read, .touch, .lock, .unlock, .remove])
+        #expect(timings.value.allSatisfy { $0.key == "k" && $0.cacheName == "persistent.cache" && $0.queued == .zero })
+    }
 }

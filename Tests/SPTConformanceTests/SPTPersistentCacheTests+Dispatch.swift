@@ -5,7 +5,7 @@ import Testing
 
 @testable import Larder
 
-// SPTPersistentCacheTests.m:1689-1800: "Test Dispatching Empty and Error Responses" and
+// SPTPersistentCacheTests.m:1689-1806: "Test Dispatching Empty and Error Responses" and
 // "Test Dispatching Blocks", SPT's private helpers `dispatchEmptyResponseWithResult:`,
 // `dispatchError:` and `SPTPersistentCacheSafeDispatch`. Their Swift meaning: how the callback
 // forms deliver a `CacheResponse`.

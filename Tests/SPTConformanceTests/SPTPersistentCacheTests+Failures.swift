@@ -10,7 +10,7 @@ import Testing
 
 @testable import Larder
 
-// SPTPersistentCacheTests.m:1245-1690: the tests that swizzle Foundation, mock NSFileManager or
+// SPTPersistentCacheTests.m:1245-1688: the tests that swizzle Foundation, mock NSFileManager or
 // SPT's POSIX wrapper, or call with nil callbacks. Their Swift meaning: failures injected
 // through Larder's system-call seam (`SystemCallFaults`), and the non-optional completions of
 // the callback forms.

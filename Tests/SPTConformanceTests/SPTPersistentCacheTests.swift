@@ -448,7 +448,7 @@ import Testing
 
     /// SPTPersistentCacheTests.m:1119 (`pruneBySize` is the size step of `collectGarbage()`,
     /// which also runs when a cache opens over its limits). Run for the seeds SPT's tests keep
-    /// as "Prune size failed" (SPTPersistentCacheTests.m:163).
+    /// as "Prune size failed" (SPTPersistentCacheTests.m:159).
     @Test(arguments: [1_417_004_677, 1_417_004_725, 1_417_003_704] as [UInt64])
     func testPruneWithSizeRestriction(seed: UInt64) async throws {
         let folder = try await SPTImageFolder.make(seed: seed)

@@ -62,7 +62,7 @@ extension DiskCache {
     }
 
     /// The keys starting with `prefix`, gathered on the cache's own queue; see
-    /// ``keys(withPrefix:includingExpired:)``.
+    /// `keys(withPrefix:includingExpired:)`.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     /// - Complexity: O(*n*) in the number of records.
     public func keys(withPrefix prefix: String = "", includingExpired: Bool = false) async throws(CacheError) -> [String] {

@@ -17,10 +17,10 @@ extension DiskCache {
     ///   - choosingKey: Called once, on the calling thread, with the candidate keys (never an
     ///     empty list: with no candidate the call returns `nil` without calling it); returns the
     ///     key to load, or `nil` for none.
-    /// - Returns: The chosen key's record, as ``record(forKey:)`` returns it (a use of that
+    /// - Returns: The chosen key's record, as `record(forKey:)` returns it (a use of that
     ///   record), or `nil` when no live key has the prefix, the chooser returned `nil`, or the
     ///   chosen record is gone by the time it is loaded.
-    /// - Throws: What ``keys(withPrefix:includingExpired:)`` and ``record(forKey:)`` throw.
+    /// - Throws: What `keys(withPrefix:includingExpired:)` and `record(forKey:)` throw.
     public func record(forKeyWithPrefix prefix: String, choosingKey: ([String]) -> String?) throws(CacheError) -> CacheRecord? {
         let candidates = try keys(withPrefix: prefix)
         guard !candidates.isEmpty, let chosen = choosingKey(candidates) else { return nil }

@@ -123,7 +123,7 @@ struct SPTHeader: Equatable, Sendable {
     }
 
     /// SPT's tests' `spt_test_ReadHeaderForFile(path, validate, &header)`
-    /// (SPTPersistentCacheTests.m:1989): the header of the file at `path` when 64 bytes could be
+    /// (SPTPersistentCacheTests.m:2019): the header of the file at `path` when 64 bytes could be
     /// read, it validates (when asked) and its CRC matches; else `nil` (no file, short, corrupt).
     static func read(atPath path: String, validate: Bool = true) -> SPTHeader? {
         guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
@@ -161,7 +161,7 @@ enum SPTPaths {
     }
 }
 
-/// SPT's tests' `getFilesNumberAtPath:` (SPTPersistentCacheTests.m:1926): regular files beneath
+/// SPT's tests' `getFilesNumberAtPath:` (SPTPersistentCacheTests.m:1960): regular files beneath
 /// `root`, hidden files and folders (Larder's own, among them) skipped.
 func sptFileCount(atPath root: String) -> Int {
     sptFiles(atPath: root).count

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Larder
 
-/// SPT's test data and constants (SPTPersistentCacheTests.m:30-79), and the helpers over them.
+/// SPT's test data and constants (SPTPersistentCacheTests.m:30-95), and the helpers over them.
 enum SPTTestData {
     /// `kImages`: the images' names, which are also their keys (SPTPersistentCacheTests.m:30).
     static let images = [
@@ -46,7 +46,7 @@ enum SPTTestData {
     /// `SPTPersistentCacheDefaultExpirationTimeSec`.
     static let defaultExpiration: TimeInterval = 600
 
-    /// `kParams` (SPTPersistentCacheTests.m:60), without its end marker.
+    /// `kParams` (SPTPersistentCacheTests.m:69), without its end marker.
     static let params: [StoreParams] = [
         StoreParams(ttl: 0, locked: true),
         StoreParams(ttl: 0, locked: true),
@@ -75,7 +75,7 @@ enum SPTTestData {
     static var defaultExpireFilesNumber: Int { params.count { $0.ttl == 0 && $0.corruption == nil && !$0.locked } }
 
     /// The seed of the shuffle and of the corruptions: `LARDER_SPT_SEED`, else the first of the
-    /// "failed seeds" SPT's tests keep (SPTPersistentCacheTests.m:162).
+    /// "failed seeds" SPT's tests keep (SPTPersistentCacheTests.m:158).
     static var seed: UInt64 {
         ProcessInfo.processInfo.environment["LARDER_SPT_SEED"].flatMap { UInt64($0) } ?? 1_417_002_282
     }
@@ -97,7 +97,7 @@ enum SPTTestData {
     }
 }
 
-/// What SPTPersistentCacheTests' `setUp` leaves (SPTPersistentCacheTests.m:173-226): the 17
+/// What SPTPersistentCacheTests' `setUp` leaves (SPTPersistentCacheTests.m:172-234): the 17
 /// images stored in a folder through the callback API at `kTestEpochTime`, shuffled, with
 /// `kParams`' ttls and locks, then five of them corrupted in place.
 ///
@@ -148,7 +148,7 @@ struct SPTImageFolder: Sendable {
         return folder
     }
 
-    /// `createCacheWithTimeCallback:expirationTime:` (SPTPersistentCacheTests.m:1910): the SPT
+    /// `createCacheWithTimeCallback:expirationTime:` (SPTPersistentCacheTests.m:1943): the SPT
     /// preset on this folder, named "Test", with `clock` for the time callback.
     func makeCache(
         clock: ManualClock, expiration: TimeInterval = SPTTestData.defaultExpiration, events: EventLog? = nil,
@@ -171,7 +171,7 @@ struct SPTImageFolder: Sendable {
 
     func remove() { directory.remove() }
 
-    /// `corruptFile:pdcError:` (SPTPersistentCacheTests.m:1811), byte for byte.
+    /// `corruptFile:pdcError:` (SPTPersistentCacheTests.m:1848), byte for byte.
     static func corrupt(filePath: String, error: SPTLoadingError, random: inout SplitMix64) throws {
         if error == .notEnoughDataToGetHeader {
             // O_TRUNC, then the first kCorruptedFileSize bytes of a zeroed header.
