@@ -33,6 +33,8 @@ let package = Package(
 
         .testTarget(name: "LarderTests", dependencies: ["Larder", "LarderTestSupport", "larder-stress"]),
         .testTarget(name: "LarderCLITests", dependencies: ["LarderCLI", "Larder", "LarderTestSupport", "larder"]),
+        // SPTPersistentCache's own test suite, ported to Swift Testing against the SPT preset.
+        .testTarget(name: "SPTConformanceTests", dependencies: ["Larder", "LarderTestSupport"]),
     ]
 )
 

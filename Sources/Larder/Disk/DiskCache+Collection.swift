@@ -14,9 +14,12 @@ extension DiskCache {
     /// How many records a collection examines or removes per acquisition of the cache's lock.
     static let collectionBatch = 256
 
-    /// Runs one collection now: removes expired unlocked records, then, while the cache is over
-    /// its effective limits, the least recently used unlocked records; if locked records alone
-    /// still exceed the size limit, the least recently used locked records too.
+    /// Runs one collection now: removes the corrupt records found when the index was built or
+    /// met on the way (counted in ``CacheStatistics/corruptRecordsRemoved`` and reported as
+    /// ``CacheEvent/corruptRecordRemoved(key:file:reason:)``, not in the report), expired
+    /// unlocked records, then, while the cache is over its effective limits, the least recently
+    /// used unlocked records; if locked records alone still exceed the size limit, the least
+    /// recently used locked records too.
     ///
     /// The pass takes the cache's lock a batch at a time, so loads and stores of other keys go on
     /// meanwhile. Access times held by the index are written back, and the index snapshot is
@@ -32,6 +35,7 @@ extension DiskCache {
         var pass = CollectionPass()
         collectionGate.withLock { _ in
             pass.events += writeBackAccessTimes()
+            removeCorruptSuspects(in: &pass)
             removeExpired(in: &pass)
             let limit = effectiveSizeLimit(forceRefresh: true)
             prune(sizeLimit: limit, countLimit: options.countLimit, excluding: nil, reason: nil, in: &pass)
@@ -181,6 +185,29 @@ extension DiskCache {
         if let failure { throw failure }
     }
 
+    /// Removes the files the index build found corrupt (which it keeps out of the index, and
+    /// which a load would remove on meeting them), counting each: a collection leaves no record
+    /// behind that no load could return. Files unreadable for another reason stay as they are.
+    /// Expects the collection gate held.
+    func removeCorruptSuspects(in pass: inout CollectionPass) {
+        let names = state.withLock { $0.suspects }
+        for name in names {
+            let path = layout.path(for: name)
+            changingRecord(name) {
+                switch try? records.read(path, readPayload: false) {
+                case .corrupt(let reason)?:
+                    let key = options.keyEncoding.storesKey ? nil : name
+                    pass.events.append(_removeCorrupt(name: name, key: key, path: path, reason: reason, countsAsMiss: false))
+                case .missing?:
+                    state.withLock { $0.forget(name) }
+                case .record?, nil:
+                    // Readable again, or still unreadable: left for a load to settle.
+                    break
+                }
+            }
+        }
+    }
+
     /// Removes expired, unlocked records, a batch at a time. Expects the collection gate held.
     func removeExpired(in pass: inout CollectionPass) {
         let now = options.clock.now
@@ -254,21 +281,27 @@ extension DiskCache {
         let path = layout.path(for: name)
         return changingRecord(name) { () -> Bool in
             guard let entry = state.withLock({ $0.index[name] }) else { return true }
-            switch try? records.read(path, readPayload: false) {
-            case .record(let contents)?:
+            let result: RecordReadResult
+            do throws(Errno) {
+                result = try records.read(path, readPayload: false)
+            } catch {
+                // Kept, as SPT keeps a file it cannot stat; and reported, as SPT's debugOutput does.
+                pass.events.append(.ioError(operation: "evict", path: path, errno: error.rawValue))
+                return false
+            }
+            switch result {
+            case .record(let contents):
                 guard qualifies(contents.header, entry) else {
                     // The index lagged the header (a snapshot from before a crash): correct it and keep the record.
                     state.withLock { $0.correctLockCount(of: name, to: contents.header.refCount) }
                     return false
                 }
-            case .corrupt(let reason)?:
-                pass.events.append(_removeCorrupt(name: name, key: entry.key, path: path, reason: reason))
+            case .corrupt(let reason):
+                pass.events.append(_removeCorrupt(name: name, key: entry.key, path: path, reason: reason, countsAsMiss: false))
                 return true
-            case .missing?:
+            case .missing:
                 state.withLock { $0.forget(name) }
                 return true
-            case nil:
-                return false
             }
             do throws(Errno) {
                 try io.unlink(path)

@@ -113,9 +113,9 @@ extension DiskCache {
             return dirtyQueue
         }
 
-        /// Counts a corrupt record removed (a miss too) and drops its name.
-        mutating func recordCorruptRemoval(_ name: String) {
-            counters.misses += 1
+        /// Counts a corrupt record removed (a miss too, when a load found it) and drops its name.
+        mutating func recordCorruptRemoval(_ name: String, countsAsMiss: Bool) {
+            if countsAsMiss { counters.misses += 1 }
             counters.corruptRecordsRemoved += 1
             forget(name)
         }

@@ -492,8 +492,9 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// Removes a corrupt record's file (unless read-only) and counts it. Expects the key lock of `name` held.
-    func _removeCorrupt(name: String, key: String?, path: String, reason: CorruptionReason) -> CacheEvent {
+    /// Removes a corrupt record's file (unless read-only) and counts it, as a miss too unless
+    /// a collection found it (`countsAsMiss`). Expects the key lock of `name` held.
+    func _removeCorrupt(name: String, key: String?, path: String, reason: CorruptionReason, countsAsMiss: Bool = true) -> CacheEvent {
         changingRecords {
             if !options.isReadOnly {
                 if reason == .notARegularFile {
@@ -504,7 +505,7 @@ public final class DiskCache: Sendable {
                     _ = try? io.unlink(path)
                 }
             }
-            state.withLock { $0.recordCorruptRemoval(name) }
+            state.withLock { $0.recordCorruptRemoval(name, countsAsMiss: countsAsMiss) }
         }
         return .corruptRecordRemoved(key: key, file: path, reason: reason)
     }
