@@ -69,7 +69,7 @@ extension DiskCache {
         ioQueue.runBlocking(.delete, deliveringOn: queue, { () throws(CacheError) in try self.removeAllLocked() }, completion: completion)
     }
 
-    /// Writes access times and the index snapshot in the background (see ``flush()``), then
+    /// Writes access times and the index snapshot in the background (see `flush()`), then
     /// reports `.success(written)` (whether the snapshot was written) or `.failure` on `queue`.
     public func flush(queue: DispatchQueue = .main, completion: @escaping Completion<Bool>) {
         ioQueue.runBlocking(.write, deliveringOn: queue, { () throws(CacheError) in try self.flush() }, completion: completion)

@@ -97,7 +97,7 @@ extension DiskCache {
     }
 
     /// Writes access times held only by the index back into their headers, a batch at a time.
-    /// - Parameter sync: Whether to `fsync` each header written (``flush()`` under ``Durability/fsync``).
+    /// - Parameter sync: Whether to `fsync` each header written (`flush()` under ``Durability/fsync``).
     /// - Returns: Events for headers that could not be written.
     func writeBackAccessTimes(sync: Bool = false) -> [CacheEvent] {
         guard !options.isReadOnly else { return [] }

@@ -25,7 +25,7 @@ extension DiskCache {
     }
 
     /// Writes the index snapshot atomically, unless a change to the records is under way (then
-    /// the next collection, ``flush()`` or ``close()`` writes it).
+    /// the next collection, `flush()` or ``close()`` writes it).
     func writeSnapshot() -> [CacheEvent] {
         if case .failed(let event) = writeSnapshot(sync: false) { return [event] }
         return []
@@ -34,7 +34,7 @@ extension DiskCache {
     /// Writes the index snapshot atomically (a temporary file, then a rename), unless a change to
     /// the records is under way or the index is not complete.
     /// - Parameter sync: Whether to `fsync` the snapshot and the root folder once it is in
-    ///   place, so that it survives a power loss (``flush()`` under ``Durability/fsync``).
+    ///   place, so that it survives a power loss (`flush()` under ``Durability/fsync``).
     func writeSnapshot(sync: Bool) -> SnapshotWrite {
         guard !options.isReadOnly else { return .skipped }
         return snapshotGate.withLock { gate -> SnapshotWrite in

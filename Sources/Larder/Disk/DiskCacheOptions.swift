@@ -85,7 +85,7 @@ public struct DiskCacheOptions: Sendable {
     public var verifiesPayloadChecksum: Bool = true
     /// Whether stores only rename or also `fsync` (``Durability/atomicRename``).
     public var durability: Durability = .atomicRename
-    /// Whether the cache flushes (``DiskCache/flush()``: access times and the index snapshot)
+    /// Whether the cache flushes (`DiskCache.flush()`: access times and the index snapshot)
     /// when the app moves to the background or is about to exit, so that an app suspended and
     /// then killed keeps its least-recently-used order (`true`). On iOS, iPadOS, tvOS, visionOS
     /// and Mac Catalyst: `UIApplication`'s did-enter-background and will-terminate notifications;

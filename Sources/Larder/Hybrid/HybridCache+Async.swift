@@ -70,7 +70,7 @@ extension HybridCache {
         try await disk.ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.unlock(forKeys: keys) }
     }
 
-    /// Writes the disk tier's access times and index snapshot on its own queue; see ``flush()``.
+    /// Writes the disk tier's access times and index snapshot on its own queue; see `flush()`.
     /// - Returns: `true` when the snapshot was written, `false` when a change in flight made the
     ///   flush skip it.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.

@@ -308,13 +308,13 @@ public final class HybridCache: Sendable {
         try changeLocks(keys) { (keys: [String]) throws(CacheError) in try disk.unlock(forKeys: keys) }
     }
 
-    /// Writes the disk tier's access times and index snapshot now (see ``DiskCache/flush()``),
+    /// Writes the disk tier's access times and index snapshot now (see `DiskCache.flush()`),
     /// returning once they are written; the memory tier holds nothing that outlives the process.
     /// On Apple platforms the disk tier also flushes itself when the app moves to the background
     /// or exits (``DiskCacheOptions/flushesOnBackground``, on by default).
     /// - Returns: `true` when the snapshot was written, `false` when a change in flight made the
     ///   flush skip it.
-    /// - Throws: What ``DiskCache/flush()`` throws.
+    /// - Throws: What `DiskCache.flush()` throws.
     @discardableResult
     public func flush() throws(CacheError) -> Bool {
         try disk.flush()
