@@ -21,7 +21,10 @@ let package = Package(
             dependencies: [
                 "CLarderChecksum",
                 .target(name: "CCrypto", condition: .when(platforms: [.linux, .android])),
-            ]
+            ],
+            // The privacy manifest Xcode merges into an app's report: the required-reason APIs
+            // Larder calls, and why (the file's comment and the README say which call needs which).
+            resources: [.copy("Resources/PrivacyInfo.xcprivacy")]
         ),
         .target(name: "LarderCLI", dependencies: ["Larder"]),
         .executableTarget(name: "larder", dependencies: ["LarderCLI"]),

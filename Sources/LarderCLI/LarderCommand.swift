@@ -16,6 +16,7 @@ public enum LarderCommand {
             DemoCommand.self, LsCommand.self, ShowCommand.self, CatCommand.self, ExportCommand.self,
             VerifyCommand.self, StatsCommand.self, GcCommand.self, PutCommand.self, RmCommand.self,
             LockCommand.self, UnlockCommand.self, ImportCommand.self, ReportCommand.self,
+            CompletionCommand.self,
         ]
     }
 
@@ -35,8 +36,9 @@ public enum LarderCommand {
         }
         text += """
 
-            Run 'larder COMMAND --help' for a command's options. Without --dir, commands use the
-            demo directory ($XDG_CACHE_HOME/larder/demo, else ~/.cache/larder/demo).
+            Run 'larder COMMAND --help' for a command's options, 'larder --version' for the version.
+            Without --dir, commands use the demo directory ($XDG_CACHE_HOME/larder/demo, else
+            ~/.cache/larder/demo).
 
             Keys, file names, paths and messages are printed with control characters, C1 controls
             and bidirectional overrides escaped (\\n, \\t, \\e for ESC, \\x7F, \\u{202E}; a backslash
@@ -67,6 +69,10 @@ public enum LarderCommand {
             } else {
                 io.out(TerminalText(verbatim: help))
             }
+            return ExitCode.success.rawValue
+        }
+        if name == "--version" {
+            io.out(TerminalText(verbatim: "larder \(version)\n"))
             return ExitCode.success.rawValue
         }
         guard let command = subcommands.first(where: { $0.spec.name == name }) else {

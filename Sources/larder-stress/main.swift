@@ -8,6 +8,11 @@
 //       returns, "P\t<key>\t<version>"; before unpinning one, "U\t<key>". Exits 3 on a wrong byte.
 //   larder-stress hold --dir D
 //       Opens D writable, prints "ready <pid>", and sleeps until killed.
+//   larder-stress flush --dir D --keys N [--flush 0|1]
+//       Opens D writable, stores k0 ... k(N-1), reads them back from the last to the first,
+//       flushes (unless --flush 0), prints "ready <pid>" and sleeps until killed: an app suspended
+//       in the background and then killed. Reopened, the cache lists the keys least recently
+//       used first as k(N-1) ... k0 when the flush kept the order.
 //   larder-stress read --dir D --keys N [--count LOADS]
 //       Opens D read-only and loads random keys, verifying every payload; prints
 //       "ok hits=H misses=M errors=E" and exits 0, or exits 3 on a wrong byte.
@@ -187,6 +192,25 @@ func hold(_ args: Arguments) -> Never {
     }
 }
 
+func flushThenHold(_ args: Arguments) -> Never {
+    var options = DiskCacheOptions(directory: URL(fileURLWithPath: args.string("dir"), isDirectory: true))
+    options.flushesOnBackground = false
+    let keys = (0 ..< max(1, args.int("keys"))).map { "k\($0)" }
+    let cache: DiskCache
+    do {
+        cache = try DiskCache(options: options)
+        for key in keys { try cache.store(Data(StampedPayload.make(key: key, version: 1, length: 100)), forKey: key) }
+        for key in keys.reversed() { verify(try cache.record(forKey: key), key: key) }
+        if args.int("flush", default: 1) != 0, try !cache.flush() { fail("the flush skipped the snapshot", status: 3) }
+    } catch {
+        fail("operation failed: \(error)", status: 4)
+    }
+    announceReady()
+    while true {
+        withExtendedLifetime(cache) { _ = sleep(60) }
+    }
+}
+
 func read(_ args: Arguments) -> Never {
     var options = DiskCacheOptions(directory: URL(fileURLWithPath: args.string("dir"), isDirectory: true))
     options.isReadOnly = true
@@ -215,6 +239,7 @@ let arguments = Arguments(CommandLine.arguments)
 switch arguments.command {
 case "churn": churn(arguments)
 case "hold": hold(arguments)
+case "flush": flushThenHold(arguments)
 case "read": read(arguments)
-default: fail("usage: larder-stress churn|hold|read --dir D ...")
+default: fail("usage: larder-stress churn|hold|flush|read --dir D ...")
 }

@@ -53,6 +53,12 @@ public enum CacheEvent: Sendable, Hashable {
     /// A file-system call failed where the cache could carry on (write-back of access times,
     /// snapshot writes, leftover temporary files).
     case ioError(operation: String, path: String, errno: Int32)
+    /// The cache's folder was deleted behind its back (iOS empties an app's `Caches` folder
+    /// when the device runs short of space; a user's `rm -rf`), and the cache made it again at
+    /// `path`, with its metadata, temporary folder and lock file, on the next store, collection
+    /// or flush. The records were gone with it: the index starts again from what the folder
+    /// holds (nothing, unless someone put records there). See the DocC article "Lifecycle".
+    case folderRecreated(path: String)
 }
 
 /// What one collection removed, and why.

@@ -78,6 +78,15 @@ extension DiskCache {
         try await ioQueue.runBlocking(.collection, key: nil) { () throws(CacheError) in try self.collectGarbage() }
     }
 
+    /// Writes access times and the index snapshot on the cache's own queue; see `flush()`.
+    /// - Returns: `true` when the snapshot was written, `false` when a change in flight made the
+    ///   flush skip it.
+    /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
+    @discardableResult
+    public func flush() async throws(CacheError) -> Bool {
+        try await ioQueue.runBlocking(.write, key: nil) { () throws(CacheError) in try self.flush() }
+    }
+
     /// Removes every record on the cache's own queue; see ``removeAll()``.
     /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
     public func removeAll() async throws(CacheError) {

@@ -69,6 +69,12 @@ extension DiskCache {
         ioQueue.runBlocking(.delete, deliveringOn: queue, { () throws(CacheError) in try self.removeAllLocked() }, completion: completion)
     }
 
+    /// Writes access times and the index snapshot in the background (see `flush()`), then
+    /// reports `.success(written)` (whether the snapshot was written) or `.failure` on `queue`.
+    public func flush(queue: DispatchQueue = .main, completion: @escaping Completion<Bool>) {
+        ioQueue.runBlocking(.write, deliveringOn: queue, { () throws(CacheError) in try self.flush() }, completion: completion)
+    }
+
     /// Runs one collection in the background, then reports `.success(report)` or `.failure` on
     /// `queue` (SPT's `runGarbageCollector`).
     public func collectGarbage(queue: DispatchQueue = .main, completion: @escaping Completion<CollectionReport>) {

@@ -24,6 +24,9 @@ extension DiskCache {
     /// The pass takes the cache's lock a batch at a time, so loads and stores of other keys go on
     /// meanwhile. Access times held by the index are written back, and the index snapshot is
     /// rewritten (it is withdrawn again by the next change, so a crash never leaves a stale one).
+    /// A folder deleted behind the cache's back, before or during the pass, is made again and
+    /// the index restarted (``CacheEvent/folderRecreated(path:)``); a failure to make it is
+    /// reported as an event, not thrown.
     /// - Returns: What was removed, and why.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/closed``.
     /// - Complexity: Memory work linear in the records for the expiry check; file work
@@ -33,12 +36,16 @@ extension DiskCache {
         try checkWritable(key: nil)
         waitForIndex()
         var pass = CollectionPass()
+        // A folder deleted behind the cache's back is made again, before the pass and after it
+        // (it may go while the pass runs): the index converges, and the snapshot lands there.
+        pass.events += recoverRemovedFolderReportingEvents()
         collectionGate.withLock { _ in
             pass.events += writeBackAccessTimes()
             removeCorruptSuspects(in: &pass)
             removeExpired(in: &pass)
             let limit = effectiveSizeLimit(forceRefresh: true)
             prune(sizeLimit: limit, countLimit: options.countLimit, excluding: nil, reason: nil, in: &pass)
+            pass.events += recoverRemovedFolderReportingEvents()
             state.withLock { s in
                 s.counters.collections += 1
                 pass.report.remainingCount = s.index.count

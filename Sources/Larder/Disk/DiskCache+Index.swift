@@ -39,24 +39,7 @@ extension DiskCache {
         } else {
             unknown = names
         }
-        var scanned: [IndexEntry] = []
-        var suspects: Set<String> = []
-        for name in unknown {
-            guard case .record(let contents)? = try? records.read(layout.path(for: name), readPayload: false) else {
-                // Corrupt or unreadable: not indexed, but a load must still find it (to report
-                // and remove it), so it is not answered as a miss from the index.
-                suspects.insert(name)
-                continue
-            }
-            let header = contents.header
-            scanned.append(
-                IndexEntry(
-                    name: name, key: contents.storedKey ?? (options.keyEncoding.storesKey ? nil : name),
-                    // A header scan does not vouch for the length: the first load checks it for holes.
-                    diskSize: diskSize(contents.fileSize), fileSize: 0, updateTime: header.updateTimeSec,
-                    lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000,
-                    ttl: header.ttl, lockCount: header.refCount))
-        }
+        let (scanned, suspects) = scanHeaders(unknown)
         if snapshot == nil {
             entries = scanned.sorted { $0.lastAccessMs < $1.lastAccessMs }
         } else if !scanned.isEmpty {
@@ -79,6 +62,29 @@ extension DiskCache {
         emit(events)
     }
 
+    /// Index entries for the records `names` from their headers (in no order), and the names
+    /// whose files are corrupt or unreadable: not indexed, but a load must still find them (to
+    /// report and remove them), so they are not answered as misses from the index.
+    func scanHeaders(_ names: [String]) -> (entries: [IndexEntry], suspects: Set<String>) {
+        var scanned: [IndexEntry] = []
+        var suspects: Set<String> = []
+        for name in names {
+            guard case .record(let contents)? = try? records.read(layout.path(for: name), readPayload: false) else {
+                suspects.insert(name)
+                continue
+            }
+            let header = contents.header
+            scanned.append(
+                IndexEntry(
+                    name: name, key: contents.storedKey ?? (options.keyEncoding.storesKey ? nil : name),
+                    // A header scan does not vouch for the length: the first load checks it for holes.
+                    diskSize: diskSize(contents.fileSize), fileSize: 0, updateTime: header.updateTimeSec,
+                    lastAccessMs: header.lastAccessMilliseconds ?? header.updateTimeSec &* 1000,
+                    ttl: header.ttl, lockCount: header.refCount))
+        }
+        return (scanned, suspects)
+    }
+
     /// The file names of every record on disk (``DiskLayout/recordNames(io:)``), and whether the
     /// list is complete; an unreadable root is reported as an event and reads as empty, incomplete.
     func listRecordNames(events: inout [CacheEvent]) -> (names: [String], isComplete: Bool) {
@@ -91,8 +97,9 @@ extension DiskCache {
     }
 
     /// Writes access times held only by the index back into their headers, a batch at a time.
+    /// - Parameter sync: Whether to `fsync` each header written (`flush()` under ``Durability/fsync``).
     /// - Returns: Events for headers that could not be written.
-    func writeBackAccessTimes() -> [CacheEvent] {
+    func writeBackAccessTimes(sync: Bool = false) -> [CacheEvent] {
         guard !options.isReadOnly else { return [] }
         var events: [CacheEvent] = []
         while true {
@@ -109,7 +116,7 @@ extension DiskCache {
                     _mergeAccessTimes(into: &header, from: entry)
                     guard header != contents.header else { return }
                     do throws(Errno) {
-                        _ = try records.rewriteHeader(header, at: path, sync: false)
+                        _ = try records.rewriteHeader(header, at: path, sync: sync)
                     } catch {
                         events.append(.ioError(operation: "write-back", path: path, errno: error.rawValue))
                     }

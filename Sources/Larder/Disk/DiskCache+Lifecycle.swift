@@ -1,7 +1,71 @@
 import Foundation
 
-// Closing: flushing what the index holds, stopping collection, releasing the directory.
+// Flushing what the index holds, and closing: stopping collection, releasing the directory.
 extension DiskCache {
+    /// Writes what the cache holds only in memory to its folder now: the access times the index
+    /// keeps for the records read since the last collection (batched into their headers), and
+    /// the index snapshot (every record with its size, lock count, expiry and place in the
+    /// least-recently-used order), so that a process killed from here on (an app suspended, then
+    /// terminated by the system) reopens with the same order and totals. Records themselves are
+    /// written by their stores, not here. Returns once the writes are done.
+    ///
+    /// What "written" means depends on ``DiskCacheOptions/durability``:
+    /// - ``Durability/atomicRename``: the headers and the snapshot are in the operating system's
+    ///   page cache, which survives the process being killed but not a power loss.
+    /// - ``Durability/fsync``: each header rewritten and the snapshot are also `fsync`ed, and then
+    ///   the folder that names the snapshot, so they survive a power loss as well.
+    ///
+    /// A change to a record running on another thread when the snapshot would be written (a
+    /// store, a removal, a lock) makes the flush skip the snapshot and return `false`: a
+    /// snapshot must hold every change that reached the disk, and that one has not finished. The
+    /// access times are written all the same; the next flush, collection or ``close()`` writes
+    /// the snapshot. A read-only cache writes nothing and returns `true`.
+    ///
+    /// When the cache's folder was deleted behind its back, the flush makes it again first (see
+    /// ``CacheEvent/folderRecreated(path:)``).
+    ///
+    /// On Apple platforms the cache also flushes itself when the app moves to the background or
+    /// exits, unless ``DiskCacheOptions/flushesOnBackground`` is turned off.
+    /// - Returns: `true` when the snapshot was written, `false` when a change in flight made the
+    ///   flush skip it.
+    /// - Throws: ``CacheError/Code/closed``; ``CacheError/Code/ioFailure`` when the snapshot
+    ///   cannot be written (a header that cannot be written is reported as
+    ///   ``CacheEvent/ioError(operation:path:errno:)`` instead, and the flush goes on); what
+    ///   making a deleted folder again throws (``CacheError/Code/unsafeDirectory``,
+    ///   ``CacheError/Code/directoryInUse``, ``CacheError/Code/ioFailure``).
+    /// - Complexity: O(*n*) in the records for the snapshot, plus one header write per record
+    ///   read since the last write-back.
+    @discardableResult
+    public func flush() throws(CacheError) -> Bool {
+        try checkOpen(key: nil)
+        guard !options.isReadOnly else { return true }
+        waitForIndex()
+        var events: [CacheEvent] = []
+        defer { emit(events) }
+        switch recoverRemovedFolder() {
+        case .notRemoved: break
+        case .recovered(let recreated): events += recreated
+        case .failed(let error): throw error
+        }
+        let sync = options.durability == .fsync
+        var outcome = SnapshotWrite.skipped
+        collectionGate.withLock { _ in
+            events += writeBackAccessTimes(sync: sync)
+            outcome = writeSnapshot(sync: sync)
+        }
+        switch outcome {
+        case .written:
+            return true
+        case .skipped:
+            return false
+        case .failed(let event):
+            events.append(event)
+            var errno: Int32?
+            if case .ioError(_, _, let code) = event { errno = code }
+            throw CacheError(.ioFailure, "cannot write the index snapshot", path: layout.snapshotPath, errno: errno)
+        }
+    }
+
     /// Flushes access times and the index snapshot, stops scheduled collection, and releases the
     /// directory. Later calls throw ``CacheError/Code/closed``. Closing twice is harmless; the
     /// cache also closes when it goes away.
@@ -14,6 +78,7 @@ extension DiskCache {
         // The flag is set before the timer is taken, so a concurrent schedule either sees it or
         // installs a timer that is taken here.
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        lifecycle.stop()
         let timer: (any DispatchSourceTimer)? = state.withLock { s in
             defer { s.timer = nil }
             return s.timer
@@ -25,7 +90,11 @@ extension DiskCache {
             events += writeBackAccessTimes()
             events += writeSnapshot()
         }
-        directoryLock?.release()
+        let lock = directoryLock.withLock { lock in
+            defer { lock = nil }
+            return lock
+        }
+        lock?.release()
         emit(events)
     }
 }

@@ -29,11 +29,20 @@ extension DiskCache {
             throw CacheError(.ioFailure, "cannot create or open the cache directory", path: layout.root, errno: error.rawValue)
         }
         guard !options.isReadOnly, let info = rooted.root?.info else { return (layout, rooted) }
+        try checkRootIsSafe(info, options: options, path: layout.root)
+        return (layout, rooted)
+    }
+
+    /// Refuses a root a writer must not use: one owned by another user, or writable by group or
+    /// others (``CacheSharing/group`` accepts another owner and group write). Applied at open and
+    /// when the cache makes its deleted folder again (`DiskCache+Recovery.swift`).
+    /// - Throws: ``CacheError/Code/unsafeDirectory``.
+    static func checkRootIsSafe(_ info: FileInfo, options: DiskCacheOptions, path: String) throws(CacheError) {
         if options.sharing != .group, info.ownerID != ProcessIdentity.effectiveUserID {
             throw CacheError(
                 .unsafeDirectory,
                 "the cache directory belongs to user \(info.ownerID), not to this user; anyone who controls it could read and change what the cache stores (set DiskCacheOptions.sharing to .group for a deliberately shared cache)",
-                path: layout.root)
+                path: path)
         }
         let writableByOthers = options.sharing == .group ? info.permissions & 0o002 != 0 : info.isWritableByGroupOrOthers
         if writableByOthers {
@@ -41,9 +50,8 @@ extension DiskCache {
             throw CacheError(
                 .unsafeDirectory,
                 "the cache directory (mode \(mode)) is writable by \(options.sharing == .group ? "others" : "group or others"), who could read, replace or plant records; chmod it 700 (or set DiskCacheOptions.sharing to .group for a deliberately shared cache)",
-                path: layout.root)
+                path: path)
         }
-        return (layout, rooted)
     }
 
     /// What opening learned of a folder: its layout, and whether it was detected from the files

@@ -1,6 +1,6 @@
 import Foundation
 
-// The index snapshot on disk: written after a collection and at close, withdrawn before any
+// The index snapshot on disk: written after a collection, by a flush and at close, withdrawn before any
 // change to a record, so that a snapshot on disk is always exact.
 extension DiskCache {
     /// Whether a snapshot may be on disk, and how many changes to records are under way; guarded
@@ -14,22 +14,48 @@ extension DiskCache {
         var changesInFlight = 0
     }
 
+    /// What became of an attempt to write the snapshot.
+    enum SnapshotWrite {
+        /// The snapshot on disk holds the index as it was.
+        case written
+        /// Not written: a change to records was under way, or the index was not complete yet.
+        case skipped
+        /// The write failed; the event says where and why.
+        case failed(CacheEvent)
+    }
+
     /// Writes the index snapshot atomically, unless a change to the records is under way (then
-    /// the next collection or ``close()`` writes it).
+    /// the next collection, `flush()` or ``close()`` writes it).
     func writeSnapshot() -> [CacheEvent] {
-        guard !options.isReadOnly else { return [] }
-        return snapshotGate.withLock { gate -> [CacheEvent] in
+        if case .failed(let event) = writeSnapshot(sync: false) { return [event] }
+        return []
+    }
+
+    /// Writes the index snapshot atomically (a temporary file, then a rename), unless a change to
+    /// the records is under way or the index is not complete.
+    /// - Parameter sync: Whether to `fsync` the snapshot and the root folder once it is in
+    ///   place, so that it survives a power loss (`flush()` under ``Durability/fsync``).
+    func writeSnapshot(sync: Bool) -> SnapshotWrite {
+        guard !options.isReadOnly else { return .skipped }
+        return snapshotGate.withLock { gate -> SnapshotWrite in
             // Changes register under this lock before they touch a record, so with none in
             // flight the index holds every change that reached the disk.
-            guard gate.changesInFlight == 0 else { return [] }
+            guard gate.changesInFlight == 0 else { return .skipped }
             let entries: [IndexEntry]? = state.withLock { s in s.isIndexReady ? s.index.entriesLeastRecentFirst : nil }
-            guard let entries else { return [] }
+            guard let entries else { return .skipped }
             do throws(Errno) {
                 try io.writeFileAtomically(layout.snapshotPath, IndexSnapshot.encode(entries))
                 gate.isOnDisk = true
-                return []
+                if sync {
+                    // After the rename: the file's bytes, then the folder entry that names it.
+                    let fd = try io.openForReading(layout.snapshotPath).fd
+                    defer { io.close(fd) }
+                    try io.fsync(fd)
+                    try records.syncFolder(layout.root)
+                }
+                return .written
             } catch {
-                return [.ioError(operation: "snapshot", path: layout.snapshotPath, errno: error.rawValue)]
+                return .failed(.ioError(operation: "snapshot", path: layout.snapshotPath, errno: error.rawValue))
             }
         }
     }

@@ -126,6 +126,18 @@ extension DiskCache {
             counters.countEviction(reason)
         }
 
+        /// Starts the index again from what a folder made again holds (`DiskCache+Recovery.swift`):
+        /// the records of the deleted folder are gone with it. The counters stay.
+        mutating func restart(entries: [IndexEntry], suspects found: Set<String>, listedEverything: Bool) {
+            index = DiskIndex()
+            index.prependOlder(entries)
+            suspects = found
+            touchedDuringBuild = []
+            dirtyQueue = []
+            isIndexAuthoritative = listedEverything
+            freeSpace = nil
+        }
+
         /// Merges what the background build found, deferring to names changed meanwhile, and
         /// marks the index ready.
         /// - Returns: The number of records indexed.

@@ -42,7 +42,11 @@ public final class DiskCache: Sendable {
     let snapshotGate: LarderMutex<SnapshotState>
     /// One lock per record file name (striped), held across each change to a record.
     private let keyLocks = StripedLock()
-    let directoryLock: DirectoryLock?
+    /// The directory's write lock (`nil` when read-only or closed); replaced when the cache makes
+    /// its deleted folder again, and held across that (`DiskCache+Recovery.swift`).
+    let directoryLock: LarderMutex<DirectoryLock?>
+    /// Flushes the cache when the app moves to the background or exits (Apple platforms).
+    let lifecycle = LifecycleFlusher()
     private let temporaryCounter = Atomic<UInt64>(0)
     /// This process's id, part of every temporary file's name.
     private let processID = ProcessIdentity.processID
@@ -88,13 +92,14 @@ public final class DiskCache: Sendable {
         self.ioQueue = WorkQueue(
             label: "\(options.name).disk", qualities: options.workQualityOfService,
             maximumConcurrent: options.maximumConcurrentOperations, measuresWaits: options.timingHandler != nil)
-        self.directoryLock = lock
+        self.directoryLock = LarderMutex(lock)
         emit([.opened(name: options.name, layout: folder.layout, layoutWasDetected: folder.wasDetected)])
         indexBuild.enter()
         ioQueue.async(.read) { [self] in
             buildIndex()
             indexBuild.leave()
         }
+        if options.flushesOnBackground, !options.isReadOnly { lifecycle.start(flushing: self) }
     }
 
     deinit {
@@ -162,6 +167,16 @@ public final class DiskCache: Sendable {
                 // Make room for this record, least recently used and unlocked first, then retry once.
                 let needed = diskSize(header.payloadOffset + data.count)
                 events += makeRoom(bytes: needed, excluding: name)
+            } catch let error where error == .noSuchFileOrDirectory && attempt == 0 {
+                // The cache's folder may have been deleted behind its back: make it again, then
+                // retry once (also when another thread has moved the cache meanwhile).
+                switch recoverRemovedFolder() {
+                case .recovered(let recreated): events += recreated
+                case .notRemoved: break
+                case .failed(let failure):
+                    emit(events)
+                    throw failure
+                }
             } catch let error where error == .noSpace {
                 emit(events)
                 throw CacheError(
@@ -420,6 +435,11 @@ public final class DiskCache: Sendable {
     /// Runs `body` holding the key lock of the record file `name`: reads and uses of one record.
     func withKeyLock<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T {
         try keyLocks.withLock(forKey: name, body)
+    }
+
+    /// Runs `body` holding every key lock, so that no read or change of any record is under way.
+    func withEveryKeyLock(_ body: () -> Void) {
+        keyLocks.withEveryLock(body)
     }
 
     /// Runs `body`, which changes the record file `name` on disk and in the index, holding its

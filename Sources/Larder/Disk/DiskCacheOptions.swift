@@ -85,6 +85,15 @@ public struct DiskCacheOptions: Sendable {
     public var verifiesPayloadChecksum: Bool = true
     /// Whether stores only rename or also `fsync` (``Durability/atomicRename``).
     public var durability: Durability = .atomicRename
+    /// Whether the cache flushes (`DiskCache.flush()`: access times and the index snapshot)
+    /// when the app moves to the background or is about to exit, so that an app suspended and
+    /// then killed keeps its least-recently-used order (`true`). On iOS, iPadOS, tvOS, visionOS
+    /// and Mac Catalyst: `UIApplication`'s did-enter-background and will-terminate notifications;
+    /// on macOS: `NSApplication`'s will-terminate notification. Elsewhere (Linux, watchOS) it does
+    /// nothing. A read-only cache never flushes. Set on the disk tier, which holds what a flush
+    /// writes, so a ``DiskCache`` used alone gets it too; a ``HybridCache`` gets it through
+    /// ``HybridCacheOptions/disk``.
+    public var flushesOnBackground: Bool = true
     /// Open without the write lock: reads work while another process writes; changes throw
     /// ``CacheError/Code/readOnly`` (`false`).
     public var isReadOnly: Bool = false

@@ -291,10 +291,8 @@ package struct RecordFile: Sendable {
         do {
             fd = try io.createExclusively(temporaryPath)
         } catch let error where error == .noSuchFileOrDirectory {
-            // The temporary folder is gone (the cache's folder was deleted and made again while
-            // the cache ran): move to the new root, and make the temporary folder again, but not
-            // the root, which someone chose to remove.
-            io.root?.reopenIfRemoved()
+            // The temporary folder is gone: make it again. When the whole root is gone, this
+            // fails too, and the cache makes its folder again (`DiskCache+Recovery.swift`).
             if let slash = temporaryPath.lastIndex(of: "/") { try io.mkdir(String(temporaryPath[..<slash])) }
             fd = try io.createExclusively(temporaryPath)
         }

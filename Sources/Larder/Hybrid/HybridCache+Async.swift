@@ -70,6 +70,15 @@ extension HybridCache {
         try await disk.ioQueue.runBlocking(.delete, key: keys.first) { () throws(CacheError) in try self.unlock(forKeys: keys) }
     }
 
+    /// Writes the disk tier's access times and index snapshot on its own queue; see `flush()`.
+    /// - Returns: `true` when the snapshot was written, `false` when a change in flight made the
+    ///   flush skip it.
+    /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
+    @discardableResult
+    public func flush() async throws(CacheError) -> Bool {
+        try await disk.flush()
+    }
+
     /// Encodes `value` on the calling task, then stores it; see ``store(_:forKey:in:expiry:locked:coder:)``.
     /// - Throws: ``CacheError/Code/encodingFailed``, ``CacheError/Code/cancelled``, or what the store throws.
     public func store<T: Encodable>(

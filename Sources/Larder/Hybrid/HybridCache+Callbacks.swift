@@ -30,6 +30,12 @@ extension HybridCache {
             deliveringOn: queue, { () throws(CacheError) in try self.value(forKey: key, from: tiers) }, completion: completion)
     }
 
+    /// Writes the disk tier's access times and index snapshot in the background, then reports
+    /// `.success(written)` (whether the snapshot was written) or `.failure` on `queue`; see `flush()`.
+    public func flush(queue: DispatchQueue = .main, completion: @escaping Completion<Bool>) {
+        disk.flush(queue: queue, completion: completion)
+    }
+
     /// Removes `key` from every tier in the background, then reports `.success(())`, `.notFound`
     /// (no tier held it) or `.failure` on `queue`; see `remove(forKey:)`.
     public func remove(forKey key: String, queue: DispatchQueue = .main, completion: @escaping Completion<Void>) {

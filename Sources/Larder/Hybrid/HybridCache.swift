@@ -28,7 +28,10 @@ import Synchronization
 /// **Disk changes made behind its back.** With ``init(options:)``, records the disk evicts (limits,
 /// collection) or finds corrupt are dropped from memory too. With
 /// ``init(memory:disk:coder:staleWindows:loadEventHandler:)``, calls made on ``disk`` directly are
-/// not seen by the memory tier.
+/// not seen by the memory tier. When the disk's folder is deleted
+/// (``CacheEvent/folderRecreated(path:)``), the memory tier keeps what it holds: each entry is
+/// still the last value stored or read under its key, with an expiry no later than the disk's
+/// was, so it is served until it expires or is evicted; the disk no longer has it.
 ///
 /// **Event handlers.** The disk's ``DiskCacheOptions/eventHandler`` may run while the hybrid holds
 /// the lock of the key being stored or read; a handler must not call back into the same hybrid
@@ -343,6 +346,18 @@ public final class HybridCache: Sendable {
     @discardableResult
     public func unlock(forKeys keys: [String]) throws(CacheError) -> [String] {
         try changeLocks(keys) { (keys: [String]) throws(CacheError) in try disk.unlock(forKeys: keys) }
+    }
+
+    /// Writes the disk tier's access times and index snapshot now (see `DiskCache.flush()`),
+    /// returning once they are written; the memory tier holds nothing that outlives the process.
+    /// On Apple platforms the disk tier also flushes itself when the app moves to the background
+    /// or exits (``DiskCacheOptions/flushesOnBackground``, on by default).
+    /// - Returns: `true` when the snapshot was written, `false` when a change in flight made the
+    ///   flush skip it.
+    /// - Throws: What `DiskCache.flush()` throws.
+    @discardableResult
+    public func flush() throws(CacheError) -> Bool {
+        try disk.flush()
     }
 
     /// Closes the disk tier (see ``DiskCache/close()``). The memory tier keeps serving hits.

@@ -21,7 +21,7 @@ package final class CacheRoot: Sendable {
     private let calls: SystemCalls
     /// `path` and a slash, the prefix of every path beneath the root.
     private let prefix: String
-    /// The descriptor in use; replaced by ``reopenIfRemoved()``.
+    /// The descriptor in use; replaced by ``adopt(_:)``.
     private let current: Atomic<Int32>
     /// Whether `openat2` failed with `ENOSYS` or `EPERM` (an old kernel, a seccomp filter): from
     /// then on, paths beneath this root are walked one component at a time.
@@ -46,29 +46,34 @@ package final class CacheRoot: Sendable {
     /// The descriptor, `O_DIRECTORY`, closed when the root goes away.
     package var fd: Int32 { current.load(ordering: .acquiring) }
 
-    /// When the folder open at ``fd`` was removed (no link left) and a folder is back at ``path``
-    /// with the same owner and no wider write permission, makes that folder the root. The cache
-    /// never creates its root again itself: someone chose to remove it.
-    /// - Returns: Whether the root was replaced.
-    @discardableResult
-    package func reopenIfRemoved() -> Bool {
-        var buf = stat()
-        guard calls.fstat(fd, &buf) == 0, buf.st_nlink == 0 else { return false }
-        let fd = calls.openat(SystemCalls.atCurrentDirectory, path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0)
-        guard fd >= 0 else { return false }
-        guard calls.fstat(fd, &buf) == 0 else {
-            _ = calls.close(fd)
-            return false
+    /// Whether the folder open at ``fd`` is no longer the one at ``path``: it was removed (no
+    /// link left, so every path beneath it fails with `ENOENT`), or moved or replaced, so that
+    /// ``path`` names nothing or something else. The path is followed through links, as it was
+    /// when the root was opened. A failure to ask (other than a missing path) answers `false`.
+    package var isRemoved: Bool {
+        var held = stat()
+        guard calls.fstat(fd, &held) == 0 else { return false }
+        if held.st_nlink == 0 { return true }
+        var named = stat()
+        guard calls.fstatat(SystemCalls.atCurrentDirectory, path, &named, 0) == 0 else {
+            return errno == ENOENT || errno == ENOTDIR
         }
-        let new = FileInfo(buf)
-        let widened = (new.permissions & 0o022) & ~(info.permissions & 0o022)
-        guard new.kind == .directory, new.ownerID == info.ownerID, widened == 0 else {
-            _ = calls.close(fd)
-            return false
+        return named.st_dev != held.st_dev || named.st_ino != held.st_ino
+    }
+
+    /// Makes the folder `other` holds open the root from now on: `other`'s descriptor moves
+    /// here (and `other` no longer closes it). The descriptor replaced stays open until this root
+    /// goes away, since a call on another thread may still be resolving a path beneath it; each
+    /// replacement keeps one descriptor of a deleted folder open until then.
+    /// - Precondition: `other` holds one descriptor and has the same ``path``.
+    package func adopt(_ other: CacheRoot) {
+        precondition(other.path == path, "a root adopts a folder at its own path")
+        let fd = other.opened.withLock { opened in
+            precondition(opened.count == 1, "a root adopts a freshly opened one")
+            return opened.removeFirst()
         }
         opened.withLock { $0.append(fd) }
         current.store(fd, ordering: .releasing)
-        return true
     }
 
     /// `path` relative to the root ("" for the root itself), or `nil` when it is not beneath the

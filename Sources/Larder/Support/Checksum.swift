@@ -1,3 +1,5 @@
+// Darwin-only branch: SHA-256 from CryptoKit on Apple platforms (libcrypto elsewhere), compiled
+// only there and unverified by `.ci/run` (README, "Apple platforms, honestly").
 #if canImport(CryptoKit)
 import CryptoKit
 #else

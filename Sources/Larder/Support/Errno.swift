@@ -1,3 +1,5 @@
+// Darwin-only branch: `EFTYPE` for a file that is not a regular one (Linux has `EMEDIUMTYPE`),
+// compiled only on Apple platforms and unverified by `.ci/run` (README, "Apple platforms, honestly").
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,3 +1,5 @@
+// Darwin-only branch: `st_mtimespec` (Linux's `st_mtim`), compiled only on Apple platforms and
+// unverified by `.ci/run` (README, "Apple platforms, honestly").
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

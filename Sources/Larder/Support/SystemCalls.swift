@@ -96,7 +96,7 @@ package struct SystemCalls: Sendable {
     package var pwrite: @Sendable (_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int, _ offset: off_t) -> Int
     package var fsync: @Sendable (_ fd: Int32) -> Int32
     package var fstat: @Sendable (_ fd: Int32, _ buf: UnsafeMutablePointer<stat>) -> Int32
-    /// `fstatat`; ``FileIO`` always passes `AT_SYMLINK_NOFOLLOW`.
+    /// `fstatat`; ``FileIO`` always passes `AT_SYMLINK_NOFOLLOW` (``CacheRoot/isRemoved`` follows the root's own path).
     package var fstatat:
         @Sendable (_ directory: Int32, _ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>, _ flags: Int32) -> Int32
     package var renameat:
