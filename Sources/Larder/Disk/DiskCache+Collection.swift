@@ -82,7 +82,8 @@ extension DiskCache {
 
     // MARK: - Management
 
-    /// Removes every record, corrupt ones too (SPT's `prune`), and any stray files in the shard folders.
+    /// Removes every record, corrupt ones too (SPT's `prune`), and any stray files in the shard
+    /// folders. With ``Durability/fsync``, the removals survive a power loss once this returns.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
     public func removeAll() throws(CacheError) {
         try checkWritable(key: nil)
@@ -90,11 +91,13 @@ extension DiskCache {
         var events: [CacheEvent] = []
         let names = listRecordNames(events: &events).names
         var failure: CacheError?
+        var folders: Set<String> = []
         for name in names {
             let path = layout.path(for: name)
             changingRecord(name) {
                 do throws(Errno) {
                     try io.unlink(path)
+                    folders.insert(layout.folder(for: name))
                     state.withLock { $0.forget(name) }
                 } catch {
                     failure = failure ?? CacheError(.ioFailure, "cannot remove a record", path: path, errno: error.rawValue)
@@ -110,15 +113,16 @@ extension DiskCache {
         }
         emit(events)
         if let failure { throw failure }
+        try syncFoldersAfterRemoval(folders.sorted())
     }
 
-    /// Removes every unlocked record (SPT's `wipeNonLockedFiles`).
+    /// Removes every unlocked record (SPT's `wipeNonLockedFiles`); durably under ``Durability/fsync``.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
     public func removeAllUnlocked() throws(CacheError) {
         try removeAll(where: { $0 == 0 })
     }
 
-    /// Removes every locked record (SPT's `wipeLockedFiles`).
+    /// Removes every locked record (SPT's `wipeLockedFiles`); durably under ``Durability/fsync``.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
     public func removeAllLocked() throws(CacheError) {
         try removeAll(where: { $0 > 0 })
@@ -156,6 +160,7 @@ extension DiskCache {
         }
         var failure: CacheError?
         var events: [CacheEvent] = []
+        var folders: Set<String> = []
         for name in names {
             let path = layout.path(for: name)
             changingRecord(name) {
@@ -171,6 +176,7 @@ extension DiskCache {
                 }
                 do throws(Errno) {
                     try io.unlink(path)
+                    folders.insert(layout.folder(for: name))
                     state.withLock { $0.forget(name) }
                 } catch {
                     failure = failure ?? CacheError(.ioFailure, "cannot remove a record", path: path, errno: error.rawValue)
@@ -179,6 +185,7 @@ extension DiskCache {
         }
         emit(events)
         if let failure { throw failure }
+        try syncFoldersAfterRemoval(folders.sorted())
     }
 
     /// Removes expired, unlocked records, a batch at a time. Expects the collection gate held.

@@ -318,11 +318,14 @@ public final class DiskCache: Sendable {
         return touched
     }
 
-    /// Removes the record stored under `key`.
+    /// Removes the record stored under `key`. With ``Durability/fsync``, the removal survives a
+    /// power loss once this returns (the record's folder is synced).
     /// - Returns: Whether a live record was removed: `false` when there was none, or when the
     ///   index knew the record had expired (its file is removed all the same).
     /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/readOnly``,
-    ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
+    ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``. With ``Durability/fsync``,
+    ///   when only the sync of the folder fails, the record is already gone (and unindexed) but
+    ///   may come back after a power loss; the error says so.
     @discardableResult
     public func remove(forKey key: String) throws(CacheError) -> Bool {
         try timed(.remove, key) { () throws(CacheError) in try removeRecord(forKey: key) }
@@ -333,9 +336,9 @@ public final class DiskCache: Sendable {
         try checkWritable(key: key)
         let name = try options.keyEncoding.fileName(for: key)
         let path = layout.path(for: name)
-        return try changingRecord(name) { () throws(CacheError) -> Bool in
-            let removed: Bool
-            do throws(Errno) { removed = try io.unlink(path) } catch {
+        var unlinked = false
+        let removedLive = try changingRecord(name) { () throws(CacheError) -> Bool in
+            do throws(Errno) { unlinked = try io.unlink(path) } catch {
                 throw CacheError(.ioFailure, "cannot remove the record", key: key, path: path, errno: error.rawValue)
             }
             let now = options.clock.now
@@ -343,7 +346,26 @@ public final class DiskCache: Sendable {
                 defer { s.forget(name) }
                 return s.index[name].map { isExpired($0, now: now) } ?? false
             }
-            return removed && !wasExpired
+            return unlinked && !wasExpired
+        }
+        // Without this sync a power loss could bring back a record removed under `.fsync`
+        // (found by the power-loss tests, docs/RELIABILITY.md).
+        if unlinked { try syncFoldersAfterRemoval([layout.folder(for: name)], key: key) }
+        return removedLive
+    }
+
+    /// Under ``Durability/fsync``, syncs the folders records were removed from, so that the
+    /// removals survive a power loss; does nothing under ``Durability/atomicRename``.
+    /// - Throws: ``CacheError/Code/ioFailure``: the records are gone (and unindexed), but may
+    ///   come back after a power loss.
+    func syncFoldersAfterRemoval(_ folders: some Sequence<String>, key: String? = nil) throws(CacheError) {
+        guard options.durability == .fsync else { return }
+        for folder in folders {
+            do throws(Errno) { try records.syncFolder(folder) } catch {
+                throw CacheError(
+                    .ioFailure, "the record was removed, but its folder could not be synced, so it may come back after a power loss",
+                    key: key, path: folder, errno: error.rawValue)
+            }
         }
     }
 

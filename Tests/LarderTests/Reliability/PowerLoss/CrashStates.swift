@@ -203,7 +203,7 @@ extension DiskImage {
         func visit(_ node: Int) {
             guard let entry = self[node] else { return }
             hasher.combine(entry.kind == .directory)
-            hasher.combine(entry.data)
+            entry.data.withUnsafeBytes { hasher.combine(bytes: $0) }
             for (name, child) in entry.entries.sorted(by: { $0.key < $1.key }) {
                 hasher.combine(name)
                 visit(child)

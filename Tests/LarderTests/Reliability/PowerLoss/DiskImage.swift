@@ -63,7 +63,7 @@ struct DiskImage: Sendable, Equatable {
             guard linking else { return }
             if nodes[parent]?.entries[name] == node { unlink(parent, name) }
         case .write(let node, let offset, let bytes):
-            write(node, at: offset, bytes)
+            write(node, at: offset, bytes[...])
         case .truncate(let node, let length):
             ensure(node, kind: .file, mode: 0o600)
             resize(node, to: length)
@@ -75,11 +75,15 @@ struct DiskImage: Sendable, Equatable {
     }
 
     /// Writes `bytes` at `offset`, filling any gap past the end with zeros.
-    mutating func write(_ node: Int, at offset: Int, _ bytes: some Collection<UInt8>) {
+    mutating func write(_ node: Int, at offset: Int, _ bytes: ArraySlice<UInt8>) {
         ensure(node, kind: .file, mode: 0o600)
+        guard !bytes.isEmpty else { return }
         let end = offset + bytes.count
         if nodes[node]!.data.count < end { resize(node, to: end) }
-        nodes[node]!.data.replaceSubrange(offset ..< end, with: bytes)
+        // Copied as memory: element by element, unspecialized, debug builds crawl.
+        nodes[node]!.data.withUnsafeMutableBytes { out in
+            bytes.withUnsafeBytes { out.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        }
     }
 
     /// Sets a file's length: cut, or extended with zeros.
@@ -88,7 +92,7 @@ struct DiskImage: Sendable, Equatable {
         if length < count {
             nodes[node]!.data.removeSubrange(length...)
         } else if length > count {
-            nodes[node]!.data.append(contentsOf: repeatElement(0, count: length - count))
+            nodes[node]!.data.append(contentsOf: [UInt8](repeating: 0, count: length - count))
         }
     }
 
