@@ -91,13 +91,11 @@ extension DiskCache {
         var events: [CacheEvent] = []
         let names = listRecordNames(events: &events).names
         var failure: CacheError?
-        var folders: Set<String> = []
         for name in names {
             let path = layout.path(for: name)
             changingRecord(name) {
                 do throws(Errno) {
                     try io.unlink(path)
-                    folders.insert(layout.folder(for: name))
                     state.withLock { $0.forget(name) }
                 } catch {
                     failure = failure ?? CacheError(.ioFailure, "cannot remove a record", path: path, errno: error.rawValue)
@@ -113,7 +111,7 @@ extension DiskCache {
         }
         emit(events)
         if let failure { throw failure }
-        try syncFoldersAfterRemoval(folders.sorted())
+        if options.durability == .fsync { try syncFoldersAfterRemoval(recordFolders()) }
     }
 
     /// Removes every unlocked record (SPT's `wipeNonLockedFiles`); durably under ``Durability/fsync``.
@@ -152,6 +150,18 @@ extension DiskCache {
 
     // MARK: - Internals
 
+    /// Every folder that may hold records: the root and, sharded, each shard folder in it.
+    /// Removals sync them all under ``Durability/fsync``: a record evicted earlier (an unsynced
+    /// unlink) could otherwise come back after a power loss that follows a `removeAll`.
+    func recordFolders() -> [String] {
+        var folders = [layout.root]
+        guard layout.folderLayout == .sharded, let entries = try? io.listDirectory(layout.root) else { return folders }
+        for entry in entries where entry.isDirectory != false && !DiskLayout.isReserved(entry.name) && DiskLayout.shard(for: entry.name) == entry.name {
+            folders.append(layout.root + "/" + entry.name)
+        }
+        return folders
+    }
+
     private func removeAll(where lockCountMatches: @escaping (UInt32) -> Bool) throws(CacheError) {
         try checkWritable(key: nil)
         waitForIndex()
@@ -160,7 +170,6 @@ extension DiskCache {
         }
         var failure: CacheError?
         var events: [CacheEvent] = []
-        var folders: Set<String> = []
         for name in names {
             let path = layout.path(for: name)
             changingRecord(name) {
@@ -176,7 +185,6 @@ extension DiskCache {
                 }
                 do throws(Errno) {
                     try io.unlink(path)
-                    folders.insert(layout.folder(for: name))
                     state.withLock { $0.forget(name) }
                 } catch {
                     failure = failure ?? CacheError(.ioFailure, "cannot remove a record", path: path, errno: error.rawValue)
@@ -185,7 +193,7 @@ extension DiskCache {
         }
         emit(events)
         if let failure { throw failure }
-        try syncFoldersAfterRemoval(folders.sorted())
+        if options.durability == .fsync { try syncFoldersAfterRemoval(recordFolders()) }
     }
 
     /// Removes expired, unlocked records, a batch at a time. Expects the collection gate held.

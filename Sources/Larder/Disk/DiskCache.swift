@@ -336,8 +336,8 @@ public final class DiskCache: Sendable {
         try checkWritable(key: key)
         let name = try options.keyEncoding.fileName(for: key)
         let path = layout.path(for: name)
-        var unlinked = false
         let removedLive = try changingRecord(name) { () throws(CacheError) -> Bool in
+            let unlinked: Bool
             do throws(Errno) { unlinked = try io.unlink(path) } catch {
                 throw CacheError(.ioFailure, "cannot remove the record", key: key, path: path, errno: error.rawValue)
             }
@@ -348,9 +348,11 @@ public final class DiskCache: Sendable {
             }
             return unlinked && !wasExpired
         }
-        // Without this sync a power loss could bring back a record removed under `.fsync`
-        // (found by the power-loss tests, docs/RELIABILITY.md).
-        if unlinked { try syncFoldersAfterRemoval([layout.folder(for: name)], key: key) }
+        // Without this sync a power loss could bring back a record removed under `.fsync`; it
+        // runs even when the file was already gone, since what removed it (an eviction, whose
+        // unlink is not synced) may not have reached the disk either (both found by the
+        // power-loss tests, docs/RELIABILITY.md).
+        try syncFoldersAfterRemoval([layout.folder(for: name)], key: key)
         return removedLive
     }
 
@@ -361,7 +363,11 @@ public final class DiskCache: Sendable {
     func syncFoldersAfterRemoval(_ folders: some Sequence<String>, key: String? = nil) throws(CacheError) {
         guard options.durability == .fsync else { return }
         for folder in folders {
-            do throws(Errno) { try records.syncFolder(folder) } catch {
+            do throws(Errno) {
+                try records.syncFolder(folder)
+            } catch let error where error == .noSuchFileOrDirectory || error == .notADirectory {
+                // No folder, so no record in it.
+            } catch {
                 throw CacheError(
                     .ioFailure, "the record was removed, but its folder could not be synced, so it may come back after a power loss",
                     key: key, path: folder, errno: error.rawValue)

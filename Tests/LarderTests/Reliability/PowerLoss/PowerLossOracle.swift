@@ -20,6 +20,8 @@ struct PowerLossOracle {
     /// What a batch of checks covered.
     struct Tally: CustomStringConvertible {
         var states = 0
+        /// Of those, states left by a second power loss while a cache recovered from the first.
+        var recoveryStates = 0
         /// States with a snapshot on disk, compared with a scan.
         var statesWithSnapshot = 0
         var loads = 0
@@ -32,7 +34,7 @@ struct PowerLossOracle {
         var unpromisedIndexDifferences = 0
 
         var description: String {
-            "\(states) states (\(statesWithSnapshot) with a snapshot), \(loads) loads (\(hits) hits), \(promisesChecked) durable promises, \(tornRecordsCaught) torn records caught, \(unpromisedIndexDifferences) unpromised index differences"
+            "\(states) states (\(recoveryStates) after a second loss during recovery, \(statesWithSnapshot) with a snapshot), \(loads) loads (\(hits) hits), \(promisesChecked) durable promises, \(tornRecordsCaught) torn records caught, \(unpromisedIndexDifferences) unpromised index differences"
         }
     }
 
@@ -91,8 +93,32 @@ struct PowerLossOracle {
     }
 
     /// Checks one crash state taken after the first `k` operations of the trace.
+    /// - Parameters:
+    ///   - recoveryCrashes: How many crash states of the recovery itself to check too: the
+    ///     cache that checked `image` (opening, loading, closing) ran on a simulated disk of its
+    ///     own, and a power loss may strike it anywhere; each state it may leave must keep the
+    ///     same promises.
+    ///   - seed: Picks those states.
     /// - Returns: The problems found, each naming the crash point.
-    func check(_ image: DiskImage, at k: Int, tally: inout Tally) -> [String] {
+    func check(_ image: DiskImage, at k: Int, tally: inout Tally, recoveryCrashes: Int = 0, seed: UInt64 = 0) -> [String] {
+        let disk = SimulatedDisk(image)
+        var problems = check(disk, image, at: k, tally: &tally)
+        guard recoveryCrashes > 0, problems.isEmpty else { return problems }
+        let states = CrashStates(of: disk)
+        var random = SplitMix64(seed: seed)
+        for _ in 0 ..< recoveryCrashes {
+            let point = random.below(states.trace.count + 1)
+            let nested = states.randomState(upTo: point, model: model, random: &random)
+            tally.recoveryStates += 1
+            problems += check(SimulatedDisk(nested), nested, at: k, tally: &tally).map {
+                "\($0) (then a second power loss during recovery, after \(point) of its \(states.trace.count) calls)"
+            }
+        }
+        return problems
+    }
+
+    /// Opens a cache on `disk`, which holds `image`, checks it, and closes it.
+    private func check(_ disk: SimulatedDisk, _ image: DiskImage, at k: Int, tally: inout Tally) -> [String] {
         var problems: [String] = []
         func problem(_ text: String) { problems.append("crash after \(k) of \(run.disk.traceCount) operations: \(text)") }
         tally.states += 1
@@ -102,7 +128,6 @@ struct PowerLossOracle {
         // No size limit: a limit would evict at open, in an order that depends on the snapshot.
         let options = PowerLossRun.options(durability: run.durability, sizeLimit: 0, clock: clock, events: events)
 
-        let disk = SimulatedDisk(image)
         let cache: DiskCache
         do {
             cache = try DiskCache(options: options, systemCalls: disk.calls)

@@ -54,20 +54,20 @@ import Testing
     @Test(arguments: [Durability.atomicRename, .fsync], PersistenceModel.allCases)
     func everyPointOfAShortRun(durability: Durability, model: PersistenceModel) {
         let seed = Self.seed &+ (durability == .fsync ? 1 : 0)
-        let run = PowerLossRun(steps: PowerLossRun.randomSteps(count: 24, seed: seed), durability: durability, seed: seed)
+        let run = PowerLossRun(steps: PowerLossRun.randomSteps(count: 32, seed: seed), durability: durability, seed: seed)
         #expect(run.problems.isEmpty, "\(run.problems)")
         let points = Array(0 ... run.disk.traceCount)
-        explore(run, model: model, points: points, randomStatesPerPoint: 3 * Self.scale, seed: seed, label: "short")
+        explore(run, model: model, points: points, randomStatesPerPoint: 4 * Self.scale, seed: seed, label: "short")
     }
 
     /// A long run, sampled crash points.
     @Test(arguments: [Durability.atomicRename, .fsync], PersistenceModel.allCases)
     func sampledPointsOfALongRun(durability: Durability, model: PersistenceModel) {
         let seed = Self.seed &+ 100 &+ (durability == .fsync ? 1 : 0)
-        let run = PowerLossRun(steps: PowerLossRun.randomSteps(count: 240, seed: seed), durability: durability, seed: seed)
+        let run = PowerLossRun(steps: PowerLossRun.randomSteps(count: 300, seed: seed), durability: durability, seed: seed)
         #expect(run.problems.isEmpty, "\(run.problems)")
         var random = SplitMix64(seed: seed)
-        let points = (0 ..< 150 * Self.scale).map { _ in random.below(run.disk.traceCount + 1) }.sorted()
+        let points = (0 ..< 300 * Self.scale).map { _ in random.below(run.disk.traceCount + 1) }.sorted()
         explore(run, model: model, points: points, randomStatesPerPoint: 4, seed: seed, label: "long")
     }
 
@@ -84,8 +84,10 @@ import Testing
             var random = SplitMix64(seed: seed ^ UInt64(k) &* 0x9E37_79B9_7F4A_7C15)
             var images = [states.everything(upTo: k), states.durableOnly(upTo: k, model: model)]
             for _ in 0 ..< randomStatesPerPoint { images.append(states.randomState(upTo: k, model: model, random: &random)) }
-            for image in images where seen.insert(image.treeHash).inserted {
-                problems += oracle.check(image, at: k, tally: &tally)
+            for (i, image) in images.enumerated() where seen.insert(image.treeHash).inserted {
+                // One state in four also loses power again while the cache recovers from it.
+                let recoveryCrashes = random.below(4) == 0 ? 2 : 0
+                problems += oracle.check(image, at: k, tally: &tally, recoveryCrashes: recoveryCrashes, seed: seed ^ UInt64(k << 8 | i))
                 if problems.count >= 10 { break }
             }
             if problems.count >= 10 { break }
