@@ -193,6 +193,20 @@ struct PowerLossRun {
         changes[key]?.last { $0.begin < k }
     }
 
+    /// A hash of what the oracle expects of a crash state at point `k` (per key: the last change
+    /// begun, whether it returned, the stores begun), so that one image need not be checked twice
+    /// against the same expectations, and is checked again where they differ.
+    func expectations(at k: Int) -> Int {
+        var hasher = Hasher()
+        for key in Self.keys {
+            let change = lastChange(to: key, before: k)
+            hasher.combine(change?.begin)
+            hasher.combine(change.map { $0.end <= k })
+            hasher.combine((stores[key] ?? []).filter { $0.begin < k }.count)
+        }
+        return hasher.finalize()
+    }
+
     /// The versions of `key` whose store had begun before crash point `k`: all a load may return.
     func versionsStarted(for key: String, before k: Int) -> Set<UInt64> {
         Set((stores[key] ?? []).filter { $0.begin < k }.map(\.version))
