@@ -93,7 +93,7 @@ extension DiskCache {
         var failure: CacheError?
         for name in names {
             let path = layout.path(for: name)
-            changingRecord(name) {
+            let ran: Void? = changingRecord(name) {
                 do throws(Errno) {
                     try io.unlink(path)
                     state.withLock { $0.forget(name) }
@@ -101,6 +101,7 @@ extension DiskCache {
                     failure = failure ?? CacheError(.ioFailure, "cannot remove a record", path: path, errno: error.rawValue)
                 }
             }
+            if ran == nil { failure = failure ?? closedError(key: nil) }
         }
         // Anything the index still holds (files that vanished behind the cache's back).
         let leftovers = state.withLock { s in s.index.entriesLeastRecentFirst.map(\.name) }
@@ -172,7 +173,7 @@ extension DiskCache {
         var events: [CacheEvent] = []
         for name in names {
             let path = layout.path(for: name)
-            changingRecord(name) {
+            let ran: Void? = changingRecord(name) {
                 // The header is the truth for the lock count; the index may lag a snapshot.
                 switch try? records.read(path, readPayload: false) {
                 case .record(let contents)?:
@@ -190,6 +191,7 @@ extension DiskCache {
                     failure = failure ?? CacheError(.ioFailure, "cannot remove a record", path: path, errno: error.rawValue)
                 }
             }
+            if ran == nil { failure = failure ?? closedError(key: nil) }
         }
         emit(events)
         if let failure { throw failure }
@@ -296,7 +298,7 @@ extension DiskCache {
                 .init(key: entry.key, file: name, size: entry.diskSize, reason: reason, wasLocked: entry.lockCount > 0))
             pass.events.append(.recordEvicted(key: entry.key, file: path, reason: reason))
             return true
-        }
+        } ?? false  // the cache is closing
     }
 
     /// Trims the cache to its limits after a store, when it is over them; the record just stored

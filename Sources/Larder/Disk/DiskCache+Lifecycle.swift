@@ -20,6 +20,11 @@ extension DiskCache {
         }
         timer?.cancel()
         waitForIndex()
+        // Changes begun on other threads before the flag was set finish before the directory
+        // lock goes; later ones are refused. Else a new cache could open the folder meanwhile,
+        // clear their temporary files (the store failed with ENOENT) and be changed behind its
+        // back (found by `larder-stress soak`, which reopens its disk cache under load).
+        finishChanges()
         var events: [CacheEvent] = []
         collectionGate.withLock { _ in
             events += writeBackAccessTimes()

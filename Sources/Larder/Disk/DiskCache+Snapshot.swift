@@ -14,6 +14,8 @@ extension DiskCache {
         var changesInFlight = 0
         /// Whether the snapshot was unlinked but the root not yet synced (``Durability/fsync``).
         var removalIsUnsynced = false
+        /// Whether ``close()`` has begun: no change starts any more.
+        var isClosing = false
     }
 
     /// Writes the index snapshot atomically, unless a change to the records is under way (then
@@ -58,12 +60,26 @@ extension DiskCache {
     /// Runs a change to records (a write, a header rewrite, a removal) and the index update that
     /// goes with it. The snapshot on disk is withdrawn before the change, so that a crash from
     /// here on cannot leave a snapshot that misses it; it costs one `unlink` per collection.
-    func changingRecords<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-        snapshotGate.withLock { gate in
+    /// - Returns: What `body` returned, or `nil`, without running it, once ``close()`` has
+    ///   begun: `close()` waits for the changes under way and releases the directory lock after
+    ///   them, and none may start behind it (a new cache could own the folder by then).
+    @discardableResult
+    func changingRecords<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T? {
+        let admitted = snapshotGate.withLock { gate -> Bool in
+            guard !gate.isClosing else { return false }
             if gate.isOnDisk { withdrawSnapshot(&gate) }
             gate.changesInFlight += 1
+            return true
         }
+        guard admitted else { return nil }
         defer { snapshotGate.withLock { $0.changesInFlight -= 1 } }
         return try body()
+    }
+
+    /// Refuses new changes and waits for those under way (see ``changingRecords(_:)``).
+    func finishChanges() {
+        snapshotGate.withLock { $0.isClosing = true }
+        // Changes are short (one record's write or removal); a close is rare.
+        while snapshotGate.withLock({ $0.changesInFlight }) > 0 { usleep(500) }
     }
 }

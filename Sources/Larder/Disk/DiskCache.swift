@@ -146,9 +146,10 @@ public final class DiskCache: Sendable {
             storedKey: keyBytes)
         let path = layout.path(for: name)
         var events: [CacheEvent] = []
+        var refused = false
         for attempt in 0 ... 1 {
             do {
-                try changingRecord(name) { () throws(Errno) in
+                let stored: Void? = try changingRecord(name) { () throws(Errno) in
                     let fileSize = try records.write(
                         header: header, keyBytes: keyBytes, payload: data, temporaryPath: nextTemporaryPath(),
                         path: path, folder: layout.folder(for: name), sync: options.durability == .fsync)
@@ -157,6 +158,7 @@ public final class DiskCache: Sendable {
                         lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: header.refCount)
                     state.withLock { $0.recordStore(entry, bytes: data.count) }
                 }
+                refused = stored == nil
                 break
             } catch let error where error == .noSpace && attempt == 0 {
                 // Make room for this record, least recently used and unlocked first, then retry once.
@@ -171,6 +173,10 @@ public final class DiskCache: Sendable {
                 emit(events)
                 throw CacheError(.ioFailure, "cannot write the record", key: key, path: path, errno: error.rawValue)
             }
+        }
+        if refused {
+            emit(events)
+            throw closedError(key: key)
         }
         // After the index records the new file: from here a failure no longer means the old record is there.
         if options.durability == .fsync {
@@ -348,6 +354,7 @@ public final class DiskCache: Sendable {
             }
             return unlinked && !wasExpired
         }
+        guard let removedLive else { throw closedError(key: key) }
         // Without this sync a power loss could bring back a record removed under `.fsync`; it
         // runs even when the file was already gone, since what removed it (an eviction, whose
         // unlink is not synced) may not have reached the disk either (both found by the
@@ -446,8 +453,15 @@ public final class DiskCache: Sendable {
 
     /// Runs `body`, which changes the record file `name` on disk and in the index, holding its
     /// key lock, with the index snapshot withdrawn first (see ``changingRecords(_:)``).
-    func changingRecord<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T {
+    /// - Returns: What `body` returned, or `nil` when the cache is closing (`body` did not run).
+    @discardableResult
+    func changingRecord<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T? {
         try changingRecords { () throws(E) -> T in try keyLocks.withLock(forKey: name, body) }
+    }
+
+    /// The error of a change refused because ``close()`` has begun.
+    func closedError(key: String?) -> CacheError {
+        CacheError(.closed, "the cache was closed", key: key, path: layout.root)
     }
 
     func nextTemporaryPath() -> String {
@@ -594,7 +608,7 @@ public final class DiskCache: Sendable {
         try checkWritable(key: key)
         let name = try options.keyEncoding.fileName(for: key)
         let path = layout.path(for: name)
-        return try changingRecord(name) { () throws(CacheError) -> Bool in
+        let changed = try changingRecord(name) { () throws(CacheError) -> Bool in
             guard let contents = try _readValidHeader(name: name, key: key, path: path, events: &events) else { return false }
             var header = contents.header
             if delta > 0 {
@@ -625,6 +639,8 @@ public final class DiskCache: Sendable {
             state.withLock { $0.replaceKeepingPosition(entry) }
             return true
         }
+        guard let changed else { throw closedError(key: key) }
+        return changed
     }
 
     /// Folds the index's newer access times into a header about to be written.
