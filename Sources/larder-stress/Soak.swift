@@ -102,7 +102,8 @@ struct Soak {
         let reader = Process()
         reader.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         reader.arguments = [
-            "read", "--dir", root.appendingPathComponent("disk").path, "--keys", "\(Self.diskKeys)", "--seconds", "\(Int(seconds.rounded(.up)))",
+            "read", "--dir", root.appendingPathComponent("disk").path, "--keys", "\(Self.diskKeys)", "--seconds",
+            "\(Int(seconds.rounded(.up)))",
         ]
         let readerOutput = Pipe()
         reader.standardOutput = readerOutput
@@ -141,7 +142,8 @@ struct Soak {
         }
         counters.stop.store(true, ordering: .relaxed)
         group.wait()
-        samples.append(Sample(time: Date().timeIntervalSince(start), residentBytes: Self.residentBytes(), descriptors: Self.openDescriptors()))
+        samples.append(
+            Sample(time: Date().timeIntervalSince(start), residentBytes: Self.residentBytes(), descriptors: Self.openDescriptors()))
         disk.value.close()
         hybrid.close()
         reader.waitUntilExit()
@@ -151,7 +153,9 @@ struct Soak {
             fail("the reader process exited with status \(reader.terminationStatus) (3: wrong bytes)", status: 6)
         }
         if let reportPath {
-            let csv = "seconds,rss_bytes,fds\n" + samples.map { String(format: "%.2f,%d,%d", $0.time, $0.residentBytes, $0.descriptors) }.joined(separator: "\n") + "\n"
+            let csv =
+                "seconds,rss_bytes,fds\n"
+                + samples.map { String(format: "%.2f,%d,%d", $0.time, $0.residentBytes, $0.descriptors) }.joined(separator: "\n") + "\n"
             _ = FileManager.default.createFile(atPath: reportPath, contents: Data(csv.utf8))
         }
         return report(samples: samples, counters: counters, reader: readerLine)
@@ -165,7 +169,9 @@ struct Soak {
         )
         func at(_ fraction: Double) -> Sample { samples[min(samples.count - 1, Int(Double(samples.count - 1) * fraction))] }
         let marks = [0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
-        print("soak: RSS MiB at " + marks.map { String(format: "%.0f%% %.1f", $0 * 100, Double(at($0).residentBytes) / 1_048_576) }.joined(separator: ", "))
+        print(
+            "soak: RSS MiB at "
+                + marks.map { String(format: "%.0f%% %.1f", $0 * 100, Double(at($0).residentBytes) / 1_048_576) }.joined(separator: ", "))
         print("soak: open fds at " + marks.map { String(format: "%.0f%% %d", $0 * 100, at($0).descriptors) }.joined(separator: ", "))
         guard let verdict = Self.growth(samples) else {
             print("soak: too few samples to judge growth")
@@ -178,8 +184,10 @@ struct Soak {
         print(
             String(
                 format: "soak: second half: RSS %.1f -> %.1f MiB (growth %.1f MiB, allowed %.1f), fds %d -> %d (growth %d, allowed %d): %@",
-                Double(verdict.middle.residentBytes) / 1_048_576, Double(verdict.end.residentBytes) / 1_048_576, Double(rssGrowth) / 1_048_576,
-                Double(allowed) / 1_048_576, verdict.middle.descriptors, verdict.end.descriptors, fdGrowth, Self.growthAllowance.descriptors,
+                Double(verdict.middle.residentBytes) / 1_048_576, Double(verdict.end.residentBytes) / 1_048_576,
+                Double(rssGrowth) / 1_048_576,
+                Double(allowed) / 1_048_576, verdict.middle.descriptors, verdict.end.descriptors, fdGrowth,
+                Self.growthAllowance.descriptors,
                 holds ? "ok" : (checksGrowth ? "GROWTH" : "not judged")))
         if !checksGrowth || holds {
             print("soak: ok")

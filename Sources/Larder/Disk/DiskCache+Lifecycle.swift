@@ -3,8 +3,10 @@ import Foundation
 // Closing: flushing what the index holds, stopping collection, releasing the directory.
 extension DiskCache {
     /// Flushes access times and the index snapshot, stops scheduled collection, and releases the
-    /// directory. Later calls throw ``CacheError/Code/closed``. Closing twice is harmless; the
-    /// cache also closes when it goes away.
+    /// directory. Changes under way on other threads finish first (so that no other cache can own
+    /// the directory while they run); calls that would change a record after that throw
+    /// ``CacheError/Code/closed``, as do later calls. Closing twice is harmless; the cache also
+    /// closes when it goes away.
     public func close() {
         closeNow()
     }

@@ -130,7 +130,9 @@ import Testing
                         // A remove whose unlink went through has removed the record even when the
                         // folder's sync then failed (`.fsync`); the error says so.
                         let unsynced = failure?.message.contains("was removed, but its folder could not be synced") == true
-                        #expect(data == (succeeded || unsynced ? nil : Self.old), "\(label): succeeded \(succeeded), \(failure.map { "\($0)" } ?? "")")
+                        #expect(
+                            data == (succeeded || unsynced ? nil : Self.old),
+                            "\(label): succeeded \(succeeded), \(failure.map { "\($0)" } ?? "")")
                     default: #expect(data == Self.old, "\(label): the record changed or vanished")
                     }
                     let locksAfter = fixture.lockCount()

@@ -15,7 +15,9 @@ import Testing
         var lines: [String] = []
         while let line = soak.readLine() { lines.append(line) }
         soak.process.waitUntilExit()
-        #expect(soak.process.terminationStatus == 0, "exit \(soak.process.terminationStatus) (3: wrong bytes, 4: a failed call, 6: the reader failed): \(lines)")
+        #expect(
+            soak.process.terminationStatus == 0,
+            "exit \(soak.process.terminationStatus) (3: wrong bytes, 4: a failed call, 6: the reader failed): \(lines)")
         let summary = try #require(lines.first { $0.hasPrefix("soak: ") && $0.contains("operations") })
         func number(before label: String) -> Int? {
             guard let range = summary.range(of: " " + label) else { return nil }

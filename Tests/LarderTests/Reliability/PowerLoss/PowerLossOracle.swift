@@ -195,9 +195,10 @@ struct PowerLossOracle {
                 problem("\(key): removed (operations \(change.begin)..<\(change.end)) but back after the power loss")
             }
         }
-        tally.tornRecordsCaught += events.drain().filter {
-            if case .corruptRecordRemoved = $0 { true } else { false }
-        }.count
+        tally.tornRecordsCaught +=
+            events.drain().filter {
+                if case .corruptRecordRemoved = $0 { true } else { false }
+            }.count
         return problems
     }
 }

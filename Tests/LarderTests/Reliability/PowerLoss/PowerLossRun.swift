@@ -167,7 +167,8 @@ struct PowerLossRun {
             let end = disk.traceCount
             if let change {
                 changes[change.key, default: []].append(
-                    Change(kind: change.kind, begin: begin, end: end, version: versions[change.key], lockCount: lockCounts[change.key] ?? 0))
+                    Change(kind: change.kind, begin: begin, end: end, version: versions[change.key], lockCount: lockCounts[change.key] ?? 0)
+                )
             }
             for event in events.drain() {
                 switch event {
@@ -212,4 +213,3 @@ struct PowerLossRun {
         Set((stores[key] ?? []).filter { $0.begin < k }.map(\.version))
     }
 }
-

@@ -72,7 +72,9 @@ import Testing
     }
 
     /// Checks the states a power loss may leave at each point; reports the first problems.
-    private func explore(_ run: PowerLossRun, model: PersistenceModel, points: [Int], randomStatesPerPoint: Int, seed: UInt64, label: String) {
+    private func explore(
+        _ run: PowerLossRun, model: PersistenceModel, points: [Int], randomStatesPerPoint: Int, seed: UInt64, label: String
+    ) {
         let states = CrashStates(of: run.disk)
         let oracle = PowerLossOracle(run: run, model: model)
         var tally = PowerLossOracle.Tally()
@@ -95,7 +97,9 @@ import Testing
             }
             if problems.count >= 10 { break }
         }
-        print("PowerLossTests.\(label) \(run.durability) \(model): \(run.stepCount) operations, \(run.disk.traceCount) calls traced; \(tally)")
+        print(
+            "PowerLossTests.\(label) \(run.durability) \(model): \(run.stepCount) operations, \(run.disk.traceCount) calls traced; \(tally)"
+        )
         #expect(problems.isEmpty, "seed \(seed), \(run.durability), \(model):\n\(problems.prefix(10).joined(separator: "\n"))")
         #expect(tally.states > 0 && tally.hits > 0)
         if run.durability == .fsync { #expect(tally.promisesChecked > 0) }

@@ -96,7 +96,10 @@ final class SimulatedDisk: Sendable {
         calls.write = { [self] fd, buffer, count in
             run { s in
                 let descriptor = try s.writableFile(fd)
-                s.record(.write(node: descriptor.node, offset: descriptor.offset, bytes: Array(UnsafeRawBufferPointer(start: buffer, count: count))))
+                s.record(
+                    .write(
+                        node: descriptor.node, offset: descriptor.offset, bytes: Array(UnsafeRawBufferPointer(start: buffer, count: count)))
+                )
                 s.descriptors[fd]!.offset += count
                 return count
             }
@@ -104,7 +107,8 @@ final class SimulatedDisk: Sendable {
         calls.pwrite = { [self] fd, buffer, count, offset in
             run { s in
                 let descriptor = try s.writableFile(fd)
-                s.record(.write(node: descriptor.node, offset: Int(offset), bytes: Array(UnsafeRawBufferPointer(start: buffer, count: count))))
+                s.record(
+                    .write(node: descriptor.node, offset: Int(offset), bytes: Array(UnsafeRawBufferPointer(start: buffer, count: count))))
                 return count
             }
         }
