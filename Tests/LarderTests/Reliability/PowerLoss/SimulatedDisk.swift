@@ -333,7 +333,11 @@ extension SimulatedDisk.State {
         info.st_size = off_t(entry.data.count)
         info.st_blksize = 4096
         info.st_blocks = blkcnt_t((entry.data.count + 4095) / 4096 * 8)
+        #if canImport(Darwin)
+        info.st_mtimespec = timespec(tv_sec: 1_700_000_000, tv_nsec: 0)
+        #else
         info.st_mtim = timespec(tv_sec: 1_700_000_000, tv_nsec: 0)
+        #endif
         return info
     }
 }
