@@ -13,9 +13,15 @@
 //       flushes (unless --flush 0), prints "ready <pid>" and sleeps until killed: an app suspended
 //       in the background and then killed. Reopened, the cache lists the keys least recently
 //       used first as k(N-1) ... k0 when the flush kept the order.
-//   larder-stress read --dir D --keys N [--count LOADS]
-//       Opens D read-only and loads random keys, verifying every payload; prints
-//       "ok hits=H misses=M errors=E" and exits 0, or exits 3 on a wrong byte.
+//   larder-stress read --dir D --keys N [--count LOADS | --seconds S]
+//       Opens D read-only and loads random keys (LOADS of them, or for S seconds), verifying every
+//       payload; prints "ok hits=H misses=M errors=E" and exits 0, or exits 3 on a wrong byte.
+//   larder-stress soak --seconds N [--threads T] [--seed S] [--dir D] [--report FILE] [--growth-check yes|no]
+//       Every tier under random load from T threads (4) and a `read` process, for N seconds,
+//       sampling resident memory and open descriptors; exits 0 when every payload verified, no
+//       call failed and neither grew over the second half beyond the rule in Soak.swift (3: wrong
+//       bytes, 4: a failed call, 5: growth, 6: the reader failed). D defaults to a new temporary
+//       folder, removed afterwards; FILE gets every sample as CSV.
 //
 // Payloads are "key\tversion\tlength\n" followed by `length` bytes derived from key and version
 // (`StampedPayload` in the LarderTestSupport target, which the tests use to check them).
@@ -216,13 +222,16 @@ func read(_ args: Arguments) -> Never {
     options.isReadOnly = true
     let keyCount = max(1, args.int("keys"))
     let loads = args.int("count", default: 2000)
+    let deadline = args.values["seconds"].map { _ in Date().addingTimeInterval(Double(args.int("seconds"))) }
     let cache: DiskCache
     do { cache = try DiskCache(options: options) } catch { fail("cannot open: \(error)") }
     var random = SplitMix64(seed: UInt64(getpid()))
     var hits = 0
     var misses = 0
     var errors = 0
-    for _ in 0 ..< loads {
+    var done = 0
+    while deadline.map({ Date() < $0 }) ?? (done < loads) {
+        done += 1
         let n = Int(random.next() % UInt64(keyCount + 16))
         let key = n < keyCount ? "c\(n)" : "d\(n - keyCount)"
         do {
@@ -235,11 +244,25 @@ func read(_ args: Arguments) -> Never {
     exit(0)
 }
 
+func soak(_ args: Arguments) -> Never {
+    let seconds = args.int("seconds")
+    guard seconds > 0 else { fail("--seconds must be positive") }
+    let given = args.values["dir"]
+    let directory = given ?? NSTemporaryDirectory() + "larder-soak-\(getpid())"
+    let soak = Soak(
+        seconds: Double(seconds), threads: max(1, args.int("threads", default: 4)), seed: UInt64(args.int("seed", default: 1)),
+        directory: directory, checksGrowth: args.values["growth-check"] != "no", reportPath: args.values["report"])
+    let status = soak.run()
+    if given == nil { try? FileManager.default.removeItem(atPath: directory) }
+    exit(status)
+}
+
 let arguments = Arguments(CommandLine.arguments)
 switch arguments.command {
 case "churn": churn(arguments)
 case "hold": hold(arguments)
 case "flush": flushThenHold(arguments)
 case "read": read(arguments)
-default: fail("usage: larder-stress churn|hold|flush|read --dir D ...")
+case "soak": soak(arguments)
+default: fail("usage: larder-stress churn|hold|flush|read|soak --dir D ...")
 }

@@ -93,7 +93,8 @@ extension DiskCache {
 
     // MARK: - Management
 
-    /// Removes every record, corrupt ones too (SPT's `prune`), and any stray files in the shard folders.
+    /// Removes every record, corrupt ones too (SPT's `prune`), and any stray files in the shard
+    /// folders. With ``Durability/fsync``, the removals survive a power loss once this returns.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
     public func removeAll() throws(CacheError) {
         try checkWritable(key: nil)
@@ -103,7 +104,7 @@ extension DiskCache {
         var failure: CacheError?
         for name in names {
             let path = layout.path(for: name)
-            changingRecord(name) {
+            let ran: Void? = changingRecord(name) {
                 do throws(Errno) {
                     try io.unlink(path)
                     state.withLock { $0.forget(name) }
@@ -111,6 +112,7 @@ extension DiskCache {
                     failure = failure ?? CacheError(.ioFailure, "cannot remove a record", path: path, errno: error.rawValue)
                 }
             }
+            if ran == nil { failure = failure ?? closedError(key: nil) }
         }
         // Anything the index still holds (files that vanished behind the cache's back).
         let leftovers = state.withLock { s in s.index.entriesLeastRecentFirst.map(\.name) }
@@ -121,15 +123,16 @@ extension DiskCache {
         }
         emit(events)
         if let failure { throw failure }
+        if options.durability == .fsync { try syncFoldersAfterRemoval(recordFolders()) }
     }
 
-    /// Removes every unlocked record (SPT's `wipeNonLockedFiles`).
+    /// Removes every unlocked record (SPT's `wipeNonLockedFiles`); durably under ``Durability/fsync``.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
     public func removeAllUnlocked() throws(CacheError) {
         try removeAll(where: { $0 == 0 })
     }
 
-    /// Removes every locked record (SPT's `wipeLockedFiles`).
+    /// Removes every locked record (SPT's `wipeLockedFiles`); durably under ``Durability/fsync``.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
     public func removeAllLocked() throws(CacheError) {
         try removeAll(where: { $0 > 0 })
@@ -159,6 +162,19 @@ extension DiskCache {
 
     // MARK: - Internals
 
+    /// Every folder that may hold records: the root and, sharded, each shard folder in it.
+    /// Removals sync them all under ``Durability/fsync``: a record evicted earlier (an unsynced
+    /// unlink) could otherwise come back after a power loss that follows a `removeAll`.
+    func recordFolders() -> [String] {
+        var folders = [layout.root]
+        guard layout.folderLayout == .sharded, let entries = try? io.listDirectory(layout.root) else { return folders }
+        for entry in entries
+        where entry.isDirectory != false && !DiskLayout.isReserved(entry.name) && DiskLayout.shard(for: entry.name) == entry.name {
+            folders.append(layout.root + "/" + entry.name)
+        }
+        return folders
+    }
+
     private func removeAll(where lockCountMatches: @escaping (UInt32) -> Bool) throws(CacheError) {
         try checkWritable(key: nil)
         waitForIndex()
@@ -169,7 +185,7 @@ extension DiskCache {
         var events: [CacheEvent] = []
         for name in names {
             let path = layout.path(for: name)
-            changingRecord(name) {
+            let ran: Void? = changingRecord(name) {
                 // The header is the truth for the lock count; the index may lag a snapshot.
                 switch try? records.read(path, readPayload: false) {
                 case .record(let contents)?:
@@ -187,9 +203,11 @@ extension DiskCache {
                     failure = failure ?? CacheError(.ioFailure, "cannot remove a record", path: path, errno: error.rawValue)
                 }
             }
+            if ran == nil { failure = failure ?? closedError(key: nil) }
         }
         emit(events)
         if let failure { throw failure }
+        if options.durability == .fsync { try syncFoldersAfterRemoval(recordFolders()) }
     }
 
     /// Removes the files the index build found corrupt (which it keeps out of the index, and
@@ -321,7 +339,7 @@ extension DiskCache {
                 .init(key: entry.key, file: name, size: entry.diskSize, reason: reason, wasLocked: entry.lockCount > 0))
             pass.events.append(.recordEvicted(key: entry.key, file: path, reason: reason))
             return true
-        }
+        } ?? false  // the cache is closing
     }
 
     /// Trims the cache to its limits after a store, when it is over them; the record just stored

@@ -20,10 +20,7 @@ extension DiskCache {
             snapshot = IndexSnapshot.decode(bytes, keyEncoding: options.keyEncoding)
             // A snapshot is only trusted once: a crash from now on must not leave a stale one.
             if !options.isReadOnly {
-                snapshotGate.withLock { gate in
-                    _ = try? io.unlink(layout.snapshotPath)
-                    gate.isOnDisk = false
-                }
+                snapshotGate.withLock { gate in withdrawSnapshot(&gate) }
             }
         }
         let (names, listedEverything) = listRecordNames(events: &events)

@@ -20,7 +20,9 @@ extension DiskCache {
         io.forcesModes = options.sharing == .group
         let rooted: FileIO
         do {
-            rooted = try io.rooted(at: layout.root, create: !options.isReadOnly)
+            // Under `.fsync`, folders made here are synced into their parents: else the first
+            // synced records could vanish in a power loss with the folder that holds them.
+            rooted = try io.rooted(at: layout.root, create: !options.isReadOnly, syncCreated: options.durability == .fsync)
         } catch {
             if options.isReadOnly, error == .noSuchFileOrDirectory || error == .notADirectory {
                 throw CacheError(
@@ -114,7 +116,10 @@ extension DiskCache {
         encoder.outputFormatting = [.sortedKeys]
         do {
             let data = try encoder.encode(metadata)
-            try io.writeFileAtomically(layout.metadataPath, Array(data))
+            // Synced whatever the durability: records follow, and a power loss that kept them
+            // but not the metadata (or kept its name but not its bytes) would leave a folder
+            // that no longer opens (found by the power-loss tests, docs/RELIABILITY.md).
+            try io.writeFileAtomically(layout.metadataPath, Array(data), sync: true)
         } catch let error as Errno {
             throw CacheError(.ioFailure, "cannot write the cache's metadata", path: layout.metadataPath, errno: error.rawValue)
         } catch {

@@ -12,6 +12,10 @@ extension DiskCache {
         /// for a crash to trust (found by the crash-consistency test under load).
         var isOnDisk: Bool
         var changesInFlight = 0
+        /// Whether the snapshot was unlinked but the root not yet synced (``Durability/fsync``).
+        var removalIsUnsynced = false
+        /// Whether ``close()`` has begun: no change starts any more.
+        var isClosing = false
     }
 
     /// What became of an attempt to write the snapshot.
@@ -60,18 +64,48 @@ extension DiskCache {
         }
     }
 
+    /// Removes the snapshot from disk. Under ``Durability/fsync`` the removal is made durable
+    /// (the root is synced) before any change that would make the snapshot stale: else a power
+    /// loss could keep the snapshot and the synced change both, and the next open would trust
+    /// sizes and lock counts that the files no longer have (found by the power-loss tests).
+    /// One sync per snapshot written, so at most one per collection. When the unlink or the
+    /// sync fails, the snapshot counts as still on disk, and the next change tries again.
+    func withdrawSnapshot(_ gate: inout SnapshotState) {
+        do throws(Errno) {
+            if try io.unlink(layout.snapshotPath), options.durability == .fsync { gate.removalIsUnsynced = true }
+        } catch {
+            return
+        }
+        if gate.removalIsUnsynced {
+            guard (try? io.syncFolder(layout.root)) != nil else { return }
+            gate.removalIsUnsynced = false
+        }
+        gate.isOnDisk = false
+    }
+
     /// Runs a change to records (a write, a header rewrite, a removal) and the index update that
     /// goes with it. The snapshot on disk is withdrawn before the change, so that a crash from
     /// here on cannot leave a snapshot that misses it; it costs one `unlink` per collection.
-    func changingRecords<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-        snapshotGate.withLock { gate in
-            if gate.isOnDisk {
-                _ = try? io.unlink(layout.snapshotPath)
-                gate.isOnDisk = false
-            }
+    /// - Returns: What `body` returned, or `nil`, without running it, once ``close()`` has
+    ///   begun: `close()` waits for the changes under way and releases the directory lock after
+    ///   them, and none may start behind it (a new cache could own the folder by then).
+    @discardableResult
+    func changingRecords<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T? {
+        let admitted = snapshotGate.withLock { gate -> Bool in
+            guard !gate.isClosing else { return false }
+            if gate.isOnDisk { withdrawSnapshot(&gate) }
             gate.changesInFlight += 1
+            return true
         }
+        guard admitted else { return nil }
         defer { snapshotGate.withLock { $0.changesInFlight -= 1 } }
         return try body()
+    }
+
+    /// Refuses new changes and waits for those under way (see ``changingRecords(_:)``).
+    func finishChanges() {
+        snapshotGate.withLock { $0.isClosing = true }
+        // Changes are short (one record's write or removal); a close is rare.
+        while snapshotGate.withLock({ $0.changesInFlight }) > 0 { usleep(500) }
     }
 }

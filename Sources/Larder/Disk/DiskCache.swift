@@ -151,9 +151,10 @@ public final class DiskCache: Sendable {
             storedKey: keyBytes)
         let path = layout.path(for: name)
         var events: [CacheEvent] = []
+        var refused = false
         for attempt in 0 ... 1 {
             do {
-                try changingRecord(name) { () throws(Errno) in
+                let stored: Void? = try changingRecord(name) { () throws(Errno) in
                     let fileSize = try records.write(
                         header: header, keyBytes: keyBytes, payload: data, temporaryPath: nextTemporaryPath(),
                         path: path, folder: layout.folder(for: name), sync: options.durability == .fsync)
@@ -162,6 +163,7 @@ public final class DiskCache: Sendable {
                         lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: header.refCount)
                     state.withLock { $0.recordStore(entry, bytes: data.count) }
                 }
+                refused = stored == nil
                 break
             } catch let error where error == .noSpace && attempt == 0 {
                 // Make room for this record, least recently used and unlocked first, then retry once.
@@ -186,6 +188,10 @@ public final class DiskCache: Sendable {
                 emit(events)
                 throw CacheError(.ioFailure, "cannot write the record", key: key, path: path, errno: error.rawValue)
             }
+        }
+        if refused {
+            emit(events)
+            throw closedError(key: key)
         }
         // After the index records the new file: from here a failure no longer means the old record is there.
         if options.durability == .fsync {
@@ -333,11 +339,14 @@ public final class DiskCache: Sendable {
         return touched
     }
 
-    /// Removes the record stored under `key`.
+    /// Removes the record stored under `key`. With ``Durability/fsync``, the removal survives a
+    /// power loss once this returns (the record's folder is synced).
     /// - Returns: Whether a live record was removed: `false` when there was none, or when the
     ///   index knew the record had expired (its file is removed all the same).
     /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/readOnly``,
-    ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
+    ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``. With ``Durability/fsync``,
+    ///   when only the sync of the folder fails, the record is already gone (and unindexed) but
+    ///   may come back after a power loss; the error says so.
     @discardableResult
     public func remove(forKey key: String) throws(CacheError) -> Bool {
         try timed(.remove, key) { () throws(CacheError) in try removeRecord(forKey: key) }
@@ -354,9 +363,9 @@ public final class DiskCache: Sendable {
     /// - Returns: Whether a live record was removed.
     func removeRecord(named name: String, key: String?) throws(CacheError) -> Bool {
         let path = layout.path(for: name)
-        return try changingRecord(name) { () throws(CacheError) -> Bool in
-            let removed: Bool
-            do throws(Errno) { removed = try io.unlink(path) } catch {
+        let removedLive = try changingRecord(name) { () throws(CacheError) -> Bool in
+            let unlinked: Bool
+            do throws(Errno) { unlinked = try io.unlink(path) } catch {
                 throw CacheError(.ioFailure, "cannot remove the record", key: key, path: path, errno: error.rawValue)
             }
             let now = options.clock.now
@@ -364,7 +373,33 @@ public final class DiskCache: Sendable {
                 defer { s.forget(name) }
                 return s.index[name].map { isExpired($0, now: now) } ?? false
             }
-            return removed && !wasExpired
+            return unlinked && !wasExpired
+        }
+        guard let removedLive else { throw closedError(key: key) }
+        // Without this sync a power loss could bring back a record removed under `.fsync`; it
+        // runs even when the file was already gone, since what removed it (an eviction, whose
+        // unlink is not synced) may not have reached the disk either (both found by the
+        // power-loss tests, docs/RELIABILITY.md).
+        try syncFoldersAfterRemoval([layout.folder(for: name)], key: key)
+        return removedLive
+    }
+
+    /// Under ``Durability/fsync``, syncs the folders records were removed from, so that the
+    /// removals survive a power loss; does nothing under ``Durability/atomicRename``.
+    /// - Throws: ``CacheError/Code/ioFailure``: the records are gone (and unindexed), but may
+    ///   come back after a power loss.
+    func syncFoldersAfterRemoval(_ folders: some Sequence<String>, key: String? = nil) throws(CacheError) {
+        guard options.durability == .fsync else { return }
+        for folder in folders {
+            do throws(Errno) {
+                try records.syncFolder(folder)
+            } catch let error where error == .noSuchFileOrDirectory || error == .notADirectory {
+                // No folder, so no record in it.
+            } catch {
+                throw CacheError(
+                    .ioFailure, "the record was removed, but its folder could not be synced, so it may come back after a power loss",
+                    key: key, path: folder, errno: error.rawValue)
+            }
         }
     }
 
@@ -444,8 +479,15 @@ public final class DiskCache: Sendable {
 
     /// Runs `body`, which changes the record file `name` on disk and in the index, holding its
     /// key lock, with the index snapshot withdrawn first (see ``changingRecords(_:)``).
-    func changingRecord<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T {
+    /// - Returns: What `body` returned, or `nil` when the cache is closing (`body` did not run).
+    @discardableResult
+    func changingRecord<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T? {
         try changingRecords { () throws(E) -> T in try keyLocks.withLock(forKey: name, body) }
+    }
+
+    /// The error of a change refused because ``close()`` has begun.
+    func closedError(key: String?) -> CacheError {
+        CacheError(.closed, "the cache was closed", key: key, path: layout.root)
     }
 
     func nextTemporaryPath() -> String {
@@ -593,7 +635,7 @@ public final class DiskCache: Sendable {
         try checkWritable(key: key)
         let name = try options.keyEncoding.fileName(for: key)
         let path = layout.path(for: name)
-        return try changingRecord(name) { () throws(CacheError) -> Bool in
+        let changed = try changingRecord(name) { () throws(CacheError) -> Bool in
             guard let contents = try _readValidHeader(name: name, key: key, path: path, events: &events) else { return false }
             var header = contents.header
             if delta > 0 {
@@ -624,6 +666,8 @@ public final class DiskCache: Sendable {
             state.withLock { $0.replaceKeepingPosition(entry) }
             return true
         }
+        guard let changed else { throw closedError(key: key) }
+        return changed
     }
 
     /// Folds the index's newer access times into a header about to be written.

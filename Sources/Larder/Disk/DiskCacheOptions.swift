@@ -4,9 +4,14 @@ import Foundation
 /// How hard a ``DiskCache`` works to keep a stored record across a crash.
 public enum Durability: Sendable, Hashable {
     /// Write a temporary file and rename it into place: a process crash leaves the old record or
-    /// the new one, never a mix. A power loss may lose recent stores. The default.
+    /// the new one, never a mix. A power loss may lose recent stores, removals and lock changes,
+    /// and may leave a record torn, which a load detects (checksums) and removes as corrupt;
+    /// loads never return bytes that were not stored under their key. The default.
     case atomicRename
-    /// Also `fsync` the file before the rename and its folder after, so the record survives power loss.
+    /// Also `fsync` the file before the rename and its folder after, so that once a store
+    /// returns the record survives power loss; a removal or a lock count change likewise once
+    /// it returns, and the folders the cache creates are synced into their parents
+    /// (`docs/RELIABILITY.md` has the crash states this was checked on).
     case fsync
 }
 

@@ -329,11 +329,17 @@ package struct RecordFile: Sendable {
             throw error
         }
         io.close(fd)
+        // A shard folder made for this record: with `sync`, its parent is synced before the
+        // rename, since syncing the shard folder afterwards keeps its entries but not the
+        // folder's own entry in the root (found by the power-loss tests).
+        func makeFolder() throws(Errno) {
+            if try io.mkdir(folder), sync { try io.syncFolder(FileIO.parentFolder(of: folder)) }
+        }
         do {
             do {
                 try io.rename(temporaryPath, path)
             } catch let error where error == .noSuchFileOrDirectory && folder != "" {
-                try io.mkdir(folder)
+                try makeFolder()
                 try io.rename(temporaryPath, path)
             } catch let error
                 where (error == .tooManySymbolicLinks || error == .notADirectory) && folder != ""
@@ -342,7 +348,7 @@ package struct RecordFile: Sendable {
                 // A link where the record's shard folder should be: the cache owns its folder,
                 // so the link goes (never its target) and a real folder takes its place.
                 try io.unlink(folder)
-                try io.mkdir(folder)
+                try makeFolder()
                 try io.rename(temporaryPath, path)
             }
         } catch {
@@ -372,8 +378,6 @@ package struct RecordFile: Sendable {
 
     /// `fsync` on a folder, so that a rename in it survives power loss.
     package func syncFolder(_ folder: String) throws(Errno) {
-        let fd = try io.openDirectory(folder)
-        defer { io.close(fd) }
-        try io.fsync(fd)
+        try io.syncFolder(folder)
     }
 }

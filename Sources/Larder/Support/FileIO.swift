@@ -55,12 +55,18 @@ package struct FileIO: Sendable {
 
     /// A `FileIO` rooted at the folder `path`: the folder is opened (`O_DIRECTORY`; links in
     /// `path` itself are followed, since the application chose it) and every later path must lie
-    /// beneath it. Created first, with its missing parents, when `create` is set.
+    /// beneath it. Created first, with its missing parents, when `create` is set; with
+    /// `syncCreated`, the parent of each folder created is synced, so that the new folders
+    /// survive a power loss (else the first synced record could vanish with its folder).
     /// - Throws: ``Errno``: ``Errno/noSuchFileOrDirectory``, ``Errno/notADirectory``, ...
-    package func rooted(at path: String, create: Bool = false) throws(Errno) -> FileIO {
+    package func rooted(at path: String, create: Bool = false, syncCreated: Bool = false) throws(Errno) -> FileIO {
         var unrooted = self
         unrooted.root = nil
-        if create { try unrooted.mkdirs(path) }
+        if create {
+            for folder in try unrooted.mkdirs(path) where syncCreated {
+                try unrooted.syncFolder(Self.parentFolder(of: folder))
+            }
+        }
         let fd = try retrying { calls.openat(SystemCalls.atCurrentDirectory, path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0) }
         let info: FileInfo
         do { info = try self.info(fd) } catch {
@@ -278,7 +284,9 @@ package struct FileIO: Sendable {
     }
 
     /// Creates a folder with `mode` (default ``folderMode``); an existing folder is not an error.
-    package func mkdir(_ path: String, mode: UInt16? = nil) throws(Errno) {
+    /// - Returns: Whether this call created it.
+    @discardableResult
+    package func mkdir(_ path: String, mode: UInt16? = nil) throws(Errno) -> Bool {
         let mode = mode_t(mode ?? folderMode)
         do {
             _ = try resolving(path) { (directory, name) throws(Errno) in
@@ -288,13 +296,17 @@ package struct FileIO: Sendable {
                 _ = calls.fchmod(fd, mode)
                 close(fd)
             }
+            return true
         } catch let error where error == .fileExists {
             guard let info = try info(atPath: path), info.kind == .directory else { throw error }
+            return false
         }
     }
 
     /// Creates a folder and its missing parents (beneath the root, when rooted).
-    package func mkdirs(_ path: String, mode: UInt16? = nil) throws(Errno) {
+    /// - Returns: The folders this call created, outermost first.
+    @discardableResult
+    package func mkdirs(_ path: String, mode: UInt16? = nil) throws(Errno) -> [String] {
         var prefix: String
         var rest: [String]
         if let root {
@@ -306,10 +318,12 @@ package struct FileIO: Sendable {
             rest = path.split(separator: "/").map(String.init)
             if !path.hasPrefix("/") { prefix = "." }
         }
+        var created: [String] = []
         for component in rest {
             prefix += "/" + component
-            try mkdir(prefix, mode: mode)
+            if try mkdir(prefix, mode: mode) { created.append(prefix) }
         }
+        return created
     }
 
     package func statvfs(_ path: String) throws(Errno) -> StatVFS {
@@ -351,12 +365,16 @@ package struct FileIO: Sendable {
     }
 
     /// Writes a whole file atomically: a new temporary file beside it (`O_CREAT | O_EXCL`), then a rename.
-    package func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws(Errno) {
+    /// - Parameter sync: Whether the file must survive a power loss once this returns: the
+    ///   temporary file is synced before the rename (else the rename may reach the disk before
+    ///   the bytes, leaving an empty or torn file under `path`) and its folder after.
+    package func writeFileAtomically(_ path: String, _ bytes: [UInt8], sync: Bool = false) throws(Errno) {
         let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
         let fd = try createExclusively(temporary)
         var isOpen = true
         do {
             try bytes.withUnsafeBytes { buffer in Result { () throws(Errno) in try write(fd, buffer) } }.get()
+            if sync { try fsync(fd) }
             close(fd)
             isOpen = false
             try rename(temporary, path)
@@ -365,5 +383,20 @@ package struct FileIO: Sendable {
             _ = try? unlink(temporary)
             throw error
         }
+        if sync { try syncFolder(Self.parentFolder(of: path)) }
+    }
+
+    /// The folder that holds `path`: everything before its last slash (`/` for `/name`, `.`
+    /// for a bare name).
+    package static func parentFolder(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// `fsync` on a folder, so that the entries created, renamed or removed in it survive a power loss.
+    package func syncFolder(_ path: String) throws(Errno) {
+        let fd = try openDirectory(path)
+        defer { close(fd) }
+        try fsync(fd)
     }
 }

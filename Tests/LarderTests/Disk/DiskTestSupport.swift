@@ -17,6 +17,14 @@ final class EventLog: Sendable {
     private let events = LarderMutex<[CacheEvent]>([])
     var all: [CacheEvent] { events.withLock { $0 } }
     var handler: @Sendable (CacheEvent) -> Void { { [self] event in events.withLock { $0.append(event) } } }
+
+    /// Everything collected since the last drain, forgotten.
+    func drain() -> [CacheEvent] {
+        events.withLock { events in
+            defer { events = [] }
+            return events
+        }
+    }
 }
 
 import Synchronization
