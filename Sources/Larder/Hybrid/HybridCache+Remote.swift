@@ -44,7 +44,7 @@ extension HybridCache {
             applyInvalidation(invalidation.scope)
             remote.report(.invalidated(invalidation.scope))
         case .subscribed(let afterReconnect):
-            guard afterReconnect else { return }
+            guard afterReconnect else { return remote.report(.subscribed) }
             // Invalidations published while the connection was down are lost: the memory tier
             // forgets everything; disk copies of remote values end within the local cap.
             remote.generations.bump(nil)

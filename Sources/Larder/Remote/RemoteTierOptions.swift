@@ -82,6 +82,9 @@ public enum RemoteEvent: Sendable {
     /// A value under `key` did not carry a valid Larder header (foreign or damaged); it was
     /// treated as a miss.
     case payloadRejected(key: String)
+    /// The invalidation subscription listens (once, after the cache opens): invalidations
+    /// published from now on reach this instance.
+    case subscribed
     /// The invalidation subscription lost its connection; it reconnects by itself.
     case subscriptionLost(String)
     /// The invalidation subscription listens again after a loss; the memory tier was cleared,
