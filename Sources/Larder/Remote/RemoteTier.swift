@@ -126,10 +126,22 @@ final class RemoteTier: Sendable {
     /// writer's expiry and the local cap, whichever ends first); `nil` on a miss, a rejected
     /// payload, a failure or an open breaker.
     func value(forKey key: String, now: Double) -> (data: Data, lifetime: Double)? {
-        let storeKey = valueKey(key)
-        guard let found = call("get", { (store, timeouts) throws(CacheError) in try store.values(forKeys: [storeKey], timeouts: timeouts) })
-        else { return nil }
-        guard let stored = found.first, let stored else {
+        values(forKeys: [key], now: now)[0]
+    }
+
+    /// The values under `keys`, in one call to the store (pipelined), as `value(forKey:now:)`
+    /// reads one; all `nil` when the call fails or the breaker is open.
+    func values(forKeys keys: [String], now: Double) -> [(data: Data, lifetime: Double)?] {
+        let storeKeys = keys.map(valueKey)
+        guard
+            let found = call("get", { (store, timeouts) throws(CacheError) in try store.values(forKeys: storeKeys, timeouts: timeouts) }),
+            found.count == keys.count
+        else { return Array(repeating: nil, count: keys.count) }
+        return zip(keys, found).map { key, stored in decode(stored, forKey: key, now: now) }
+    }
+
+    private func decode(_ stored: RemoteValue?, forKey key: String, now: Double) -> (data: Data, lifetime: Double)? {
+        guard let stored else {
             counters.misses.add(1, ordering: .relaxed)
             return nil
         }

@@ -300,3 +300,20 @@ func poll(_ what: String, _ condition: () -> Bool) {
     }
     Issue.record("never happened: \(what)")
 }
+
+/// `HybridCache.values(forKeys:from:)`: local hits per key, one remote call for the rest.
+@Suite struct HybridBatchReadTests {
+    @Test func localHitsThenOneRemoteCallForTheMisses() throws {
+        let pair = try HybridRemoteTests.Pair()
+        defer { pair.close() }
+        for index in 0 ..< 5 { try pair.a.store(bytes("v\(index)"), forKey: "k\(index)") }
+        _ = try pair.b.value(forKey: "k0")
+        let callsBefore = pair.store.calls
+        let values = try pair.b.values(forKeys: ["k0", "k1", "absent", "k2", "k1"])
+        #expect(values == [bytes("v0"), bytes("v1"), nil, bytes("v2"), bytes("v1")])
+        #expect(pair.store.calls == callsBefore + 1)
+        #expect(pair.b.memory.contains("k2") && pair.b.disk.contains("k2"))
+        // Without a remote tier in the call, the plain per-key reads.
+        #expect(try pair.b.values(forKeys: ["k3", "k2"], from: [.memory, .disk]) == [nil, bytes("v2")])
+    }
+}
