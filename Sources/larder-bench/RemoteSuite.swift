@@ -79,14 +79,19 @@ func runRemoteSuite(_ context: BenchContext) throws {
             memoryOnly.append(Double(monotonicNanoseconds() - start) / Double(n))
             let rawKeys = keys.map { "\(namespace):v:\($0)" }
             start = monotonicNanoseconds()
-            for key in rawKeys where try raw.get(key) != payload.count + RemotePayload.headerSize { throw BenchError("hiredis missed \(key)") }
+            for key in rawKeys where try raw.get(key) != payload.count + RemotePayload.headerSize {
+                throw BenchError("hiredis missed \(key)")
+            }
             hiredis.append(Double(monotonicNanoseconds() - start) / Double(n))
         }
         // The first run warms up.
-        context.report(suite: "remote", case: "get-hit-remote", impl: "larder", n: n, bytes: payload.count, nsPerOp: median(larder.dropFirst()))
         context.report(
-            suite: "remote", case: "get-hit-remote", impl: "larder-memory", n: n, bytes: payload.count, nsPerOp: median(memoryOnly.dropFirst()))
-        context.report(suite: "remote", case: "get-hit-remote", impl: "hiredis", n: n, bytes: payload.count, nsPerOp: median(hiredis.dropFirst()))
+            suite: "remote", case: "get-hit-remote", impl: "larder", n: n, bytes: payload.count, nsPerOp: median(larder.dropFirst()))
+        context.report(
+            suite: "remote", case: "get-hit-remote", impl: "larder-memory", n: n, bytes: payload.count,
+            nsPerOp: median(memoryOnly.dropFirst()))
+        context.report(
+            suite: "remote", case: "get-hit-remote", impl: "hiredis", n: n, bytes: payload.count, nsPerOp: median(hiredis.dropFirst()))
     }
 
     // get-many-remote
@@ -111,8 +116,10 @@ func runRemoteSuite(_ context: BenchContext) throws {
             }
             hiredis.append(Double(monotonicNanoseconds() - start) / Double(batches))
         }
-        context.report(suite: "remote", case: "get-many-remote", impl: "larder", n: 100, bytes: payload.count, nsPerOp: median(larder.dropFirst()))
-        context.report(suite: "remote", case: "get-many-remote", impl: "hiredis", n: 100, bytes: payload.count, nsPerOp: median(hiredis.dropFirst()))
+        context.report(
+            suite: "remote", case: "get-many-remote", impl: "larder", n: 100, bytes: payload.count, nsPerOp: median(larder.dropFirst()))
+        context.report(
+            suite: "remote", case: "get-many-remote", impl: "hiredis", n: 100, bytes: payload.count, nsPerOp: median(hiredis.dropFirst()))
     }
 
     // invalidation: remove on the writer, poll the reader until its local read misses.
@@ -135,7 +142,8 @@ func runRemoteSuite(_ context: BenchContext) throws {
             }
             samples.append(Double(monotonicNanoseconds() - start))
         }
-        context.report(suite: "remote", case: "invalidation", impl: "larder", n: rounds, bytes: payload.count, nsPerOp: median(samples[...]))
+        context.report(
+            suite: "remote", case: "invalidation", impl: "larder", n: rounds, bytes: payload.count, nsPerOp: median(samples[...]))
     }
 }
 
@@ -171,7 +179,7 @@ private final class RawRedis {
 
     private func command(_ arguments: [String], _ read: (redisReply) -> Int) throws -> Int {
         let cStrings = arguments.map { strdup($0) }
-        defer { cStrings.forEach { free($0) } }
+        defer { for cString in cStrings { free(cString) } }
         var argv = cStrings.map { UnsafePointer<CChar>($0) }
         let lengths = arguments.map { $0.utf8.count }
         guard let reply = redisCommandArgv(context, Int32(arguments.count), &argv, lengths) else {

@@ -189,8 +189,10 @@ struct RedisRemoteStoreTests {
             $0.commandTimeout = 0.5
             $0.breakerCooldown = 0.2
         }
-        let a = try HybridCache(options: redisCacheOptions(dirA.url, store: store, namespace: "killed", events: eventsA.handler, configure: configure))
-        let b = try HybridCache(options: redisCacheOptions(dirB.url, store: store, namespace: "killed", events: eventsB.handler, configure: configure))
+        let a = try HybridCache(
+            options: redisCacheOptions(dirA.url, store: store, namespace: "killed", events: eventsA.handler, configure: configure))
+        let b = try HybridCache(
+            options: redisCacheOptions(dirB.url, store: store, namespace: "killed", events: eventsB.handler, configure: configure))
         defer {
             a.close()
             b.close()

@@ -228,7 +228,9 @@ final class RemoteTier: Sendable {
     private func publish(_ scope: RemoteInvalidation.Scope) {
         let message = RemoteInvalidation(sender: id, scope: scope).encoded
         let channel = self.channel
-        let sent: Void? = call("publish") { (store, timeouts) throws(CacheError) in try store.publish(message, to: channel, timeouts: timeouts) }
+        let sent: Void? = call("publish") { (store, timeouts) throws(CacheError) in
+            try store.publish(message, to: channel, timeouts: timeouts)
+        }
         if sent != nil { counters.published.add(1, ordering: .relaxed) }
     }
 
