@@ -15,17 +15,28 @@ extension HybridCache {
         return data
     }
 
-    /// Puts a remote hit in memory and on disk (as `tiers` says) for `lifetime` seconds.
+    /// Puts a remote hit in memory now and on disk in the background (as `tiers` says), for
+    /// `lifetime` seconds from now. The disk write would double the read's latency (a file
+    /// written per hit; `larder-bench remote`), so it runs on the remote tier's queue, after
+    /// checking again that the key did not change meanwhile.
     func promoteRemoteHit(_ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: UInt64) {
         guard lifetime > 0, let remote else { return }
-        keyLocks.withLock(forKey: key) {
-            guard remote.generations.allows(key, snapshot: generation) else { return }
-            // The disk keeps whole seconds (rounded up): round down, so its copy never outlives the remote's.
-            let diskSeconds = lifetime.rounded(.down)
-            if tiers.contains(.disk), diskSeconds >= 1 {
-                _ = try? disk.store(data, forKey: key, expiry: .seconds(diskSeconds))
+        let clock = disk.options.clock
+        let end = clock.now + lifetime
+        if tiers.contains(.memory) {
+            keyLocks.withLock(forKey: key) {
+                if remote.generations.allows(key, snapshot: generation) { promote(data, forKey: key, expiration: end) }
             }
-            if tiers.contains(.memory) { promote(data, forKey: key, expiration: disk.options.clock.now + lifetime) }
+        }
+        guard tiers.contains(.disk) else { return }
+        remote.inBackground { [self] in
+            keyLocks.withLock(forKey: key) {
+                guard remote.generations.allows(key, snapshot: generation) else { return }
+                // The disk keeps whole seconds (rounded up): round down, so its copy never
+                // outlives the remote's.
+                let seconds = (end - clock.now).rounded(.down)
+                if seconds >= 1 { _ = try? disk.store(data, forKey: key, expiry: .seconds(seconds)) }
+            }
         }
     }
 
@@ -73,8 +84,9 @@ extension HybridCache {
         }
     }
 
-    /// Waits for the remote tier's background writes queued so far (``RemoteTierOptions/WriteMode/background``);
-    /// returns at once without a remote tier or in write-through mode.
+    /// Waits for the remote tier's background work queued so far: its writes in
+    /// ``RemoteTierOptions/WriteMode/background`` mode, and the disk copies of remote hits.
+    /// Returns at once without a remote tier.
     public func flushRemoteWrites() {
         remote?.drainWrites()
     }

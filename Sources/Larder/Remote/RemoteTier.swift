@@ -18,6 +18,8 @@ final class RemoteTier: Sendable {
     private let breaker: LarderMutex<Breaker>
     /// Background writes run here, one at a time, in call order.
     private let writes = DispatchQueue(label: "larder.remote.writes", qos: .utility)
+    /// Disk copies of remote hits are written here, one at a time, off the read's path.
+    private let promotions = DispatchQueue(label: "larder.remote.promotions", qos: .utility)
     private let subscription = LarderMutex<(any RemoteSubscription)?>(nil)
 
     final class Counters: Sendable {
@@ -115,9 +117,15 @@ final class RemoteTier: Sendable {
         }
     }
 
-    /// Waits for the background writes queued so far.
+    /// Runs `work` on the promotions queue.
+    func inBackground(_ work: @escaping @Sendable () -> Void) {
+        promotions.async(execute: work)
+    }
+
+    /// Waits for the background writes and promotions queued so far.
     func drainWrites() {
         writes.sync {}
+        promotions.sync {}
     }
 
     // MARK: - Reading

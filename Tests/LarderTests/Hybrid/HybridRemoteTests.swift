@@ -48,6 +48,7 @@ import Testing
         try pair.a.store(bytes("short"), forKey: "short", expiry: .seconds(10))
         #expect(try pair.b.value(forKey: "long") == bytes("long"))
         #expect(try pair.b.value(forKey: "short") == bytes("short"))
+        pair.b.flushRemoteWrites()  // the disk copies are written in the background
         let now = pair.clock.now
         // Promoted to both local tiers, ending at the cap (60 s) or the remote's time to live (10 s).
         #expect(pair.b.memory.contains("long") && pair.b.memory.contains("short"))
@@ -72,6 +73,7 @@ import Testing
         try pair.a.store(bytes("p"), forKey: "user/1/photo")
         try pair.a.store(bytes("q"), forKey: "user/2/name")
         for key in ["user/1/name", "user/1/photo", "user/2/name"] { _ = try pair.b.value(forKey: key) }
+        pair.b.flushRemoteWrites()
         #expect(pair.b.memory.contains("user/1/name") && pair.b.disk.contains("user/1/name"))
 
         // A replacement: b drops both local copies, and reads the new value.
@@ -312,6 +314,7 @@ func poll(_ what: String, _ condition: () -> Bool) {
         let values = try pair.b.values(forKeys: ["k0", "k1", "absent", "k2", "k1"])
         #expect(values == [bytes("v0"), bytes("v1"), nil, bytes("v2"), bytes("v1")])
         #expect(pair.store.calls == callsBefore + 1)
+        pair.b.flushRemoteWrites()
         #expect(pair.b.memory.contains("k2") && pair.b.disk.contains("k2"))
         // Without a remote tier in the call, the plain per-key reads.
         #expect(try pair.b.values(forKeys: ["k3", "k2"], from: [.memory, .disk]) == [nil, bytes("v2")])
