@@ -8,6 +8,8 @@ let package = Package(
         .library(name: "Larder", targets: ["Larder"]),
         .executable(name: "larder", targets: ["larder"]),
         .executable(name: "larder-bench", targets: ["larder-bench"]),
+        // The Redis remote tier: its own targets, so that plain `Larder` users never need libhiredis.
+        .library(name: "LarderRedis", targets: ["LarderRedis"]),
     ],
     targets: [
         // C libraries that Debian ships; Apple platforms use the SDK's zlib and CryptoKit.
@@ -15,6 +17,8 @@ let package = Package(
         .target(name: "CLarderChecksum", linkerSettings: [.linkedLibrary("z")]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // No pkgConfig: hiredis.pc's -D_FILE_OFFSET_BITS=64 makes SwiftPM warn (see Sources/CHiredis/shim.h).
+        .systemLibrary(name: "CHiredis", path: "Sources/CHiredis", providers: [.apt(["libhiredis-dev"])]),
 
         .target(
             name: "Larder",
@@ -28,13 +32,17 @@ let package = Package(
         ),
         .target(name: "LarderCLI", dependencies: ["Larder"]),
         .executableTarget(name: "larder", dependencies: ["LarderCLI"]),
-        .executableTarget(name: "larder-bench", dependencies: ["Larder", "LarderTestSupport", "CSQLite"]),
+        .target(name: "LarderRedis", dependencies: ["Larder", "CHiredis"]),
+        .executableTarget(name: "larder-bench", dependencies: ["Larder", "LarderRedis", "LarderTestSupport", "CSQLite", "CHiredis"]),
+        // A second process for the Redis tests' cross-process invalidation.
+        .executableTarget(name: "larder-redis-peer", dependencies: ["Larder", "LarderRedis"]),
         .executableTarget(name: "larder-stress", dependencies: ["Larder", "LarderTestSupport"]),
         // Seeded randomness, self-verifying payloads, temporary folders and fixtures, shared by
         // the tests, the stress helper and the benchmarks. Not a product.
         .target(name: "LarderTestSupport"),
 
         .testTarget(name: "LarderTests", dependencies: ["Larder", "LarderTestSupport", "larder-stress"]),
+        .testTarget(name: "LarderRedisTests", dependencies: ["Larder", "LarderRedis", "LarderTestSupport", "larder-redis-peer"]),
         .testTarget(name: "LarderCLITests", dependencies: ["LarderCLI", "Larder", "LarderTestSupport", "larder"]),
         // SPTPersistentCache's own test suite, ported to Swift Testing against the SPT preset.
         .testTarget(name: "SPTConformanceTests", dependencies: ["Larder", "LarderTestSupport"]),

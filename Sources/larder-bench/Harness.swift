@@ -12,6 +12,8 @@ struct BenchContext {
     var quick: Bool
     /// Print one JSON object per line instead of aligned rows.
     var json: Bool
+    /// The Redis server of the remote suite (`--redis HOST:PORT`); without it, that suite skips.
+    var redis: String? = nil
 
     /// Runs `body` once to warm up, then `repeats` more times, each run performing `iterations`
     /// operations, and returns the median time per operation in nanoseconds.

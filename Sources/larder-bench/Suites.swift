@@ -7,4 +7,5 @@ let suites: [(name: String, run: @Sendable (BenchContext) throws -> Void)] = [
     ("open", runOpenSuite),
     ("hybrid", runHybridSuite),
     ("loadthrough", runLoadThroughSuite),
+    ("remote", runRemoteSuite),
 ]

@@ -5,10 +5,11 @@ import Darwin
 #endif
 
 let usage = """
-    usage: larder-bench [--json] [--quick] [suite ...]
+    usage: larder-bench [--json] [--quick] [--redis HOST:PORT] [suite ...]
 
       --json    print one JSON object per line
       --quick   use smaller sizes
+      --redis   the Redis server of the remote suite (which skips without it)
       --help    print this help
 
     suites: \(suites.map(\.name).joined(separator: ", ")) (all when none is named)
@@ -22,9 +23,16 @@ func printError(_ message: String) {
 
 var context = BenchContext(quick: false, json: false)
 var chosen: [String] = []
-for argument in CommandLine.arguments.dropFirst() {
+var remaining = CommandLine.arguments.dropFirst()
+while let argument = remaining.popFirst() {
     switch argument {
     case "--json": context.json = true
+    case "--redis":
+        guard let address = remaining.popFirst() else {
+            printError("larder-bench: --redis needs HOST:PORT\n\(usage)")
+            exit(2)
+        }
+        context.redis = address
     case "--quick": context.quick = true
     case "--help", "-h":
         print(usage)

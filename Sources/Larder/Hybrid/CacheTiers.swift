@@ -15,6 +15,9 @@ public struct CacheTiers: OptionSet, Sendable, Hashable {
     public static let memory = CacheTiers(rawValue: 1 << 0)
     /// The persistent tier (a ``DiskCache``), together with read-through preloaded entries.
     public static let disk = CacheTiers(rawValue: 1 << 1)
-    /// Memory in front of disk. The default.
-    public static let all: CacheTiers = [.memory, .disk]
+    /// The shared remote tier (``HybridCacheOptions/remote``), consulted after memory and disk.
+    /// Ignored by a cache without one.
+    public static let remote = CacheTiers(rawValue: 1 << 2)
+    /// Memory in front of disk, in front of the remote tier when there is one. The default.
+    public static let all: CacheTiers = [.memory, .disk, .remote]
 }

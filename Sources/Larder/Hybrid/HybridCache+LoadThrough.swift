@@ -193,6 +193,20 @@ extension HybridCache {
         }
         // Every waiter left (and no stale serve made this a background refresh): nobody to answer.
         if Task.isCancelled { return }
+        // With a remote tier, another instance may hold the value, or be loading it.
+        var holdsLoadLock = false
+        if case .miss = lookup, let remote {
+            switch await planRemoteLoad(remote, key: key) {
+            case .value(let data):
+                finish(flight, key: key, outcome: .success(data))
+                return
+            case .load(let holdingLock):
+                holdsLoadLock = holdingLock
+            }
+        }
+        let releasesLock = holdsLoadLock
+        defer { if releasesLock, let remote { disk.ioQueue.async(.write) { remote.releaseLoadLock(forKey: key) } } }
+        if Task.isCancelled { return }
         counters.loads.add(1, ordering: .relaxed)
         let data: Data
         do {
@@ -235,8 +249,42 @@ extension HybridCache {
                 counters.misses.add(1, ordering: .relaxed)
                 return .stale(LoadFlights.StaleCopy(data: record.data, expirationTime: expiration))
             }
-            return try _valueFromDisk(forKey: key, promoting: true).map(LoadLookup.fresh) ?? .miss
+            return try _valueFromDisk(forKey: key, promoting: true, countingMiss: remote == nil).map(LoadLookup.fresh) ?? .miss
         }
+    }
+
+    /// What a load-through miss does with a remote tier.
+    private enum RemoteLoadPlan {
+        /// The remote tier had it (promoted).
+        case value(Data)
+        /// Load it here; `holdingLock` when this instance took the key's load lock.
+        case load(holdingLock: Bool)
+    }
+
+    /// Reads the remote tier; on a miss takes the key's load lock (`SET NX PX`), or, when another
+    /// instance holds it, polls the remote tier until its value appears or
+    /// ``RemoteTierOptions/loadLockWait`` passes. Blocking calls run on the disk's queue.
+    private func planRemoteLoad(_ remote: RemoteTier, key: String) async -> RemoteLoadPlan {
+        let ioQueue = disk.ioQueue
+        let read = { @Sendable () async -> Data? in
+            try? await ioQueue.runBlocking(key: key) { () throws(CacheError) -> Data? in
+                let generation = remote.generations.snapshot(key)
+                guard let (data, lifetime) = remote.value(forKey: key, now: self.disk.options.clock.now) else { return nil }
+                self.promoteRemoteHit(data, forKey: key, lifetime: lifetime, into: .all, generation: generation)
+                return data
+            }
+        }
+        if let data = await read() { return .value(data) }
+        counters.misses.add(1, ordering: .relaxed)
+        let acquired = (try? await ioQueue.runBlocking(key: key) { () throws(CacheError) in remote.acquireLoadLock(forKey: key) }) ?? true
+        if acquired { return .load(holdingLock: true) }
+        let deadline = ContinuousClock.now + .milliseconds(Int64(remote.options.loadLockWait * 1000))
+        while ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+            if Task.isCancelled { break }
+            if let data = await read() { return .value(data) }
+        }
+        return .load(holdingLock: false)
     }
 
     private func reportStale(_ served: [LoadFlights.StaleServe], key: String, reason: LoadEvent.StaleReason) {

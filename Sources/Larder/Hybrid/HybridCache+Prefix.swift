@@ -24,10 +24,12 @@ extension HybridCache {
     /// - Complexity: O(*n*) in the entries of both tiers, plus one file removal per match on disk.
     @discardableResult
     public func remove(withPrefix prefix: String) throws(CacheError) -> [String] {
-        // With a remote tier (issue 15), this is where the one prefix invalidation is published,
-        // after the local tiers have dropped their copies; `removeLocally` is what a received
-        // invalidation runs.
-        try removeLocally(withPrefix: prefix)
+        // With a remote tier, the remote copies go and one prefix invalidation is published after
+        // the local tiers have dropped theirs; `removeLocally` is what a received invalidation runs.
+        guard let remote else { return try removeLocally(withPrefix: prefix) }
+        remote.generations.begin(nil)
+        defer { remote.remove(withPrefix: prefix) }
+        return try removeLocally(withPrefix: prefix)
     }
 
     /// Removes every entry whose key starts with `prefix` from this process's tiers.

@@ -59,6 +59,8 @@ public final class HybridCache: Sendable {
     let loads = LoadFlights()
     /// Where load-through events go (``HybridCacheOptions/loadEventHandler``).
     let loadEventHandler: (@Sendable (LoadEvent) -> Void)?
+    /// The shared remote tier (``HybridCacheOptions/remote``), if any.
+    let remote: RemoteTier?
 
     /// The hybrid's own counters: which tier served each read, and the stores through it.
     @usableFromInline
@@ -89,7 +91,7 @@ public final class HybridCache: Sendable {
         precondition(staleWindows.problem == nil, staleWindows.problem ?? "")
         self.init(
             memory: memory, disk: disk, coder: coder, preloaded: nil, report: nil, staleWindows: staleWindows,
-            loadEventHandler: loadEventHandler)
+            loadEventHandler: loadEventHandler, remote: nil)
     }
 
     /// Opens the disk tier, creates the memory tier, and imports or attaches the preloaded entries.
@@ -101,7 +103,7 @@ public final class HybridCache: Sendable {
     ///   for negative memory limits, a memory expiration that is not finite and above 0, or a
     ///   stale window that is not finite and at least 0.
     public convenience init(options: HybridCacheOptions) throws(CacheError) {
-        if let problem = options.staleWindows.problem {
+        if let problem = options.staleWindows.problem ?? options.remote?.problem {
             throw CacheError(.invalidOptions, problem, path: options.disk.directory.path)
         }
         guard options.countLimit >= 0, options.totalCostLimit >= 0 else {
@@ -142,13 +144,15 @@ public final class HybridCache: Sendable {
         }
         self.init(
             memory: memory, disk: disk, coder: options.coder, preloaded: source, report: report, staleWindows: options.staleWindows,
-            loadEventHandler: options.loadEventHandler)
+            loadEventHandler: options.loadEventHandler, remote: options.remote.map(RemoteTier.init(options:)))
+        startRemoteSubscription()
     }
 
     private init(
         memory: MemoryCache<String, Data>, disk: DiskCache, coder: CacheCoder, preloaded: PreloadedSource?, report: PreloadReport?,
-        staleWindows: StaleWindows, loadEventHandler: (@Sendable (LoadEvent) -> Void)?
+        staleWindows: StaleWindows, loadEventHandler: (@Sendable (LoadEvent) -> Void)?, remote: RemoteTier?
     ) {
+        self.remote = remote
         self.memory = memory
         self.disk = disk
         self.coder = coder
@@ -179,33 +183,43 @@ public final class HybridCache: Sendable {
         return try valueAfterMemoryMiss(forKey: key, from: tiers)
     }
 
-    /// The disk (and read-through) part of ``value(forKey:from:)``, once memory has missed.
+    /// The disk (read-through preloaded entries included) and remote part of ``value(forKey:from:)``,
+    /// once memory has missed.
     func valueAfterMemoryMiss(forKey key: String, from tiers: CacheTiers) throws(CacheError) -> Data? {
+        let remote = tiers.contains(.remote) ? self.remote : nil
         guard tiers.contains(.disk) else {
-            counters.misses.add(1, ordering: .relaxed)
-            return nil
+            guard let remote else {
+                counters.misses.add(1, ordering: .relaxed)
+                return nil
+            }
+            return valueFromRemote(remote, forKey: key, into: tiers, generation: remote.generations.snapshot(key))
         }
-        return try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Data? in
+        var generation: UInt64 = 0
+        let local = try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Data? in
             // Another caller may have promoted it while this one waited (the first look already
             // counted the miss).
             if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false) {
                 counters.memoryHits.add(1, ordering: .relaxed)
                 return hit
             }
-            return try _valueFromDisk(forKey: key, promoting: tiers.contains(.memory))
+            generation = self.remote?.generations.snapshot(key) ?? 0
+            return try _valueFromDisk(forKey: key, promoting: tiers.contains(.memory), countingMiss: remote == nil)
         }
+        guard local == nil, let remote else { return local }
+        return valueFromRemote(remote, forKey: key, into: tiers, generation: generation)
     }
 
     /// The disk, then the read-through preloaded entries, for a key memory does not hold: a hit
-    /// is promoted to memory when `promoting`, and counted; so is a miss. Expects the key's lock held.
-    func _valueFromDisk(forKey key: String, promoting: Bool) throws(CacheError) -> Data? {
+    /// is promoted to memory when `promoting`, and counted; so is a miss, when `countingMiss`
+    /// (the remote tier counts its own). Expects the key's lock held.
+    func _valueFromDisk(forKey key: String, promoting: Bool, countingMiss: Bool = true) throws(CacheError) -> Data? {
         if let record = try disk.record(forKey: key) {
             counters.diskHits.add(1, ordering: .relaxed)
             if promoting { promote(record.data, forKey: key, expiration: record.expirationTime) }
             return record.data
         }
         guard let entry = preloaded?.entry(forKey: key) else {
-            counters.misses.add(1, ordering: .relaxed)
+            if countingMiss { counters.misses.add(1, ordering: .relaxed) }
             return nil
         }
         counters.preloadedHits.add(1, ordering: .relaxed)
@@ -241,7 +255,7 @@ public final class HybridCache: Sendable {
             preloadedHits: counters.preloadedHits.load(ordering: .relaxed), misses: counters.misses.load(ordering: .relaxed),
             insertions: counters.insertions.load(ordering: .relaxed), loads: counters.loads.load(ordering: .relaxed),
             coalescedWaits: counters.coalescedWaits.load(ordering: .relaxed), staleServes: counters.staleServes.load(ordering: .relaxed),
-            loaderFailures: counters.loaderFailures.load(ordering: .relaxed))
+            loaderFailures: counters.loaderFailures.load(ordering: .relaxed), remote: remote.map(\.statistics))
     }
 
     // MARK: - Writing
@@ -267,7 +281,30 @@ public final class HybridCache: Sendable {
         throws(CacheError)
     {
         let seconds = try expiry.validatedSeconds(key: key)
-        try keyLocks.withLock(forKey: key) { () throws(CacheError) in
+        let now = disk.options.clock.now
+        remote?.generations.begin(key)
+        let stored: Double?
+        do throws(CacheError) {
+            stored = try storeLocally(data, forKey: key, in: tiers, expiry: expiry, seconds: seconds, locked: locked)
+        } catch {
+            remote?.generations.end(key)
+            throw error
+        }
+        // Outside the key lock: the remote write may wait up to its command timeout.
+        guard let remote else { return }
+        if tiers.contains(.remote) {
+            remote.store(data, forKey: key, expiration: stored, locked: locked, now: now)
+        } else {
+            remote.remove(forKey: key)
+        }
+    }
+
+    /// The memory and disk part of ``store(_:forKey:in:expiry:locked:)``; returns the expiration
+    /// (seconds since 1970, `nil` for none).
+    private func storeLocally(_ data: Data, forKey key: String, in tiers: CacheTiers, expiry: Expiry, seconds: Double?, locked: Bool)
+        throws(CacheError) -> Double?
+    {
+        try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Double? in
             let expiration: Double?
             if tiers.contains(.disk) {
                 // Read before the disk reads it, so memory's expiry is never later than the disk's.
@@ -284,6 +321,7 @@ public final class HybridCache: Sendable {
                 memory.remove(forKey: key)
             }
             counters.insertions.add(1, ordering: .relaxed)
+            return expiration
         }
     }
 
@@ -294,6 +332,22 @@ public final class HybridCache: Sendable {
     /// - Throws: ``CacheError`` from the disk tier; the memory copy is dropped even then.
     @discardableResult
     public func remove(forKey key: String) throws(CacheError) -> Bool {
+        guard let remote else { return try removeLocally(forKey: key) }
+        remote.generations.begin(key)
+        let removed: Bool
+        do throws(CacheError) {
+            removed = try removeLocally(forKey: key)
+        } catch {
+            // The remote copy goes all the same (the memory copy went too).
+            remote.remove(forKey: key)
+            throw error
+        }
+        remote.remove(forKey: key)
+        return removed
+    }
+
+    /// Removes `key` from memory and disk (what a received invalidation of it does).
+    func removeLocally(forKey key: String) throws(CacheError) -> Bool {
         try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Bool in
             let inMemory = memory.remove(forKey: key)
             return try disk.remove(forKey: key) || inMemory
@@ -312,6 +366,14 @@ public final class HybridCache: Sendable {
     /// - Throws: ``CacheError`` from the disk tier.
     /// - Complexity: O(*n*) in the entries of both tiers.
     public func removeAll() throws(CacheError) {
+        guard let remote else { return try removeAllLocally() }
+        remote.generations.begin(nil)
+        defer { remote.removeAll() }
+        try removeAllLocally()
+    }
+
+    /// Removes every entry from memory and disk (what a received invalidation of everything does).
+    func removeAllLocally() throws(CacheError) {
         try keyLocks.withEveryLock { () throws(CacheError) in
             defer { memory.removeAll() }
             try disk.removeAll()
@@ -324,10 +386,13 @@ public final class HybridCache: Sendable {
     /// - Throws: ``CacheError`` from the disk tier.
     @discardableResult
     public func touch(forKey key: String) throws(CacheError) -> Bool {
-        try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Bool in
+        let touched = try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Bool in
             defer { memory.remove(forKey: key) }
             return try disk.touch(forKey: key)
         }
+        // The remote copy slides by the disk's default expiration, as a default entry does.
+        if touched { remote?.touch(forKey: key, seconds: disk.options.effectiveDefaultExpiration) }
+        return touched
     }
 
     /// Locks the entries under `keys` against expiry in both tiers (see `DiskCache.lock(forKeys:)`).
@@ -362,6 +427,7 @@ public final class HybridCache: Sendable {
 
     /// Closes the disk tier (see ``DiskCache/close()``). The memory tier keeps serving hits.
     public func close() {
+        remote?.close()
         disk.close()
     }
 
@@ -384,7 +450,7 @@ public final class HybridCache: Sendable {
 
     /// Puts `data` in memory with a lifetime ending at `expiration` (disk time), capped by the
     /// memory tier's default. Expects the key's lock held.
-    private func promote(_ data: Data, forKey key: String, expiration: Double?) {
+    func promote(_ data: Data, forKey key: String, expiration: Double?) {
         var lifetime = memory.defaultExpiration
         if let expiration {
             let remaining = expiration - disk.options.clock.now

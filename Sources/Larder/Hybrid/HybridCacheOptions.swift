@@ -26,6 +26,9 @@ public struct HybridCacheOptions: Sendable {
     /// Called with what load-through reads do: loads, loader failures, stale values served, and
     /// stores that failed (`nil`). See ``LoadEvent``.
     public var loadEventHandler: (@Sendable (LoadEvent) -> Void)?
+    /// A shared remote tier behind memory and disk, with invalidations across the instances that
+    /// share it (`nil`). See ``RemoteTierOptions`` and <doc:ScalingOut>.
+    public var remote: RemoteTierOptions?
 
     /// Creates options around the disk tier's options; every other setting at its default.
     /// - Parameter disk: The disk tier's options.

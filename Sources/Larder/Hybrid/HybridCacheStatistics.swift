@@ -16,7 +16,7 @@ public struct HybridCacheStatistics: Hashable, Sendable {
     public var diskHits: Int
     /// Reads served from read-through preloaded entries.
     public var preloadedHits: Int
-    /// Reads no tier served. A load-through read that finds only a stale value counts one; a
+    /// Reads no tier served (the remote tier included, when there is one). A load-through read that finds only a stale value counts one; a
     /// load-through caller that joins a load in flight counts as a coalesced wait instead.
     public var misses: Int
     /// Stores through the hybrid.
@@ -30,6 +30,8 @@ public struct HybridCacheStatistics: Hashable, Sendable {
     public var staleServes: Int
     /// Loader calls that threw.
     public var loaderFailures: Int
+    /// The remote tier's counters; `nil` without one (``HybridCacheOptions/remote``).
+    public var remote: RemoteTierStatistics?
 
     /// Creates the counters from their parts.
     /// - Parameters:
@@ -44,10 +46,13 @@ public struct HybridCacheStatistics: Hashable, Sendable {
     ///   - coalescedWaits: Load-through callers that joined a load in flight.
     ///   - staleServes: Load-through callers given a stale value.
     ///   - loaderFailures: Loader calls that threw.
+    ///   - remote: The remote tier's counters, if there is one.
     public init(
         memory: CacheStatistics, disk: CacheStatistics, memoryHits: Int, diskHits: Int, preloadedHits: Int, misses: Int,
-        insertions: Int, loads: Int = 0, coalescedWaits: Int = 0, staleServes: Int = 0, loaderFailures: Int = 0
+        insertions: Int, loads: Int = 0, coalescedWaits: Int = 0, staleServes: Int = 0, loaderFailures: Int = 0,
+        remote: RemoteTierStatistics? = nil
     ) {
+        self.remote = remote
         self.memory = memory
         self.disk = disk
         self.memoryHits = memoryHits
@@ -65,7 +70,7 @@ public struct HybridCacheStatistics: Hashable, Sendable {
     /// hybrid, and both tiers' expirations, evictions, bytes, corrupt records and collections.
     public var combined: CacheStatistics {
         var result = memory.adding(disk)
-        result.hits = memoryHits + diskHits + preloadedHits
+        result.hits = memoryHits + diskHits + preloadedHits + (remote?.hits ?? 0)
         result.misses = misses
         result.insertions = insertions
         return result

@@ -19,7 +19,7 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
         private enum Wrapped: Hashable, Sendable {
             case invalidKey, invalidOptions, invalidArgument, directoryInUse, ioFailure, diskFull, notFound
             case keyEncodingMismatch, readOnly, encodingFailed, decodingFailed
-            case cancelled, unsupportedFormat, closed, unsafeDirectory, loadFailed
+            case cancelled, unsupportedFormat, closed, unsafeDirectory, loadFailed, remoteFailure
         }
         private let wrapped: Wrapped
         private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
@@ -61,6 +61,10 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
         /// The loader of a load-through read (`HybridCache.value(forKey:expiry:staleWindows:orLoad:)`)
         /// threw; ``CacheError/underlying`` holds what it threw.
         public static let loadFailed = Code(.loadFailed)
+        /// A remote store (``RemoteStore``) failed: it could not be reached, timed out, or
+        /// answered with an error. A ``HybridCache`` never throws it: it serves from its local
+        /// tiers instead (fail open) and counts the failure.
+        public static let remoteFailure = Code(.remoteFailure)
 
         /// The code's name, as in `invalidKey`.
         public var description: String { "\(wrapped)" }

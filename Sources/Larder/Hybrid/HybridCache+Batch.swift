@@ -1,0 +1,66 @@
+import Foundation
+
+// Reading many keys at once: memory and disk per key, then one call to the remote tier for every
+// key they missed (pipelined on Redis: one round trip).
+extension HybridCache {
+    /// Returns the payloads stored under `keys`, in the same order, `nil` where no tier asked
+    /// holds a live value: each key as `value(forKey:from:)` reads it, except that the keys memory
+    /// and disk miss go to the remote tier together, in one call.
+    ///
+    /// ```swift
+    /// let avatars = try cache.values(forKeys: ids.map { "avatar/\($0)" })
+    /// ```
+    /// - Parameters:
+    ///   - keys: The keys; a key may appear more than once.
+    ///   - tiers: Where to look (``CacheTiers/all``).
+    /// - Returns: One payload or `nil` per key.
+    /// - Throws: ``CacheError`` from the disk tier, as `value(forKey:from:)` does.
+    /// - Complexity: O(*n*) in the keys, and one remote call for all the local misses.
+    public func values(forKeys keys: [String], from tiers: CacheTiers = .all) throws(CacheError) -> [Data?] {
+        guard let remote = tiers.contains(.remote) ? self.remote : nil else {
+            return try keys.map { (key) throws(CacheError) in try value(forKey: key, from: tiers) }
+        }
+        var results = [Data?](repeating: nil, count: keys.count)
+        var missed: [(index: Int, key: String, generation: UInt64)] = []
+        for (index, key) in keys.enumerated() {
+            if tiers.contains(.memory), let hit = memory.value(forKey: key) {
+                counters.memoryHits.add(1, ordering: .relaxed)
+                results[index] = hit
+                continue
+            }
+            var generation = remote.generations.snapshot(key)
+            if tiers.contains(.disk) {
+                let local = try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Data? in
+                    if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false) {
+                        counters.memoryHits.add(1, ordering: .relaxed)
+                        return hit
+                    }
+                    generation = remote.generations.snapshot(key)
+                    return try _valueFromDisk(forKey: key, promoting: tiers.contains(.memory), countingMiss: false)
+                }
+                if let local {
+                    results[index] = local
+                    continue
+                }
+            }
+            missed.append((index, key, generation))
+        }
+        guard !missed.isEmpty else { return results }
+        let fetched = remote.values(forKeys: missed.map(\.key), now: disk.options.clock.now)
+        for (miss, found) in zip(missed, fetched) {
+            guard let (data, lifetime) = found else {
+                counters.misses.add(1, ordering: .relaxed)
+                continue
+            }
+            promoteRemoteHit(data, forKey: miss.key, lifetime: lifetime, into: tiers, generation: miss.generation)
+            results[miss.index] = data
+        }
+        return results
+    }
+
+    /// Returns the payloads stored under `keys`, on the disk's queue; see `values(forKeys:from:)`.
+    /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
+    public func values(forKeys keys: [String], from tiers: CacheTiers = .all) async throws(CacheError) -> [Data?] {
+        try await disk.ioQueue.runBlocking(key: keys.first) { () throws(CacheError) in try self.values(forKeys: keys, from: tiers) }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+
+// The shared remote tier (`HybridCacheOptions.remote`): reads that memory and disk miss, the
+// promotion of what it serves, and the invalidations other instances publish.
+extension HybridCache {
+    /// Reads `key` from the remote tier, outside the key lock, and promotes a hit into the local
+    /// tiers of `tiers` with a lifetime no longer than the remote's time to live and the local
+    /// cap, unless the key changed locally meanwhile (`generation`). Counts the miss.
+    func valueFromRemote(_ remote: RemoteTier, forKey key: String, into tiers: CacheTiers, generation: UInt64) -> Data? {
+        guard let (data, lifetime) = remote.value(forKey: key, now: disk.options.clock.now) else {
+            counters.misses.add(1, ordering: .relaxed)
+            return nil
+        }
+        promoteRemoteHit(data, forKey: key, lifetime: lifetime, into: tiers, generation: generation)
+        return data
+    }
+
+    /// Puts a remote hit in memory now and on disk in the background (as `tiers` says), for
+    /// `lifetime` seconds from now. The disk write would double the read's latency (a file
+    /// written per hit; `larder-bench remote`), so it runs on the remote tier's queue, after
+    /// checking again that the key did not change meanwhile.
+    func promoteRemoteHit(_ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: UInt64) {
+        guard lifetime > 0, let remote else { return }
+        let clock = disk.options.clock
+        let end = clock.now + lifetime
+        if tiers.contains(.memory) {
+            keyLocks.withLock(forKey: key) {
+                if remote.generations.allows(key, snapshot: generation) { promote(data, forKey: key, expiration: end) }
+            }
+        }
+        guard tiers.contains(.disk) else { return }
+        remote.inBackground { [self] in
+            keyLocks.withLock(forKey: key) {
+                guard remote.generations.allows(key, snapshot: generation) else { return }
+                // The disk keeps whole seconds (rounded up): round down, so its copy never
+                // outlives the remote's.
+                let seconds = (end - clock.now).rounded(.down)
+                if seconds >= 1 { _ = try? disk.store(data, forKey: key, expiry: .seconds(seconds)) }
+            }
+        }
+    }
+
+    /// Subscribes to the invalidations of the other instances sharing the remote tier.
+    func startRemoteSubscription() {
+        remote?.subscribe { [weak self] event in self?.handleRemote(event) }
+    }
+
+    /// Applies what the subscription reports.
+    func handleRemote(_ event: RemoteSubscriptionEvent) {
+        guard let remote else { return }
+        switch event {
+        case .message(let message):
+            guard let invalidation = RemoteInvalidation(decoding: message), invalidation.sender != remote.id else { return }
+            remote.counters.received.add(1, ordering: .relaxed)
+            applyInvalidation(invalidation.scope)
+            remote.report(.invalidated(invalidation.scope))
+        case .subscribed(let afterReconnect):
+            guard afterReconnect else { return remote.report(.subscribed) }
+            // Invalidations published while the connection was down are lost: the memory tier
+            // forgets everything; disk copies of remote values end within the local cap.
+            remote.generations.bump(nil)
+            memory.removeAll()
+            remote.report(.subscriptionRestored)
+        case .lost(let reason):
+            remote.counters.failures.add(1, ordering: .relaxed)
+            remote.report(.subscriptionLost(reason))
+        }
+    }
+
+    /// Drops this instance's memory and disk copies covered by `scope`.
+    func applyInvalidation(_ scope: RemoteInvalidation.Scope) {
+        switch scope {
+        case .key(let key):
+            remote?.generations.bump(key)
+            if (try? removeLocally(forKey: key)) == nil { memory.remove(forKey: key) }
+        case .prefix(let prefix):
+            remote?.generations.bump(nil)
+            if (try? removeLocally(withPrefix: prefix)) == nil {
+                for key in memory.keys() where key.hasPrefix(prefix) { memory.remove(forKey: key) }
+            }
+        case .all:
+            remote?.generations.bump(nil)
+            if (try? removeAllLocally()) == nil { memory.removeAll() }
+        }
+    }
+
+    /// Waits for the remote tier's background work queued so far: its writes in
+    /// ``RemoteTierOptions/WriteMode/background`` mode, and the disk copies of remote hits.
+    /// Returns at once without a remote tier.
+    public func flushRemoteWrites() {
+        remote?.drainWrites()
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+
+/// A shared key-value store that several ``HybridCache`` instances use as their remote tier
+/// (``HybridCacheOptions/remote``): Redis through `LarderRedis.RedisRemoteStore`, or a fake in tests.
+///
+/// Every call blocks its thread until the store answers or `timeouts` pass; the cache calls them
+/// on its own threads, never on the cooperative pool and never while it holds a key lock. Keys
+/// arrive already namespaced; payloads arrive already framed (``RemotePayload``). A store reports
+/// every failure as ``CacheError/Code/remoteFailure``; the cache turns it into a miss (fail open).
+public protocol RemoteStore: Sendable {
+    /// The values under `keys`, in the same order, `nil` for a missing key, each with the time it
+    /// has left (Redis: `PTTL`).
+    /// - Parameters:
+    ///   - keys: The keys, at least one.
+    ///   - timeouts: How long to wait for a connection and for the answer.
+    /// - Throws: ``CacheError/Code/remoteFailure``.
+    func values(forKeys keys: [String], timeouts: RemoteTimeouts) throws(CacheError) -> [RemoteValue?]
+
+    /// Stores `data` under `key`, expiring after `milliseconds` (`nil`: never).
+    /// - Parameters:
+    ///   - data: The bytes.
+    ///   - key: The key.
+    ///   - milliseconds: The lifetime, above 0, or `nil`.
+    ///   - onlyIfAbsent: Store only when no value is stored under `key` (Redis: `SET NX`).
+    ///   - timeouts: How long to wait.
+    /// - Returns: Whether the value was stored (always `true` unless `onlyIfAbsent`).
+    /// - Throws: ``CacheError/Code/remoteFailure``.
+    func store(_ data: Data, forKey key: String, expiresIn milliseconds: Int64?, onlyIfAbsent: Bool, timeouts: RemoteTimeouts)
+        throws(CacheError) -> Bool
+
+    /// Gives the value under `key` a new lifetime of `milliseconds` (`nil`: never expires).
+    /// - Returns: Whether a value was stored under `key`.
+    /// - Throws: ``CacheError/Code/remoteFailure``.
+    func touch(forKey key: String, expiresIn milliseconds: Int64?, timeouts: RemoteTimeouts) throws(CacheError) -> Bool
+
+    /// Removes the values under `keys` (Redis: `UNLINK`).
+    /// - Throws: ``CacheError/Code/remoteFailure``.
+    func remove(forKeys keys: [String], timeouts: RemoteTimeouts) throws(CacheError)
+
+    /// Removes every value whose key starts with `prefix`, taken literally (Redis: `SCAN` and
+    /// `UNLINK`, never `FLUSHDB`).
+    /// - Returns: How many values were removed.
+    /// - Throws: ``CacheError/Code/remoteFailure``.
+    /// - Complexity: O(*n*) in the keys of the store.
+    @discardableResult
+    func remove(withPrefix prefix: String, timeouts: RemoteTimeouts) throws(CacheError) -> Int
+
+    /// Sends `message` to every subscriber of `channel` (Redis: `PUBLISH`). Delivery is best-effort.
+    /// - Throws: ``CacheError/Code/remoteFailure``.
+    func publish(_ message: Data, to channel: String, timeouts: RemoteTimeouts) throws(CacheError)
+
+    /// Delivers the messages published to `channel` to `handler`, on a thread of the store's, until
+    /// the subscription is cancelled; reconnects when the connection is lost and says so.
+    /// - Parameters:
+    ///   - channel: The channel.
+    ///   - timeouts: How long to wait for each connection.
+    ///   - handler: Called with each message and each change of the connection.
+    /// - Returns: The subscription, to cancel it.
+    func subscribe(
+        to channel: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
+    ) -> any RemoteSubscription
+
+    /// Checks that the store answers (Redis: `PING`); the cache's circuit breaker probes with it.
+    /// - Throws: ``CacheError/Code/remoteFailure``.
+    func ping(timeouts: RemoteTimeouts) throws(CacheError)
+}
+
+/// A value read from a ``RemoteStore``.
+public struct RemoteValue: Sendable, Hashable {
+    /// The stored bytes.
+    public var data: Data
+    /// How long the value has left, in milliseconds; `nil` when it never expires.
+    public var millisecondsToLive: Int64?
+
+    /// Creates a value.
+    /// - Parameters:
+    ///   - data: The stored bytes.
+    ///   - millisecondsToLive: How long it has left; `nil` when it never expires.
+    public init(data: Data, millisecondsToLive: Int64?) {
+        self.data = data
+        self.millisecondsToLive = millisecondsToLive
+    }
+}
+
+/// How long a ``RemoteStore`` call may wait.
+public struct RemoteTimeouts: Sendable, Hashable {
+    /// The longest wait for a new connection, in seconds.
+    public var connect: TimeInterval
+    /// The longest wait for the answer to a command, in seconds.
+    public var command: TimeInterval
+
+    /// Creates timeouts.
+    /// - Parameters:
+    ///   - connect: The longest wait for a new connection, in seconds.
+    ///   - command: The longest wait for an answer, in seconds.
+    public init(connect: TimeInterval, command: TimeInterval) {
+        self.connect = connect
+        self.command = command
+    }
+}
+
+/// What a ``RemoteStore`` subscription reports.
+public enum RemoteSubscriptionEvent: Sendable, Hashable {
+    /// A message published to the channel.
+    case message(Data)
+    /// The subscription is listening; `afterReconnect` when it had lost its connection before,
+    /// so messages published in between may have been missed.
+    case subscribed(afterReconnect: Bool)
+    /// The connection was lost (the store retries); the text says why.
+    case lost(String)
+}
+
+/// A subscription made by ``RemoteStore/subscribe(to:timeouts:handler:)``.
+public protocol RemoteSubscription: Sendable {
+    /// Stops the deliveries. The handler is not called once this returns, except for a call
+    /// already running.
+    func cancel()
+}

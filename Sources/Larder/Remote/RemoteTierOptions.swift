@@ -1,0 +1,95 @@
+import Foundation
+
+/// Settings of a ``HybridCache``'s shared remote tier (``HybridCacheOptions/remote``).
+///
+/// ```swift
+/// var options = HybridCacheOptions(directory: cachesURL)
+/// options.remote = RemoteTierOptions(store: RedisRemoteStore(host: "10.0.0.5", port: 6379), namespace: "feeds")
+/// ```
+public struct RemoteTierOptions: Sendable {
+    /// When stores and removals reach the remote tier.
+    public enum WriteMode: Sendable, Hashable {
+        /// Before the call returns (the default): once it returns, other instances read the new value.
+        case writeThrough
+        /// In the background, in call order: calls return after the local tiers, and other
+        /// instances see the change a little later.
+        case background
+    }
+
+    /// The shared store.
+    public var store: any RemoteStore
+    /// The start of every key this cache uses in the store, and the name of its invalidation
+    /// channel; caches that share values use the same namespace. Not empty.
+    public var namespace: String
+    /// The longest wait for a new connection, in seconds (1).
+    public var connectTimeout: TimeInterval = 1
+    /// The longest wait for the answer to a command, in seconds (0.25). No call waits longer on
+    /// the remote tier: past it, the call carries on as if the remote had missed.
+    public var commandTimeout: TimeInterval = 0.25
+    /// The longest a value read from the remote tier lives in memory and on disk, in seconds (60):
+    /// the bound on how long an instance may serve a value whose invalidation it missed.
+    public var localLifetimeCap: TimeInterval = 60
+    /// When stores and removals reach the store (``WriteMode/writeThrough``).
+    public var writeMode: WriteMode = .writeThrough
+    /// Consecutive failures that open the circuit breaker (3).
+    public var failureThreshold: Int = 3
+    /// How long the open breaker skips the remote tier before probing it with a ping, in seconds (5).
+    public var breakerCooldown: TimeInterval = 5
+    /// How long a load-through read waits for another instance that holds the load lock of its
+    /// key, in seconds, before loading itself (5).
+    public var loadLockWait: TimeInterval = 5
+    /// The lifetime of a load lock, in seconds (10): a lock whose holder died frees itself then.
+    public var loadLockLifetime: TimeInterval = 10
+    /// Called with the remote tier's failures, breaker changes and invalidations (`nil`).
+    /// It runs on the thread that saw the event; it must return quickly.
+    public var eventHandler: (@Sendable (RemoteEvent) -> Void)?
+
+    /// Creates settings with every other value at its default.
+    /// - Parameters:
+    ///   - store: The shared store.
+    ///   - namespace: The start of every key of this cache in the store; not empty.
+    public init(store: any RemoteStore, namespace: String) {
+        self.store = store
+        self.namespace = namespace
+    }
+
+    /// The timeouts the store is called with.
+    var timeouts: RemoteTimeouts { RemoteTimeouts(connect: connectTimeout, command: commandTimeout) }
+
+    /// What is wrong with these settings, if anything.
+    var problem: String? {
+        if namespace.isEmpty { return "the remote tier's namespace must not be empty" }
+        for (name, value) in [
+            ("connectTimeout", connectTimeout), ("commandTimeout", commandTimeout), ("localLifetimeCap", localLifetimeCap),
+            ("breakerCooldown", breakerCooldown), ("loadLockLifetime", loadLockLifetime),
+        ] where !(value.isFinite && value > 0) {
+            return "the remote tier's \(name) must be finite and above 0, not \(value)"
+        }
+        if !(loadLockWait.isFinite && loadLockWait >= 0) { return "the remote tier's loadLockWait must be finite and at least 0" }
+        if failureThreshold < 1 { return "the remote tier's failureThreshold must be at least 1" }
+        return nil
+    }
+}
+
+/// What the remote tier reports to ``RemoteTierOptions/eventHandler``.
+public enum RemoteEvent: Sendable {
+    /// A call to the store failed; the cache carried on with its local tiers.
+    case failed(operation: String, error: CacheError)
+    /// Repeated failures opened the circuit breaker: the remote tier is skipped for `cooldown` seconds.
+    case breakerOpened(cooldown: TimeInterval)
+    /// A ping after the cool-down succeeded: the remote tier is used again.
+    case breakerClosed
+    /// A value under `key` did not carry a valid Larder header (foreign or damaged); it was
+    /// treated as a miss.
+    case payloadRejected(key: String)
+    /// The invalidation subscription listens (once, after the cache opens): invalidations
+    /// published from now on reach this instance.
+    case subscribed
+    /// The invalidation subscription lost its connection; it reconnects by itself.
+    case subscriptionLost(String)
+    /// The invalidation subscription listens again after a loss; the memory tier was cleared,
+    /// since invalidations may have been missed meanwhile.
+    case subscriptionRestored
+    /// Another instance invalidated `scope`; the local copies were dropped.
+    case invalidated(RemoteInvalidation.Scope)
+}

@@ -1,0 +1,156 @@
+import CHiredis
+import Foundation
+import Larder
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A reply from Redis, copied out of hiredis's reply object.
+enum RedisReply: Sendable, Hashable {
+    case string(Data)
+    case array([RedisReply])
+    case integer(Int64)
+    case null
+    case status(String)
+    case error(String)
+}
+
+/// One blocking hiredis connection. Used by one thread at a time: the pool hands it out and
+/// takes it back (`RedisRemoteStore`), or a subscription's thread owns it.
+///
+/// `@unchecked Sendable`: the context is never touched by two threads at once; the one call
+/// another thread makes, `shutdownSocket()`, uses only the descriptor copied at open time.
+final class RedisConnection: @unchecked Sendable {
+    private let context: UnsafeMutablePointer<redisContext>
+    /// The socket, for `shutdownSocket()`.
+    private let descriptor: Int32
+    private var commandTimeout: TimeInterval?
+    /// Whether the context reported an I/O or protocol error (or a timeout): hiredis leaves such a
+    /// context unusable, so it is closed rather than pooled again.
+    private(set) var isBroken = false
+
+    private init(context: UnsafeMutablePointer<redisContext>) {
+        self.context = context
+        descriptor = context.pointee.fd
+    }
+
+    deinit {
+        redisFree(context)
+    }
+
+    /// Connects to `host`:`port`, waiting at most `timeout` seconds.
+    static func open(host: String, port: Int, timeout: TimeInterval) throws(CacheError) -> RedisConnection {
+        guard let context = redisConnectWithTimeout(host, Int32(port), timeval(seconds: timeout)) else {
+            throw CacheError(.remoteFailure, "could not allocate a hiredis context for \(host):\(port)")
+        }
+        if context.pointee.err != 0 {
+            let message = Self.errorText(context)
+            redisFree(context)
+            throw CacheError(.remoteFailure, "could not connect to Redis at \(host):\(port): \(message)")
+        }
+        return RedisConnection(context: context)
+    }
+
+    /// Sets how long a command may wait for its reply; 0 waits for ever.
+    func setCommandTimeout(_ seconds: TimeInterval) throws(CacheError) {
+        guard commandTimeout != seconds else { return }
+        guard redisSetTimeout(context, timeval(seconds: seconds)) == REDIS_OK else { throw failure("setting the timeout") }
+        commandTimeout = seconds
+    }
+
+    /// Sends one command and reads its reply.
+    func command(_ arguments: [Data]) throws(CacheError) -> RedisReply {
+        try pipeline([arguments])[0]
+    }
+
+    /// Sends every command, then reads their replies: one round trip.
+    func pipeline(_ commands: [[Data]]) throws(CacheError) -> [RedisReply] {
+        guard !isBroken else { throw CacheError(.remoteFailure, "the Redis connection is broken") }
+        for arguments in commands {
+            let status = Self.withArgv(arguments) { count, argv, lengths in
+                redisAppendCommandArgv(context, count, argv, lengths)
+            }
+            guard status == REDIS_OK else { throw failure("sending a command") }
+        }
+        var replies: [RedisReply] = []
+        replies.reserveCapacity(commands.count)
+        for _ in commands { replies.append(try readReply()) }
+        return replies
+    }
+
+    /// Reads the next reply (a subscription's next message).
+    func readReply() throws(CacheError) -> RedisReply {
+        var raw: UnsafeMutableRawPointer?
+        guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw failure("reading a reply") }
+        defer { freeReplyObject(raw) }
+        return Self.convert(raw.assumingMemoryBound(to: redisReply.self))
+    }
+
+    /// Shuts the socket down, so that a thread blocked reading it wakes up with an error.
+    func shutdownSocket() {
+        _ = shutdown(descriptor, Int32(SHUT_RDWR))
+    }
+
+    private func failure(_ action: String) -> CacheError {
+        isBroken = true
+        let code = context.pointee.err
+        return CacheError(.remoteFailure, "Redis failed \(action): \(Self.errorText(context)) (hiredis error \(code))")
+    }
+
+    private static func errorText(_ context: UnsafeMutablePointer<redisContext>) -> String {
+        withUnsafeBytes(of: context.pointee.errstr) { bytes in
+            String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+
+    /// Calls `body` with hiredis's `argc`, `argv` and `argvlen` for `arguments`.
+    private static func withArgv<T>(
+        _ arguments: [Data], _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> T
+    ) -> T {
+        var lengths = arguments.map(\.count)
+        var joined = [UInt8]()
+        joined.reserveCapacity(lengths.reduce(1, +))
+        for argument in arguments { joined.append(contentsOf: argument) }
+        joined.append(0)  // never empty, so the buffer has an address
+        return joined.withUnsafeBufferPointer { buffer in
+            let base = UnsafeRawPointer(buffer.baseAddress!)
+            var pointers: [UnsafePointer<CChar>?] = []
+            pointers.reserveCapacity(arguments.count)
+            var offset = 0
+            for length in lengths {
+                pointers.append((base + offset).assumingMemoryBound(to: CChar.self))
+                offset += length
+            }
+            return body(Int32(arguments.count), &pointers, &lengths)
+        }
+    }
+
+    private static func convert(_ reply: UnsafePointer<redisReply>) -> RedisReply {
+        let r = reply.pointee
+        switch r.type {
+        case REDIS_REPLY_STRING:
+            return .string(r.str.map { Data(bytes: $0, count: r.len) } ?? Data())
+        case REDIS_REPLY_ARRAY:
+            return .array((0 ..< r.elements).compactMap { r.element[$0].map { convert($0) } })
+        case REDIS_REPLY_INTEGER:
+            return .integer(r.integer)
+        case REDIS_REPLY_STATUS:
+            return .status(r.str.map { String(cString: $0) } ?? "")
+        case REDIS_REPLY_ERROR:
+            return .error(r.str.map { String(cString: $0) } ?? "")
+        default:
+            return .null
+        }
+    }
+}
+
+extension timeval {
+    /// A `timeval` of `seconds`.
+    init(seconds: TimeInterval) {
+        let whole = seconds.rounded(.down)
+        self.init(tv_sec: .init(whole), tv_usec: .init((seconds - whole) * 1_000_000))
+    }
+}

@@ -1,0 +1,207 @@
+import CHiredis
+import Foundation
+import Larder
+import LarderRedis
+import LarderTestSupport
+
+// The remote suite (`larder-bench remote --redis HOST:PORT`): the shared remote tier on Redis.
+// Without `--redis` it says so and skips. Each case is measured beside raw hiredis on the same
+// server and the same 4 KiB values.
+//
+// - `get-hit-remote`: a read that memory and disk miss and Redis serves, promoted to disk and
+//   memory (impl `larder`: `HybridCache.value(forKey:)` on keys another instance stored), beside
+//   one raw `GET` (impl `hiredis`). Impl `larder-memory`: the same read promoted to memory only
+//   (`from: [.memory, .remote]`), to show what the disk write of the promotion costs.
+//   Target: larder <= 1.2 x hiredis.
+// - `get-many-remote`: 100 keys at once (`values(forKeys:)`: one pipelined call), beside one raw
+//   `MGET` of 100 keys; `ns_per_op` is per batch.
+// - `invalidation`: a remove on one instance until the other instance's local read misses (impl
+//   `larder`, median over the rounds), measured by polling the other instance.
+
+func runRemoteSuite(_ context: BenchContext) throws {
+    guard let address = context.redis else {
+        print("remote: skipped (give --redis HOST:PORT to run it against a Redis server)")
+        return
+    }
+    guard let store = RedisRemoteStore(address: address) else { throw BenchError("--redis wants HOST:PORT, not \(address)") }
+    let directory = try BenchDirectory("remote")
+    defer { directory.remove() }
+    let payload = randomPayload(4096, seed: 15)
+    let namespace = "larder-bench-\(UUID().uuidString.prefix(8))"
+    let raw = try RawRedis(address: address)
+
+    func open(_ name: String) throws -> HybridCache {
+        var options = HybridCacheOptions(directory: URL(fileURLWithPath: directory.sub(name)))
+        var remote = RemoteTierOptions(store: store, namespace: namespace)
+        remote.commandTimeout = 5
+        remote.connectTimeout = 5
+        options.remote = remote
+        return try HybridCache(options: options)
+    }
+    let writer = try open("writer")
+    defer {
+        try? writer.removeAll()
+        writer.close()
+    }
+
+    let n = context.quick ? 200 : 1_000
+    let repeats = 5
+    // Fresh keys for every run of every case: the reader must miss memory and disk each time.
+    var round = 0
+    func freshKeys(_ count: Int) throws -> [String] {
+        round += 1
+        let keys = (0 ..< count).map { "r\(round)/k\($0)" }
+        for key in keys { try writer.store(payload, forKey: key, expiry: .seconds(3600)) }
+        return keys
+    }
+
+    /// Waits until the readers have applied the writer's invalidations (their counts stop
+    /// changing), so that the work they cause is not measured as part of the reads.
+    func settle(_ readers: [HybridCache]) {
+        var last = -1
+        var stable = 0
+        for _ in 0 ..< 1_000 {
+            let received = readers.reduce(0) { $0 + ($1.statistics.remote?.invalidationsReceived ?? 0) }
+            stable = received == last ? stable + 1 : 0
+            if stable >= 10 { return }
+            last = received
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+
+    // get-hit-remote
+    do {
+        let reader = try open("reader-hit")
+        let memoryReader = try open("reader-hit-memory")
+        defer {
+            reader.close()
+            memoryReader.close()
+        }
+        var larder: [Double] = []
+        var memoryOnly: [Double] = []
+        var hiredis: [Double] = []
+        for _ in 0 ... repeats {
+            let keys = try freshKeys(n)
+            settle([reader, memoryReader])
+            var start = monotonicNanoseconds()
+            for key in keys where try reader.value(forKey: key)?.count != payload.count { throw BenchError("larder missed \(key)") }
+            larder.append(Double(monotonicNanoseconds() - start) / Double(n))
+            reader.flushRemoteWrites()  // the disk copies, written in the background
+            start = monotonicNanoseconds()
+            for key in keys where try memoryReader.value(forKey: key, from: [.memory, .remote])?.count != payload.count {
+                throw BenchError("larder missed \(key)")
+            }
+            memoryOnly.append(Double(monotonicNanoseconds() - start) / Double(n))
+            let rawKeys = keys.map { "\(namespace):v:\($0)" }
+            start = monotonicNanoseconds()
+            for key in rawKeys where try raw.get(key) != payload.count + RemotePayload.headerSize {
+                throw BenchError("hiredis missed \(key)")
+            }
+            hiredis.append(Double(monotonicNanoseconds() - start) / Double(n))
+        }
+        // The first run warms up.
+        context.report(
+            suite: "remote", case: "get-hit-remote", impl: "larder", n: n, bytes: payload.count, nsPerOp: median(larder.dropFirst()))
+        context.report(
+            suite: "remote", case: "get-hit-remote", impl: "larder-memory", n: n, bytes: payload.count,
+            nsPerOp: median(memoryOnly.dropFirst()))
+        context.report(
+            suite: "remote", case: "get-hit-remote", impl: "hiredis", n: n, bytes: payload.count, nsPerOp: median(hiredis.dropFirst()))
+    }
+
+    // get-many-remote
+    do {
+        let reader = try open("reader-many")
+        defer { reader.close() }
+        let batches = context.quick ? 2 : 10
+        var larder: [Double] = []
+        var hiredis: [Double] = []
+        for _ in 0 ... repeats {
+            let keys = try freshKeys(100 * batches)
+            settle([reader])
+            let groups = stride(from: 0, to: keys.count, by: 100).map { Array(keys[$0 ..< $0 + 100]) }
+            var start = monotonicNanoseconds()
+            for group in groups where try reader.values(forKeys: group).contains(where: { $0?.count != payload.count }) {
+                throw BenchError("larder missed a key")
+            }
+            larder.append(Double(monotonicNanoseconds() - start) / Double(batches))
+            reader.flushRemoteWrites()
+            start = monotonicNanoseconds()
+            for group in groups where try raw.mget(group.map { "\(namespace):v:\($0)" }) != 100 {
+                throw BenchError("hiredis missed a key")
+            }
+            hiredis.append(Double(monotonicNanoseconds() - start) / Double(batches))
+        }
+        context.report(
+            suite: "remote", case: "get-many-remote", impl: "larder", n: 100, bytes: payload.count, nsPerOp: median(larder.dropFirst()))
+        context.report(
+            suite: "remote", case: "get-many-remote", impl: "hiredis", n: 100, bytes: payload.count, nsPerOp: median(hiredis.dropFirst()))
+    }
+
+    // invalidation: remove on the writer, poll the reader until its local read misses.
+    do {
+        let reader = try open("reader-invalidation")
+        defer { reader.close() }
+        Thread.sleep(forTimeInterval: 0.5)  // the reader's subscription listens
+        let rounds = context.quick ? 20 : 100
+        var samples: [Double] = []
+        for index in 0 ..< rounds {
+            let key = "invalidate/\(index)"
+            try writer.store(payload, forKey: key)
+            Thread.sleep(forTimeInterval: 0.02)  // the store's own invalidation passes first
+            guard try reader.value(forKey: key) != nil else { throw BenchError("the reader missed \(key)") }
+            let start = monotonicNanoseconds()
+            try writer.remove(forKey: key)
+            let deadline = start + 10_000_000_000
+            while try reader.value(forKey: key, from: [.memory, .disk]) != nil {
+                if monotonicNanoseconds() > deadline { throw BenchError("the reader never dropped \(key)") }
+            }
+            samples.append(Double(monotonicNanoseconds() - start))
+        }
+        context.report(
+            suite: "remote", case: "invalidation", impl: "larder", n: rounds, bytes: payload.count, nsPerOp: median(samples[...]))
+    }
+}
+
+private func median(_ samples: ArraySlice<Double>) -> Double {
+    let sorted = samples.sorted()
+    return sorted[sorted.count / 2]
+}
+
+/// hiredis itself, for the baselines: one connection, `GET` and `MGET`.
+private final class RawRedis {
+    private let context: UnsafeMutablePointer<redisContext>
+
+    init(address: String) throws {
+        guard let colon = address.lastIndex(of: ":"), let port = Int32(address[address.index(after: colon)...]),
+            let context = redisConnect(String(address[..<colon]), port), context.pointee.err == 0
+        else { throw BenchError("hiredis could not connect to \(address)") }
+        self.context = context
+    }
+
+    deinit { redisFree(context) }
+
+    /// `GET key`: the length of the value, or -1.
+    func get(_ key: String) throws -> Int {
+        try command(["GET", key]) { reply in reply.type == REDIS_REPLY_STRING ? reply.len : -1 }
+    }
+
+    /// `MGET keys...`: how many values came back.
+    func mget(_ keys: [String]) throws -> Int {
+        try command(["MGET"] + keys) { reply in
+            (0 ..< reply.elements).filter { reply.element[$0]?.pointee.type == REDIS_REPLY_STRING }.count
+        }
+    }
+
+    private func command(_ arguments: [String], _ read: (redisReply) -> Int) throws -> Int {
+        let cStrings = arguments.map { strdup($0) }
+        defer { for cString in cStrings { free(cString) } }
+        var argv = cStrings.map { UnsafePointer<CChar>($0) }
+        let lengths = arguments.map { $0.utf8.count }
+        guard let reply = redisCommandArgv(context, Int32(arguments.count), &argv, lengths) else {
+            throw BenchError("hiredis failed: error \(context.pointee.err)")
+        }
+        defer { freeReplyObject(reply) }
+        return read(reply.assumingMemoryBound(to: redisReply.self).pointee)
+    }
+}

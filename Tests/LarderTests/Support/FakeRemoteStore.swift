@@ -1,0 +1,185 @@
+import Foundation
+@testable import Larder
+
+/// An in-memory ``RemoteStore`` for the remote tier's tests: time to live on a ``ManualClock``,
+/// and faults on demand (every call failing, latency, lost messages, a dropped subscription).
+final class FakeRemoteStore: RemoteStore {
+    private struct Entry {
+        var data: Data
+        var expiresAt: Double?
+    }
+
+    private struct Subscriber {
+        var id: Int
+        var channel: String
+        var handler: @Sendable (RemoteSubscriptionEvent) -> Void
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var subscribers: [Subscriber] = []
+        var nextSubscriber = 0
+        var failing = false
+        var latency: Double = 0
+        var dropsMessages = false
+        var calls = 0
+        var pings = 0
+    }
+
+    private let state = LarderMutex(State())
+    let clock: ManualClock
+
+    init(clock: ManualClock) {
+        self.clock = clock
+    }
+
+    // MARK: - Faults and inspection
+
+    /// Every call throws ``CacheError/Code/remoteFailure`` while set.
+    var failing: Bool {
+        get { state.withLock { $0.failing } }
+        set { state.withLock { $0.failing = newValue } }
+    }
+
+    /// Each call sleeps this long (at most the command timeout, then throws a timeout).
+    var latency: Double {
+        get { state.withLock { $0.latency } }
+        set { state.withLock { $0.latency = newValue } }
+    }
+
+    /// Published messages are lost while set.
+    var dropsMessages: Bool {
+        get { state.withLock { $0.dropsMessages } }
+        set { state.withLock { $0.dropsMessages = newValue } }
+    }
+
+    /// Calls made (pings included).
+    var calls: Int { state.withLock { $0.calls } }
+    /// Pings made.
+    var pings: Int { state.withLock { $0.pings } }
+
+    /// The raw bytes under `key`, or `nil`.
+    func raw(_ key: String) -> Data? { state.withLock { $0.entries[key]?.data } }
+
+    /// Puts raw bytes under `key`, as a foreign writer would.
+    func put(_ data: Data, forKey key: String, milliseconds: Int64? = nil) {
+        let expiresAt = milliseconds.map { clock.now + Double($0) / 1000 }
+        state.withLock { $0.entries[key] = Entry(data: data, expiresAt: expiresAt) }
+    }
+
+    /// The live keys.
+    var keys: [String] {
+        let now = clock.now
+        return state.withLock { $0.entries.filter { $0.value.expiresAt.map { $0 > now } ?? true }.map(\.key) }
+    }
+
+    /// Tells every subscriber the connection was lost, then that it is back.
+    func dropSubscriptions() {
+        let handlers = state.withLock { $0.subscribers.map(\.handler) }
+        for handler in handlers { handler(.lost("dropped by the test")) }
+        for handler in handlers { handler(.subscribed(afterReconnect: true)) }
+    }
+
+    // MARK: - RemoteStore
+
+    private func enter(_ timeouts: RemoteTimeouts, ping: Bool = false) throws(CacheError) {
+        let (failing, latency) = state.withLock { s in
+            s.calls += 1
+            if ping { s.pings += 1 }
+            return (s.failing, s.latency)
+        }
+        if latency > 0 {
+            Thread.sleep(forTimeInterval: min(latency, timeouts.command))
+            if latency > timeouts.command { throw CacheError(.remoteFailure, "fake: timed out") }
+        }
+        if failing { throw CacheError(.remoteFailure, "fake: failing") }
+    }
+
+    func values(forKeys keys: [String], timeouts: RemoteTimeouts) throws(CacheError) -> [RemoteValue?] {
+        try enter(timeouts)
+        let now = clock.now
+        return state.withLock { s in
+            keys.map { key -> RemoteValue? in
+                guard let entry = s.entries[key] else { return nil }
+                if let expiresAt = entry.expiresAt {
+                    guard expiresAt > now else { return nil }
+                    return RemoteValue(data: entry.data, millisecondsToLive: Int64(((expiresAt - now) * 1000).rounded(.down)))
+                }
+                return RemoteValue(data: entry.data, millisecondsToLive: nil)
+            }
+        }
+    }
+
+    func store(_ data: Data, forKey key: String, expiresIn milliseconds: Int64?, onlyIfAbsent: Bool, timeouts: RemoteTimeouts)
+        throws(CacheError) -> Bool
+    {
+        try enter(timeouts)
+        let now = clock.now
+        return state.withLock { s in
+            if onlyIfAbsent, let entry = s.entries[key], entry.expiresAt.map({ $0 > now }) ?? true { return false }
+            s.entries[key] = Entry(data: data, expiresAt: milliseconds.map { now + Double($0) / 1000 })
+            return true
+        }
+    }
+
+    func touch(forKey key: String, expiresIn milliseconds: Int64?, timeouts: RemoteTimeouts) throws(CacheError) -> Bool {
+        try enter(timeouts)
+        let now = clock.now
+        return state.withLock { s in
+            guard s.entries[key] != nil else { return false }
+            s.entries[key]?.expiresAt = milliseconds.map { now + Double($0) / 1000 }
+            return true
+        }
+    }
+
+    func remove(forKeys keys: [String], timeouts: RemoteTimeouts) throws(CacheError) {
+        try enter(timeouts)
+        state.withLock { s in for key in keys { s.entries[key] = nil } }
+    }
+
+    func remove(withPrefix prefix: String, timeouts: RemoteTimeouts) throws(CacheError) -> Int {
+        try enter(timeouts)
+        return state.withLock { s in
+            let doomed = s.entries.keys.filter { $0.hasPrefix(prefix) }
+            for key in doomed { s.entries[key] = nil }
+            return doomed.count
+        }
+    }
+
+    func publish(_ message: Data, to channel: String, timeouts: RemoteTimeouts) throws(CacheError) {
+        try enter(timeouts)
+        let handlers = state.withLock { s in s.dropsMessages ? [] : s.subscribers.filter { $0.channel == channel }.map(\.handler) }
+        for handler in handlers { handler(.message(message)) }
+    }
+
+    func subscribe(
+        to channel: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
+    ) -> any RemoteSubscription {
+        let id = state.withLock { s in
+            s.nextSubscriber += 1
+            s.subscribers.append(Subscriber(id: s.nextSubscriber, channel: channel, handler: handler))
+            return s.nextSubscriber
+        }
+        handler(.subscribed(afterReconnect: false))
+        return FakeSubscription { [weak self] in self?.state.withLock { $0.subscribers.removeAll { $0.id == id } } }
+    }
+
+    func ping(timeouts: RemoteTimeouts) throws(CacheError) {
+        try enter(timeouts, ping: true)
+    }
+}
+
+/// The fake's subscription: cancelling removes the subscriber.
+final class FakeSubscription: RemoteSubscription {
+    private let onCancel: @Sendable () -> Void
+    init(_ onCancel: @escaping @Sendable () -> Void) { self.onCancel = onCancel }
+    func cancel() { onCancel() }
+}
+
+/// Events collected from a remote tier.
+final class RemoteEventLog: Sendable {
+    private let events = LarderMutex<[RemoteEvent]>([])
+    var handler: @Sendable (RemoteEvent) -> Void { { [self] event in events.withLock { $0.append(event) } } }
+    var all: [RemoteEvent] { events.withLock { $0 } }
+    func count(_ matches: (RemoteEvent) -> Bool) -> Int { all.filter(matches).count }
+}
