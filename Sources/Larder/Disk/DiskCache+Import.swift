@@ -144,9 +144,10 @@ extension DiskCache {
         let path = layout.path(for: name)
         var events: [CacheEvent] = []
         var stored = false
+        var refused = false
         for attempt in 0 ... 1 {
             do {
-                stored = try changingRecord(name) { () throws(Errno) -> Bool in
+                let outcome: Bool? = try changingRecord(name) { () throws(Errno) -> Bool in
                     // Checked under the key lock, so no store of the same key slips in between.
                     if case .record(let contents)? = try? records.read(path, readPayload: false),
                         !isExpired(contents.header, name: name, now: now)
@@ -162,9 +163,21 @@ extension DiskCache {
                     state.withLock { $0.recordStore(entry, bytes: payload.count) }
                     return true
                 }
+                // `nil`: the change was refused because `close()` has begun.
+                refused = outcome == nil
+                stored = outcome ?? false
                 break
             } catch let error where error == .noSpace && attempt == 0 {
                 events += makeRoom(bytes: diskSize(header.payloadOffset + payload.count), excluding: name)
+            } catch let error where error == .noSuchFileOrDirectory && attempt == 0 {
+                // The cache's folder may have been deleted behind its back: make it again, then retry once.
+                switch recoverRemovedFolder() {
+                case .recovered(let recreated): events += recreated
+                case .notRemoved: break
+                case .failed(let failure):
+                    emit(events)
+                    throw failure
+                }
             } catch let error where error == .noSpace {
                 emit(events)
                 throw CacheError(
@@ -173,6 +186,10 @@ extension DiskCache {
                 emit(events)
                 throw CacheError(.ioFailure, "cannot write the record", path: path, errno: error.rawValue)
             }
+        }
+        if refused {
+            emit(events)
+            throw closedError(key: nil)
         }
         guard stored else {
             emit(events)
