@@ -144,52 +144,27 @@ extension DiskCache {
         let path = layout.path(for: name)
         var events: [CacheEvent] = []
         var stored = false
-        var refused = false
-        for attempt in 0 ... 1 {
-            do {
-                let outcome: Bool? = try changingRecord(name) { () throws(Errno) -> Bool in
-                    // Checked under the key lock, so no store of the same key slips in between.
-                    if case .record(let contents)? = try? records.read(path, readPayload: false),
-                        !isExpired(contents.header, name: name, now: now)
-                    {
-                        return false
-                    }
-                    let fileSize = try records.write(
-                        header: header, keyBytes: [], payload: payload, temporaryPath: nextTemporaryPath(), path: path,
-                        folder: layout.folder(for: name), sync: options.durability == .fsync)
-                    let entry = IndexEntry(
-                        name: name, key: nil, diskSize: diskSize(fileSize), fileSize: fileSize, updateTime: header.updateTimeSec,
-                        lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: 0)
-                    state.withLock { $0.recordStore(entry, bytes: payload.count) }
-                    return true
+        do {
+            stored = try writingRecord(name, key: nil, bytesNeeded: diskSize(header.payloadOffset + payload.count), events: &events) {
+                () throws(Errno) -> Bool in
+                // Checked under the key lock, so no store of the same key slips in between.
+                if case .record(let contents)? = try? records.read(path, readPayload: false),
+                    !isExpired(contents.header, name: name, now: now)
+                {
+                    return false
                 }
-                // `nil`: the change was refused because `close()` has begun.
-                refused = outcome == nil
-                stored = outcome ?? false
-                break
-            } catch let error where error == .noSpace && attempt == 0 {
-                events += makeRoom(bytes: diskSize(header.payloadOffset + payload.count), excluding: name)
-            } catch let error where error == .noSuchFileOrDirectory && attempt == 0 {
-                // The cache's folder may have been deleted behind its back: make it again, then retry once.
-                switch recoverRemovedFolder() {
-                case .recovered(let recreated): events += recreated
-                case .notRemoved: break
-                case .failed(let failure):
-                    emit(events)
-                    throw failure
-                }
-            } catch let error where error == .noSpace {
-                emit(events)
-                throw CacheError(
-                    .diskFull, "the volume is full; the previous record in this file is intact", path: path, errno: Errno.noSpace.rawValue)
-            } catch {
-                emit(events)
-                throw CacheError(.ioFailure, "cannot write the record", path: path, errno: error.rawValue)
+                let fileSize = try records.write(
+                    header: header, keyBytes: [], payload: payload, temporaryPath: nextTemporaryPath(), path: path,
+                    folder: layout.folder(for: name), sync: options.durability == .fsync)
+                let entry = IndexEntry(
+                    name: name, key: nil, diskSize: diskSize(fileSize), fileSize: fileSize, updateTime: header.updateTimeSec,
+                    lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: 0)
+                state.withLock { $0.recordStore(entry, bytes: payload.count) }
+                return true
             }
-        }
-        if refused {
+        } catch {
             emit(events)
-            throw closedError(key: nil)
+            throw error
         }
         guard stored else {
             emit(events)

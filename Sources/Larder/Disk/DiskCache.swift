@@ -151,47 +151,20 @@ public final class DiskCache: Sendable {
             storedKey: keyBytes)
         let path = layout.path(for: name)
         var events: [CacheEvent] = []
-        var refused = false
-        for attempt in 0 ... 1 {
-            do {
-                let stored: Void? = try changingRecord(name) { () throws(Errno) in
-                    let fileSize = try records.write(
-                        header: header, keyBytes: keyBytes, payload: data, temporaryPath: nextTemporaryPath(),
-                        path: path, folder: layout.folder(for: name), sync: options.durability == .fsync)
-                    let entry = IndexEntry(
-                        name: name, key: key, diskSize: diskSize(fileSize), fileSize: fileSize, updateTime: header.updateTimeSec,
-                        lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: header.refCount)
-                    state.withLock { $0.recordStore(entry, bytes: data.count) }
-                }
-                refused = stored == nil
-                break
-            } catch let error where error == .noSpace && attempt == 0 {
-                // Make room for this record, least recently used and unlocked first, then retry once.
-                let needed = diskSize(header.payloadOffset + data.count)
-                events += makeRoom(bytes: needed, excluding: name)
-            } catch let error where error == .noSuchFileOrDirectory && attempt == 0 {
-                // The cache's folder may have been deleted behind its back: make it again, then
-                // retry once (also when another thread has moved the cache meanwhile).
-                switch recoverRemovedFolder() {
-                case .recovered(let recreated): events += recreated
-                case .notRemoved: break
-                case .failed(let failure):
-                    emit(events)
-                    throw failure
-                }
-            } catch let error where error == .noSpace {
-                emit(events)
-                throw CacheError(
-                    .diskFull, "the volume is full; the previous record under this key is intact", key: key, path: path,
-                    errno: Errno.noSpace.rawValue)
-            } catch {
-                emit(events)
-                throw CacheError(.ioFailure, "cannot write the record", key: key, path: path, errno: error.rawValue)
+        do {
+            try writingRecord(name, key: key, bytesNeeded: diskSize(header.payloadOffset + data.count), events: &events) {
+                () throws(Errno) in
+                let fileSize = try records.write(
+                    header: header, keyBytes: keyBytes, payload: data, temporaryPath: nextTemporaryPath(),
+                    path: path, folder: layout.folder(for: name), sync: options.durability == .fsync)
+                let entry = IndexEntry(
+                    name: name, key: key, diskSize: diskSize(fileSize), fileSize: fileSize, updateTime: header.updateTimeSec,
+                    lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: header.refCount)
+                state.withLock { $0.recordStore(entry, bytes: data.count) }
             }
-        }
-        if refused {
+        } catch {
             emit(events)
-            throw closedError(key: key)
+            throw error
         }
         // After the index records the new file: from here a failure no longer means the old record is there.
         if options.durability == .fsync {
@@ -204,6 +177,49 @@ public final class DiskCache: Sendable {
         }
         events += enforceLimits(excluding: name)
         emit(events)
+    }
+
+    /// Runs the write of record `name` as a change to it (`body`: write the file, index it),
+    /// retrying once after making room for `bytesNeeded` when the volume is full, or after making
+    /// the cache's folder again when it was deleted behind the cache's back. The one write path
+    /// of stores and imports.
+    /// - Parameter events: Gathers what making room or the folder reported; the caller emits them.
+    /// - Throws: ``CacheError/Code/diskFull`` (the previous record is intact),
+    ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed`` when ``close()`` has begun, or
+    ///   what making the folder again threw.
+    func writingRecord<T>(
+        _ name: String, key: String?, bytesNeeded: Int, events: inout [CacheEvent], _ body: () throws(Errno) -> T
+    ) throws(CacheError) -> T {
+        let path = layout.path(for: name)
+        for attempt in 0 ... 1 {
+            let result: T?
+            do throws(Errno) {
+                result = try changingRecord(name, body)
+            } catch let error where error == .noSpace && attempt == 0 {
+                // Make room for this record, least recently used and unlocked first, then retry once.
+                events += makeRoom(bytes: bytesNeeded, excluding: name)
+                continue
+            } catch let error where error == .noSuchFileOrDirectory && attempt == 0 {
+                // The cache's folder may have been deleted behind its back: make it again, then
+                // retry once (also when another thread has moved the cache meanwhile).
+                switch recoverRemovedFolder() {
+                case .recovered(let recreated): events += recreated
+                case .notRemoved: break
+                case .failed(let failure): throw failure
+                }
+                continue
+            } catch let error where error == .noSpace {
+                throw CacheError(
+                    .diskFull, "the volume is full; the previous record \(key == nil ? "in this file" : "under this key") is intact",
+                    key: key, path: path, errno: Errno.noSpace.rawValue)
+            } catch {
+                throw CacheError(.ioFailure, "cannot write the record", key: key, path: path, errno: error.rawValue)
+            }
+            // `nil`: the change was refused because `close()` has begun.
+            guard let result else { throw closedError(key: key) }
+            return result
+        }
+        throw CacheError(.ioFailure, "cannot write the record", key: key, path: path)
     }
 
     /// Returns the payload stored under `key`: `record(forKey:)`'s data.
