@@ -95,8 +95,9 @@ extension DiskCache {
         min(seconds(time), RecordHeader.maximumTimestamp)
     }
 
-    /// Whether a live (unexpired or locked) record is in the file `name`: ``contains(_:)`` for a
-    /// caller that knows the file name but not the key.
+    /// Whether a live (unexpired or locked) record is in the file `name`: what ``contains(_:)``
+    /// answers, for a caller that knows the file name but not the key. Answered from the index
+    /// once it is complete, else from the record's header.
     package func containsLiveRecord(named name: String) -> Bool {
         let now = options.clock.now
         let known: Bool? = state.withLock { s in

@@ -320,15 +320,7 @@ public final class DiskCache: Sendable {
     /// to read the record, answers `false`.
     public func contains(_ key: String) -> Bool {
         guard let name = try? options.keyEncoding.fileName(for: key) else { return false }
-        let now = options.clock.now
-        let known: Bool? = state.withLock { s in
-            guard s.isIndexReady, !isClosed.load(ordering: .acquiring) else { return nil }
-            guard let entry = s.index[name] else { return false }
-            return !isExpired(entry, now: now)
-        }
-        if let known { return known }
-        guard case .record(let contents)? = try? records.read(layout.path(for: name), readPayload: false) else { return false }
-        return !isExpired(contents.header, name: name, now: now)
+        return containsLiveRecord(named: name)
     }
 
     /// Records a use of `key` without reading its payload: it becomes the most recently used
