@@ -3,6 +3,8 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
+import LarderTestSupport
 
 /// What every suite is told about the run.
 struct BenchContext {
@@ -10,6 +12,20 @@ struct BenchContext {
     var quick: Bool
     /// Print one JSON object per line instead of aligned rows.
     var json: Bool
+    /// The folder of `*.u32` traces the hitratio suite replays (`--traces`); `nil` for the default.
+    var traces: String? = nil
+
+    /// The traces folder: `--traces`, else `../shared/traces` from the current folder (the package
+    /// root, in a checkout beside `shared/`), else the shared traces found from the source tree.
+    var tracesFolder: URL {
+        if let traces { return URL(fileURLWithPath: traces, isDirectory: true) }
+        let beside = URL(fileURLWithPath: "../shared/traces", isDirectory: true)
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: beside.path, isDirectory: &isDirectory), isDirectory.boolValue {
+            return beside.standardizedFileURL
+        }
+        return Traces.root
+    }
 
     /// Runs `body` once to warm up, then `repeats` more times, each run performing `iterations`
     /// operations, and returns the median time per operation in nanoseconds.

@@ -6,4 +6,5 @@ let suites: [(name: String, run: @Sendable (BenchContext) throws -> Void)] = [
     ("gc", runGCSuite),
     ("open", runOpenSuite),
     ("hybrid", runHybridSuite),
+    ("hitratio", runHitRatioSuite),
 ]

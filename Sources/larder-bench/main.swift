@@ -5,11 +5,12 @@ import Darwin
 #endif
 
 let usage = """
-    usage: larder-bench [--json] [--quick] [suite ...]
+    usage: larder-bench [--json] [--quick] [--traces DIR] [suite ...]
 
-      --json    print one JSON object per line
-      --quick   use smaller sizes
-      --help    print this help
+      --json         print one JSON object per line
+      --quick        use smaller sizes
+      --traces DIR   the folder of *.u32 traces for hitratio (default ../shared/traces)
+      --help         print this help
 
     suites: \(suites.map(\.name).joined(separator: ", ")) (all when none is named)
     """
@@ -22,8 +23,17 @@ func printError(_ message: String) {
 
 var context = BenchContext(quick: false, json: false)
 var chosen: [String] = []
-for argument in CommandLine.arguments.dropFirst() {
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
     switch argument {
+    case "--traces":
+        guard let folder = arguments.popFirst() else {
+            printError("larder-bench: --traces needs a folder\n\(usage)")
+            exit(2)
+        }
+        context.traces = folder
+    case _ where argument.hasPrefix("--traces="):
+        context.traces = String(argument.dropFirst("--traces=".count))
     case "--json": context.json = true
     case "--quick": context.quick = true
     case "--help", "-h":

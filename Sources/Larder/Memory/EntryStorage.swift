@@ -1,6 +1,6 @@
-/// The entries of a ``MemoryCache`` in recency order: nodes in one contiguous array, linked by
-/// `Int32` slot numbers, with freed slots kept on a free list; and an open-addressing hash index
-/// from key to slot.
+/// The entries of a ``MemoryCache``: nodes in one contiguous array, addressed by `Int32` slot
+/// numbers, with freed slots kept on a free list; an open-addressing hash index from key to slot;
+/// and an ``EvictionOrder`` over the slots, whose links live inside the nodes.
 ///
 /// Every operation is O(1) on average apart from ``keysInOrder`` and ``removeAll(keepingCapacity:)``,
 /// and no entry costs a heap allocation of its own: the nodes live inline in `nodes`, which grows
@@ -11,29 +11,37 @@
 /// `Dictionary` has to rehash every key it shifts on removal, which made an insert-and-evict cost
 /// about five times a plain dictionary insert (see BENCHMARKS.md).
 @usableFromInline
-struct LRUStorage<Key: Hashable, Value> {
-    /// One slot of `nodes`. A free slot has `key == nil` and links only through `next`.
+struct EntryStorage<Key: Hashable, Value> {
+    /// One slot of `nodes`. A free slot has `key == nil` and links only through `evictionLink.next`.
     @usableFromInline
-    struct Node {
+    struct Node: EvictionEntry {
         @usableFromInline var key: Key?
         @usableFromInline var value: Value?
         @usableFromInline var cost: Int
         /// The time, in clock seconds, at and after which the entry has expired; `.infinity` for never.
         @usableFromInline var deadline: Double
-        /// `key.hashValue`, kept so that growing and removing never hash a key again.
-        @usableFromInline var hash: Int
-        @usableFromInline var previous: Int32
-        @usableFromInline var next: Int32
+        /// The low 32 bits of `key.hashValue`, kept so that growing and removing never hash a key
+        /// again; also the eviction order's hash.
+        @usableFromInline var hash: UInt32
+        @usableFromInline var evictionLink: EvictionLink
 
         @inlinable
-        init(key: Key?, value: Value?, cost: Int, deadline: Double, hash: Int, previous: Int32, next: Int32) {
+        init(key: Key?, value: Value?, cost: Int, deadline: Double, hash: UInt32, evictionLink: EvictionLink = EvictionLink()) {
             self.key = key
             self.value = value
             self.cost = cost
             self.deadline = deadline
             self.hash = hash
-            self.previous = previous
-            self.next = next
+            self.evictionLink = evictionLink
+        }
+
+        @inlinable
+        var evictionHash: UInt32 { hash }
+
+        /// A free slot, linking to the next free one.
+        @inlinable
+        static func free(next: Int32) -> Node {
+            Node(key: nil, value: nil, cost: 0, deadline: .infinity, hash: 0, evictionLink: EvictionLink(next: next))
         }
     }
 
@@ -45,10 +53,8 @@ struct LRUStorage<Key: Hashable, Value> {
     /// The hash index, a power-of-two number of buckets probed linearly. An empty bucket is 0;
     /// a full one holds the key's low 32 hash bits above `slot + 1`. Filled at most 3/4.
     @usableFromInline var buckets: [UInt64] = Array(repeating: 0, count: 8)
-    /// The least recently used entry, or `none`.
-    @usableFromInline var head: Int32 = -1
-    /// The most recently used entry, or `none`.
-    @usableFromInline var tail: Int32 = -1
+    /// Which entry goes next.
+    @usableFromInline var order: EvictionOrder
     /// The first free slot, or `none`.
     @usableFromInline var freeHead: Int32 = -1
     /// The number of entries.
@@ -57,7 +63,9 @@ struct LRUStorage<Key: Hashable, Value> {
     @usableFromInline var totalCost = 0
 
     @inlinable
-    init() {}
+    init(policy: EvictionPolicy) {
+        order = EvictionOrder(policy: policy)
+    }
 
     // MARK: Hash index
 
@@ -122,7 +130,7 @@ struct LRUStorage<Key: Hashable, Value> {
         var grown = [UInt64](repeating: 0, count: buckets.count * 2)
         let mask = grown.count - 1
         for i in nodes.indices where nodes[i].key != nil {
-            let hash = nodes[i].hash
+            let hash = Int(nodes[i].hash)
             var bucket = hash & mask
             while grown[bucket] != 0 { bucket = (bucket &+ 1) & mask }
             grown[bucket] = Self.entry(hash: hash, slot: Int32(truncatingIfNeeded: i))
@@ -137,12 +145,6 @@ struct LRUStorage<Key: Hashable, Value> {
     func slot(forKey key: Key) -> Int32? {
         let slot = find(key, hash: key.hashValue).slot
         return slot == Self.none ? nil : slot
-    }
-
-    /// The slot of the least recently used entry, if any.
-    @inlinable
-    var leastRecentlyUsed: Int32? {
-        head == Self.none ? nil : head
     }
 
     /// The value in a live slot.
@@ -163,17 +165,24 @@ struct LRUStorage<Key: Hashable, Value> {
         nodes[Int(slot)].deadline
     }
 
-    /// Marks the entry in `slot` as the most recently used.
+    /// Tells the eviction order that the entry in `slot` was used: under LRU it becomes the most
+    /// recently used; under TinyLFU its bit is set and its key counted.
     @inlinable
     mutating func touch(_ slot: Int32) {
-        guard slot != tail else { return }
-        unlink(slot)
-        linkAtTail(slot)
+        order.recordUse(slot, in: &nodes)
     }
 
-    /// Stores `value` under `key`, replacing the entry there or adding one, as the most recently used.
+    /// The most entries the cache holds, as the eviction order sizes itself: the count limit, or,
+    /// when only a cost (or nothing) limits the cache, its current count.
     @inlinable
-    mutating func setValue(_ value: Value, forKey key: Key, cost: Int, deadline: Double) {
+    func capacity(countLimit: Int) -> Int {
+        countLimit > 0 ? countLimit : max(count, 1)
+    }
+
+    /// Stores `value` under `key`, replacing the entry there (a use) or adding one (the newest).
+    /// - Parameter countLimit: The cache's count limit (0 for none), for sizing the eviction order.
+    @inlinable
+    mutating func setValue(_ value: Value, forKey key: Key, cost: Int, deadline: Double, countLimit: Int) {
         let hash = key.hashValue
         let (bucket, existing) = find(key, hash: hash)
         if existing != Self.none {
@@ -185,11 +194,11 @@ struct LRUStorage<Key: Hashable, Value> {
             touch(existing)
             return
         }
-        let node = Node(key: key, value: value, cost: cost, deadline: deadline, hash: hash, previous: Self.none, next: Self.none)
+        let node = Node(key: key, value: value, cost: cost, deadline: deadline, hash: UInt32(truncatingIfNeeded: hash))
         let slot: Int32
         if freeHead != Self.none {
             slot = freeHead
-            freeHead = nodes[Int(slot)].next
+            freeHead = nodes[Int(slot)].evictionLink.next
             nodes[Int(slot)] = node
         } else {
             precondition(nodes.count < Int(Int32.max) - 1, "MemoryCache holds fewer than Int32.max entries")
@@ -199,38 +208,52 @@ struct LRUStorage<Key: Hashable, Value> {
         buckets[bucket] = Self.entry(hash: hash, slot: slot)
         count += 1
         totalCost += cost
-        linkAtTail(slot)
+        order.insert(slot, capacity: capacity(countLimit: countLimit), in: &nodes)
         if count > buckets.count / 4 * 3 { growIndex() }
     }
 
+    /// The entry the eviction order would drop next, if any; remove it with `evicted: true`.
+    @inlinable
+    mutating func nextVictim(capacity: Int) -> Int32? {
+        order.nextVictim(capacity: capacity, in: &nodes)
+    }
+
+    /// Lets the eviction order settle once the cache is within its limits.
+    @inlinable
+    mutating func settle(capacity: Int) {
+        order.settle(capacity: capacity, in: &nodes)
+    }
+
     /// Removes the entry in `slot` and puts the slot on the free list.
+    /// - Parameter evicted: Whether the eviction order chose it (``nextVictim(capacity:)``), as
+    ///   opposed to a removal or an expiry.
     /// - Returns: The removed key, value and cost.
     @inlinable @discardableResult
-    mutating func remove(_ slot: Int32) -> (key: Key, value: Value, cost: Int) {
-        unlink(slot)
+    mutating func remove(_ slot: Int32, evicted: Bool = false) -> (key: Key, value: Value, cost: Int) {
+        order.remove(slot, evicted: evicted, in: &nodes)
         let i = Int(slot)
-        unindex(slot, hash: nodes[i].hash)
+        unindex(slot, hash: Int(nodes[i].hash))
         let key = nodes[i].key.unsafelyUnwrapped
         let value = nodes[i].value.unsafelyUnwrapped
         let cost = nodes[i].cost
         count -= 1
         totalCost -= cost
         // Drop the references now so that a freed slot keeps nothing alive.
-        nodes[i] = Node(key: nil, value: nil, cost: 0, deadline: .infinity, hash: 0, previous: Self.none, next: freeHead)
+        nodes[i] = .free(next: freeHead)
         freeHead = slot
         return (key, value, cost)
     }
 
-    /// Removes the entry in `slot` like ``remove(_:)``, without handing back its key and value:
-    /// they are released in place, sparing a copy out and back on the eviction path.
+    /// Removes the entry in `slot` like ``remove(_:evicted:)``, without handing back its key and
+    /// value: they are released in place, sparing a copy out and back on the eviction path.
     @inlinable
-    mutating func discard(_ slot: Int32) {
-        unlink(slot)
+    mutating func discard(_ slot: Int32, evicted: Bool) {
+        order.remove(slot, evicted: evicted, in: &nodes)
         let i = Int(slot)
-        unindex(slot, hash: nodes[i].hash)
+        unindex(slot, hash: Int(nodes[i].hash))
         count -= 1
         totalCost -= nodes[i].cost
-        nodes[i] = Node(key: nil, value: nil, cost: 0, deadline: .infinity, hash: 0, previous: Self.none, next: freeHead)
+        nodes[i] = .free(next: freeHead)
         freeHead = slot
     }
 
@@ -244,49 +267,21 @@ struct LRUStorage<Key: Hashable, Value> {
         } else {
             buckets = Array(repeating: 0, count: 8)
         }
-        head = Self.none
-        tail = Self.none
+        order.removeAll()
         freeHead = Self.none
         count = 0
         totalCost = 0
     }
 
-    /// The slots from least to most recently used.
+    /// The slots in eviction order (under LRU, from least to most recently used).
     /// - Complexity: O(n).
     var slotsInOrder: [Int32] {
-        var result: [Int32] = []
-        result.reserveCapacity(count)
-        var slot = head
-        while slot != Self.none {
-            result.append(slot)
-            slot = nodes[Int(slot)].next
-        }
-        return result
+        order.slots(in: nodes)
     }
 
-    /// The keys from least to most recently used.
+    /// The keys in eviction order (under LRU, from least to most recently used).
     /// - Complexity: O(n).
     var keysInOrder: [Key] {
         slotsInOrder.map { nodes[Int($0)].key.unsafelyUnwrapped }
-    }
-
-    // MARK: Links
-
-    @inlinable
-    mutating func unlink(_ slot: Int32) {
-        let i = Int(slot)
-        let previous = nodes[i].previous
-        let next = nodes[i].next
-        if previous == Self.none { head = next } else { nodes[Int(previous)].next = next }
-        if next == Self.none { tail = previous } else { nodes[Int(next)].previous = previous }
-    }
-
-    @inlinable
-    mutating func linkAtTail(_ slot: Int32) {
-        let i = Int(slot)
-        nodes[i].previous = tail
-        nodes[i].next = Self.none
-        if tail == Self.none { head = slot } else { nodes[Int(tail)].next = slot }
-        tail = slot
     }
 }
