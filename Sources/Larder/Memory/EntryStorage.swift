@@ -35,9 +35,6 @@ struct EntryStorage<Key: Hashable, Value> {
             self.evictionLink = evictionLink
         }
 
-        @inlinable
-        var evictionHash: UInt32 { hash }
-
         /// A free slot, linking to the next free one.
         @inlinable
         static func free(next: Int32) -> Node {
@@ -85,7 +82,10 @@ struct EntryStorage<Key: Hashable, Value> {
     }
 
     /// Finds `key`: its slot when present, else the empty bucket where it belongs.
-    @inlinable
+    ///
+    /// Always inlined: called out of line, it received a copy of the whole storage struct (168
+    /// bytes with the eviction order) on every read.
+    @inlinable @inline(__always)
     func find(_ key: Key, hash: Int) -> (bucket: Int, slot: Int32) {
         let mask = buckets.count &- 1
         let bits = UInt32(truncatingIfNeeded: hash)
@@ -141,40 +141,40 @@ struct EntryStorage<Key: Hashable, Value> {
     // MARK: Entries
 
     /// The slot holding `key`, if any.
-    @inlinable
+    @inlinable @inline(__always)
     func slot(forKey key: Key) -> Int32? {
         let slot = find(key, hash: key.hashValue).slot
         return slot == Self.none ? nil : slot
     }
 
     /// The value in a live slot.
-    @inlinable
+    @inlinable @inline(__always)
     func value(at slot: Int32) -> Value {
         nodes[Int(slot)].value.unsafelyUnwrapped
     }
 
     /// The key in a live slot.
-    @inlinable
+    @inlinable @inline(__always)
     func key(at slot: Int32) -> Key {
         nodes[Int(slot)].key.unsafelyUnwrapped
     }
 
     /// The deadline of the entry in a live slot; `.infinity` for none.
-    @inlinable
+    @inlinable @inline(__always)
     func deadline(at slot: Int32) -> Double {
         nodes[Int(slot)].deadline
     }
 
     /// Tells the eviction order that the entry in `slot` was used: under LRU it becomes the most
     /// recently used; under TinyLFU its bit is set and its key counted.
-    @inlinable
+    @inlinable @inline(__always)
     mutating func touch(_ slot: Int32) {
         order.recordUse(slot, in: &nodes)
     }
 
     /// The most entries the cache holds, as the eviction order sizes itself: the count limit, or,
     /// when only a cost (or nothing) limits the cache, its current count.
-    @inlinable
+    @inlinable @inline(__always)
     func capacity(countLimit: Int) -> Int {
         countLimit > 0 ? countLimit : max(count, 1)
     }
@@ -213,13 +213,13 @@ struct EntryStorage<Key: Hashable, Value> {
     }
 
     /// The entry the eviction order would drop next, if any; remove it with `evicted: true`.
-    @inlinable
+    @inlinable @inline(__always)
     mutating func nextVictim(capacity: Int) -> Int32? {
         order.nextVictim(capacity: capacity, in: &nodes)
     }
 
     /// Lets the eviction order settle once the cache is within its limits.
-    @inlinable
+    @inlinable @inline(__always)
     mutating func settle(capacity: Int) {
         order.settle(capacity: capacity, in: &nodes)
     }

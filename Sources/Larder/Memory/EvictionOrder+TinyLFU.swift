@@ -3,6 +3,50 @@
 // `capacity` already set by `resize(for:)`.
 
 extension EvictionOrder {
+    @inlinable
+    mutating func _tinyLFUInsert<E: EvictionEntry>(_ slot: Int32, capacity: Int, in entries: inout [E]) {
+        resize(for: capacity)
+        let hash = entries[Int(slot)].hash
+        insertions &+= 1
+        if sketch.increment(hash) { _countUse(in: &entries) }
+        let marks = _tuneWindow(forNewKey: hash, in: &entries)
+        link(slot, to: Self.window, in: &entries)
+        entries[Int(slot)].evictionLink.marks = marks
+    }
+
+    @inlinable
+    mutating func _tinyLFURemove<E: EvictionEntry>(_ slot: Int32, evicted: Bool, in entries: inout [E]) {
+        let hash = entries[Int(slot)].hash
+        // The entry's count goes back to the sketch, which remembers keys that are not cached.
+        sketch.add(hash, UInt64(entries[Int(slot)].evictionLink.marks &>> 4))
+        if evicted {
+            if entries[Int(slot)].evictionLink.queue == Self.window {
+                windowHistory.record(hash, at: insertions)
+            } else {
+                mainEvictions &+= 1
+                mainHistory.record(hash, at: mainEvictions)
+            }
+        }
+        unlink(slot, in: &entries)
+    }
+
+    @inlinable
+    mutating func _tinyLFUNextVictim<E: EvictionEntry>(capacity: Int, in entries: inout [E]) -> Int32? {
+        resize(for: capacity)
+        let hasMain = probation.count &+ protected.count > 0
+        if window.count > windowLimit && hasMain {
+            return _contest(in: &entries)
+        }
+        if hasMain { return _mainVictim(in: &entries) }
+        return window.count > 0 ? _windowVictim(in: &entries) : nil
+    }
+
+    @inlinable
+    mutating func _tinyLFUSettle<E: EvictionEntry>(capacity: Int, in entries: inout [E]) {
+        resize(for: capacity)
+        while window.count > windowLimit { _admit(_windowVictim(in: &entries), in: &entries) }
+    }
+
     /// The window's oldest unreferenced entry; referenced ones go round again with the bit cleared.
     @inlinable
     mutating func _windowVictim<E: EvictionEntry>(in entries: inout [E]) -> Int32 {
@@ -58,13 +102,30 @@ extension EvictionOrder {
         let candidate = _windowVictim(in: &entries)
         let victim = _mainVictim(in: &entries)
         let returning = entries[Int(candidate)].evictionLink.marks & Self.returning != 0
-        if returning
-            || sketch.frequency(entries[Int(candidate)].evictionHash) > sketch.frequency(entries[Int(victim)].evictionHash)
-        {
+        if returning || _frequency(candidate, in: entries) > _frequency(victim, in: entries) {
             _admit(candidate, in: &entries)
             return victim
         }
         return candidate
+    }
+
+    /// An entry's frequency: its own count plus the sketch's estimate for its key, at most 15.
+    @inlinable
+    func _frequency<E: EvictionEntry>(_ slot: Int32, in entries: [E]) -> Int {
+        let link = entries[Int(slot)].evictionLink
+        return min(15, sketch.frequency(entries[Int(slot)].hash) &+ Int(link.marks &>> 4))
+    }
+
+    /// Halves every entry's count and the sketch, so that old popularity fades.
+    /// - Complexity: O(n + capacity), once every `20 × capacity` uses.
+    @usableFromInline
+    mutating func _age<E: EvictionEntry>(in entries: inout [E]) {
+        sketch.halve()
+        for i in entries.indices {
+            let marks = entries[i].evictionLink.marks
+            entries[i].evictionLink.marks = (marks & 0x0F) | ((marks &>> 1) & 0x70)
+        }
+        uses /= 2
     }
 
     /// Tunes the window for a new key hashing to `hash`, and returns the new entry's marks.

@@ -6,7 +6,8 @@ struct EvictionLink {
     @usableFromInline var next: Int32
     /// The queue the entry is in: ``EvictionOrder/window`` (the only one under LRU), probation or protected.
     @usableFromInline var queue: UInt8
-    /// ``EvictionOrder/referenced`` and ``EvictionOrder/returning``.
+    /// ``EvictionOrder/referenced`` and ``EvictionOrder/returning`` in the low bits, and TinyLFU's
+    /// count of the entry's uses in the high four (see ``EvictionOrder/countUnit``).
     @usableFromInline var marks: UInt8
 
     @inlinable
@@ -25,7 +26,7 @@ protocol EvictionEntry {
     /// The order's links and bits for this entry.
     var evictionLink: EvictionLink { get set }
     /// A hash of the entry's key (its low 32 bits suffice), for the frequency sketch.
-    var evictionHash: UInt32 { get }
+    var hash: UInt32 { get }
 }
 
 /// Which entry to evict next, under an ``EvictionPolicy``, for a host that keeps its entries in
@@ -34,13 +35,17 @@ protocol EvictionEntry {
 ///
 /// - `.lru`: one doubly linked list in recency order (the `window` queue); a use relinks the
 ///   entry at the tail, and the head is the victim.
-/// - `.tinyLFU`: three FIFO queues, a use only sets the entry's `referenced` bit and counts its
-///   key in a ``FrequencySketch``. New entries enter the *window*; when it is over its share of
+/// - `.tinyLFU`: three FIFO queues; a use only sets the entry's `referenced` bit and adds one to
+///   a 4-bit count in its link, so a hit touches nothing but the entry. A ``FrequencySketch``
+///   remembers how often keys that are not cached were used: a new key is counted there, and an
+///   entry's count goes back into it when the entry leaves. An entry's frequency is its count
+///   plus the sketch's estimate for its key, at most 15; every `20 × capacity` uses, all counts
+///   and the sketch are halved. New entries enter the *window*; when it is over its share of
 ///   the capacity, its oldest unreferenced entry (a referenced one goes round again, bit cleared)
 ///   is the *candidate*, and the main area's next victim (the oldest unreferenced entry of
 ///   *probation*; a referenced one is promoted to *protected*, whose overflow is demoted back) is
-///   compared with it: the candidate moves into probation only if the sketch counts it more often,
-///   or if it is *returning* (it was refused recently and came back); the loser is evicted. While
+///   compared with it: the candidate moves into probation only if its frequency is higher, or if
+///   it is *returning* (it was refused recently and came back); the loser is evicted. While
 ///   the cache is within its limits, the window's overflow moves into probation without a contest.
 ///   The window's share starts at 1 % and is tuned by two ``EvictionHistory`` tables of keys that
 ///   recently left the window and the main area: a new key found in the window's (seen within the
@@ -68,6 +73,8 @@ struct EvictionOrder {
     /// The marks kept in ``EvictionLink/marks``.
     @inlinable static var referenced: UInt8 { 1 }
     @inlinable static var returning: UInt8 { 2 }
+    /// One use in the count kept in the high four bits of ``EvictionLink/marks``.
+    @inlinable static var countUnit: UInt8 { 0x10 }
 
     @usableFromInline let policy: EvictionPolicy
     /// LRU's recency list, or TinyLFU's admission window.
@@ -87,6 +94,8 @@ struct EvictionOrder {
     @usableFromInline var insertions: UInt32 = 0
     /// Evictions from the main area so far: the main history's clock.
     @usableFromInline var mainEvictions: UInt32 = 0
+    /// Uses counted (in entries and the sketch) since the counts were last halved.
+    @usableFromInline var uses = 0
 
     @inlinable
     init(policy: EvictionPolicy) {
@@ -98,83 +107,71 @@ struct EvictionOrder {
     var count: Int { window.count &+ probation.count &+ protected.count }
 
     // MARK: Notifications from the host
+    //
+    // Each is always inlined with LRU's branch, a few instructions, written out; TinyLFU's work
+    // is in out-of-line `_tinyLFU...` functions, so that LRU pays nothing for it on its paths.
 
     /// Notes a use of the entry in `slot` (a read, or a write that replaces its value).
-    @inlinable
+    @inlinable @inline(__always)
     mutating func recordUse<E: EvictionEntry>(_ slot: Int32, in entries: inout [E]) {
-        switch policy.kind {
-        case .lru:
+        if policy.kind == .lru {
             guard slot != window.tail else { return }
-            unlink(slot, in: &entries)
-            link(slot, to: Self.window, in: &entries)
-        case .tinyLFU:
-            entries[Int(slot)].evictionLink.marks |= Self.referenced
-            sketch.increment(entries[Int(slot)].evictionHash)
+            Self.unlink(slot, from: &window, in: &entries)
+            Self.link(slot, to: &window, number: Self.window, in: &entries)
+        } else {
+            let marks = entries[Int(slot)].evictionLink.marks
+            entries[Int(slot)].evictionLink.marks = (marks < 0xF0 ? marks &+ Self.countUnit : marks) | Self.referenced
+            _countUse(in: &entries)
         }
+    }
+
+    /// Notes one counted use, and halves every count once there have been `20 × capacity`.
+    @inlinable @inline(__always)
+    mutating func _countUse<E: EvictionEntry>(in entries: inout [E]) {
+        uses &+= 1
+        if uses >= 20 &* capacity { _age(in: &entries) }
     }
 
     /// Adds the new entry in `slot`, with its link unset, as the newest.
     /// - Parameter capacity: How many entries the host holds at most (its count limit, or its
     ///   count when only a cost limits it), for sizing the window and the sketch.
-    @inlinable
+    @inlinable @inline(__always)
     mutating func insert<E: EvictionEntry>(_ slot: Int32, capacity: Int, in entries: inout [E]) {
         entries[Int(slot)].evictionLink = EvictionLink()
-        switch policy.kind {
-        case .lru:
-            link(slot, to: Self.window, in: &entries)
-        case .tinyLFU:
-            resize(for: capacity)
-            let hash = entries[Int(slot)].evictionHash
-            insertions &+= 1
-            sketch.increment(hash)
-            let marks = _tuneWindow(forNewKey: hash, in: &entries)
-            link(slot, to: Self.window, in: &entries)
-            entries[Int(slot)].evictionLink.marks = marks
+        if policy.kind == .lru {
+            Self.link(slot, to: &window, number: Self.window, in: &entries)
+        } else {
+            _tinyLFUInsert(slot, capacity: capacity, in: &entries)
         }
     }
 
     /// Removes the entry in `slot`. An entry the host evicts (the one ``nextVictim(capacity:in:)``
     /// returned) is remembered in the history of the area it left; a removed or expired one is not.
-    @inlinable
+    @inlinable @inline(__always)
     mutating func remove<E: EvictionEntry>(_ slot: Int32, evicted: Bool, in entries: inout [E]) {
-        if policy.kind == .tinyLFU && evicted {
-            let hash = entries[Int(slot)].evictionHash
-            if entries[Int(slot)].evictionLink.queue == Self.window {
-                windowHistory.record(hash, at: insertions)
-            } else {
-                mainEvictions &+= 1
-                mainHistory.record(hash, at: mainEvictions)
-            }
+        if policy.kind == .lru {
+            Self.unlink(slot, from: &window, in: &entries)
+        } else {
+            _tinyLFURemove(slot, evicted: evicted, in: &entries)
         }
-        unlink(slot, in: &entries)
     }
 
     /// The entry to evict now, or `nil` when the order is empty. The host must then remove it
     /// with `evicted: true`. Under TinyLFU this may move entries between queues: a candidate that
     /// wins its contest moves into probation, and the loser is returned.
-    @inlinable
+    @inlinable @inline(__always)
     mutating func nextVictim<E: EvictionEntry>(capacity: Int, in entries: inout [E]) -> Int32? {
-        switch policy.kind {
-        case .lru:
+        if policy.kind == .lru {
             return window.head == -1 ? nil : window.head
-        case .tinyLFU:
-            resize(for: capacity)
-            let hasMain = probation.count &+ protected.count > 0
-            if window.count > windowLimit && hasMain {
-                return _contest(in: &entries)
-            }
-            if hasMain { return _mainVictim(in: &entries) }
-            return window.count > 0 ? _windowVictim(in: &entries) : nil
         }
+        return _tinyLFUNextVictim(capacity: capacity, in: &entries)
     }
 
     /// Moves the window's overflow into probation without a contest: the host calls it when it
     /// is within its limits again, so that the main area fills while there is room.
-    @inlinable
+    @inlinable @inline(__always)
     mutating func settle<E: EvictionEntry>(capacity: Int, in entries: inout [E]) {
-        guard policy.kind == .tinyLFU else { return }
-        resize(for: capacity)
-        while window.count > windowLimit { _admit(_windowVictim(in: &entries), in: &entries) }
+        if policy.kind == .tinyLFU { _tinyLFUSettle(capacity: capacity, in: &entries) }
     }
 
     /// Forgets every entry; TinyLFU keeps its counts and histories, which describe the workload,
@@ -230,44 +227,51 @@ struct EvictionOrder {
 
     @inlinable
     subscript(queue number: UInt8) -> Queue {
-        get {
-            switch number {
-            case Self.window: window
-            case Self.probation: probation
-            default: protected
-            }
-        }
-        set {
-            switch number {
-            case Self.window: window = newValue
-            case Self.probation: probation = newValue
-            default: protected = newValue
-            }
+        switch number {
+        case Self.window: window
+        case Self.probation: probation
+        default: protected
         }
     }
 
     /// Appends `slot` to the tail of queue `number`.
     @inlinable
     mutating func link<E: EvictionEntry>(_ slot: Int32, to number: UInt8, in entries: inout [E]) {
-        var queue = self[queue: number]
-        entries[Int(slot)].evictionLink.previous = queue.tail
-        entries[Int(slot)].evictionLink.next = -1
-        entries[Int(slot)].evictionLink.queue = number
-        if queue.tail == -1 { queue.head = slot } else { entries[Int(queue.tail)].evictionLink.next = slot }
-        queue.tail = slot
-        queue.count &+= 1
-        self[queue: number] = queue
+        switch number {
+        case Self.window: Self.link(slot, to: &window, number: number, in: &entries)
+        case Self.probation: Self.link(slot, to: &probation, number: number, in: &entries)
+        default: Self.link(slot, to: &protected, number: number, in: &entries)
+        }
     }
 
     /// Takes `slot` out of its queue.
     @inlinable
     mutating func unlink<E: EvictionEntry>(_ slot: Int32, in entries: inout [E]) {
-        let link = entries[Int(slot)].evictionLink
-        var queue = self[queue: link.queue]
-        if link.previous == -1 { queue.head = link.next } else { entries[Int(link.previous)].evictionLink.next = link.next }
-        if link.next == -1 { queue.tail = link.previous } else { entries[Int(link.next)].evictionLink.previous = link.previous }
+        switch entries[Int(slot)].evictionLink.queue {
+        case Self.window: Self.unlink(slot, from: &window, in: &entries)
+        case Self.probation: Self.unlink(slot, from: &probation, in: &entries)
+        default: Self.unlink(slot, from: &protected, in: &entries)
+        }
+    }
+
+    @inlinable @inline(__always)
+    static func link<E: EvictionEntry>(_ slot: Int32, to queue: inout Queue, number: UInt8, in entries: inout [E]) {
+        let tail = queue.tail
+        entries[Int(slot)].evictionLink.previous = tail
+        entries[Int(slot)].evictionLink.next = -1
+        entries[Int(slot)].evictionLink.queue = number
+        if tail == -1 { queue.head = slot } else { entries[Int(tail)].evictionLink.next = slot }
+        queue.tail = slot
+        queue.count &+= 1
+    }
+
+    @inlinable @inline(__always)
+    static func unlink<E: EvictionEntry>(_ slot: Int32, from queue: inout Queue, in entries: inout [E]) {
+        let previous = entries[Int(slot)].evictionLink.previous
+        let next = entries[Int(slot)].evictionLink.next
+        if previous == -1 { queue.head = next } else { entries[Int(previous)].evictionLink.next = next }
+        if next == -1 { queue.tail = previous } else { entries[Int(next)].evictionLink.previous = previous }
         queue.count &-= 1
-        self[queue: link.queue] = queue
     }
 
     @inlinable

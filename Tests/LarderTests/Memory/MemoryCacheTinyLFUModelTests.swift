@@ -134,21 +134,25 @@ struct MemoryCacheTinyLFUModelTests {
         #expect(model.statistics.expirations > 100 || defaultExpiration == nil)
     }
 
-    @Test("A hit sets a bit and counts the key; it moves nothing")
+    @Test("A hit sets a bit and counts the use in the entry; it moves nothing and leaves the sketch alone")
     func hitMovesNothing() throws {
         let cache = MemoryCache<Int, Int>(countLimit: 100, policy: .tinyLFU)
         for i in 0 ..< 100 { try cache.store(i, forKey: i) }
         let before = cache.keys()
+        let sketchBefore = cache.state.withLock { $0.storage.order.sketch.table }
         for i in stride(from: 99, through: 0, by: -3) { #expect(cache.value(forKey: i) == i) }
+        for _ in 0 ..< 20 { #expect(cache.value(forKey: 99) == 99) }
         #expect(cache.keys() == before)
-        let (marked, counted) = cache.state.withLock { state in
+        let (marked, counts, sketchAfter) = cache.state.withLock { state in
             (
                 state.storage.nodes.filter { $0.evictionLink.marks & EvictionOrder.referenced != 0 }.count,
-                state.storage.order.sketch.frequency(UInt32(truncatingIfNeeded: 99.hashValue))
+                [99, 96, 98].map { key in state.storage.nodes.first { $0.key == key }!.evictionLink.marks >> 4 },
+                state.storage.order.sketch.table
             )
         }
         #expect(marked == 34)
-        #expect(counted >= 2)
+        #expect(counts == [15, 1, 0])  // 21 uses saturate at 15
+        #expect(sketchAfter == sketchBefore)
     }
 
     @Test("A scan of one-time keys does not flush the frequently used ones")

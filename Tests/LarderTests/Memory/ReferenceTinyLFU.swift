@@ -13,6 +13,8 @@ struct ReferenceTinyLFU {
         var deadline: Double
         var referenced = false
         var returning = false
+        /// Uses counted while cached, 0 through 15.
+        var uses = 0
     }
 
     // Each queue oldest first.
@@ -33,8 +35,8 @@ struct ReferenceTinyLFU {
     /// Sketch: `counterWords * 16` counters of 0...15, word w's nibble n at index `w * 16 + n`.
     var counters: [Int] = []
     var counterWords = 0
-    var additions = 0
-    var sampleSize = 0
+    /// Uses counted since the last halving.
+    var usesCounted = 0
     /// Histories: bucket -> (fingerprint, stamp).
     var windowLeft: [Int: (fingerprint: UInt64, stamp: UInt32)] = [:]
     var mainLeft: [Int: (fingerprint: UInt64, stamp: UInt32)] = [:]
@@ -81,24 +83,35 @@ struct ReferenceTinyLFU {
         }
     }
 
-    func frequency(_ key: Int) -> Int {
+    func estimate(_ key: Int) -> Int {
         counterWords == 0 ? 0 : counterIndices(key).map { counters[$0] }.min()!
     }
 
-    mutating func countUse(_ key: Int) {
-        guard counterWords > 0 else { return }
-        var added = false
+    /// A cached entry's frequency: its own count plus the sketch's estimate, at most 15.
+    func frequency(_ key: Int) -> Int {
+        min(15, estimate(key) + entry(key)!.uses)
+    }
+
+    /// Adds `count` to the key's four counters, up to 15; whether one grew.
+    mutating func addToSketch(_ key: Int, _ count: Int) -> Bool {
+        guard counterWords > 0 && count > 0 else { return false }
+        var grew = false
         for i in counterIndices(key) where counters[i] < 15 {
-            counters[i] += 1
-            added = true
+            counters[i] = min(15, counters[i] + count)
+            grew = true
         }
-        guard added else { return }
-        additions += 1
-        if additions >= sampleSize {
-            let odd = counters.filter { $0 % 2 == 1 }.count
-            counters = counters.map { $0 / 2 }
-            additions = (additions - odd / 4) / 2
-        }
+        return grew
+    }
+
+    /// One more use counted; every 20 × capacity, every count and counter is halved.
+    mutating func countedUse() {
+        usesCounted += 1
+        guard usesCounted >= 20 * capacity else { return }
+        counters = counters.map { $0 / 2 }
+        for i in window.indices { window[i].uses /= 2 }
+        for i in probation.indices { probation[i].uses /= 2 }
+        for i in protected.indices { protected[i].uses /= 2 }
+        usesCounted /= 2
     }
 
     func historyPlace(_ key: Int) -> (bucket: Int, fingerprint: UInt64) {
@@ -124,11 +137,9 @@ struct ReferenceTinyLFU {
         let c = max(newCapacity, 1)
         guard c != capacity else { return }
         capacity = c
-        sampleSize = 10 * c
         if c > counterWords {
             counterWords = Self.powerOfTwo(atLeast: c)
             counters = Array(repeating: 0, count: counterWords * 16)
-            additions = 0
         }
         if c > historyBuckets {
             historyBuckets = Self.powerOfTwo(atLeast: c)
@@ -205,12 +216,18 @@ struct ReferenceTinyLFU {
         return hasMain ? mainVictim() : windowCandidate()
     }
 
-    /// Takes `key` out of whichever queue holds it.
+    /// Takes `key` out of whichever queue holds it; its count goes back into the sketch.
     mutating func take(_ key: Int) -> (entry: Entry, fromWindow: Bool)? {
-        if let i = window.firstIndex(where: { $0.key == key }) { return (window.remove(at: i), true) }
-        if let i = probation.firstIndex(where: { $0.key == key }) { return (probation.remove(at: i), false) }
-        if let i = protected.firstIndex(where: { $0.key == key }) { return (protected.remove(at: i), false) }
-        return nil
+        var found: (entry: Entry, fromWindow: Bool)?
+        if let i = window.firstIndex(where: { $0.key == key }) {
+            found = (window.remove(at: i), true)
+        } else if let i = probation.firstIndex(where: { $0.key == key }) {
+            found = (probation.remove(at: i), false)
+        } else if let i = protected.firstIndex(where: { $0.key == key }) {
+            found = (protected.remove(at: i), false)
+        }
+        if let found { _ = addToSketch(key, found.entry.uses) }
+        return found
     }
 
     mutating func evictOne(_ reason: EvictionReason, capacity: Int) {
@@ -281,10 +298,14 @@ struct ReferenceTinyLFU {
     // MARK: The cache's operations
 
     mutating func markUsed(_ key: Int) {
-        for i in window.indices where window[i].key == key { window[i].referenced = true }
-        for i in probation.indices where probation[i].key == key { probation[i].referenced = true }
-        for i in protected.indices where protected[i].key == key { protected[i].referenced = true }
-        countUse(key)
+        func use(_ entry: inout Entry) {
+            entry.referenced = true
+            entry.uses = min(15, entry.uses + 1)
+        }
+        for i in window.indices where window[i].key == key { use(&window[i]) }
+        for i in probation.indices where probation[i].key == key { use(&probation[i]) }
+        for i in protected.indices where protected[i].key == key { use(&protected[i]) }
+        countedUse()
     }
 
     func entry(_ key: Int) -> Entry? {
@@ -329,7 +350,7 @@ struct ReferenceTinyLFU {
         } else {
             resize(countLimit > 0 ? countLimit : count + 1)
             insertions &+= 1
-            countUse(key)
+            if addToSketch(key, 1) { countedUse() }
             let returning = tuneWindow(for: key)
             window.append(Entry(key: key, value: value, cost: cost, deadline: deadline, returning: returning))
         }
