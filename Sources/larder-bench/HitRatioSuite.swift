@@ -57,7 +57,9 @@ func runHitRatioSuite(_ context: BenchContext) throws {
                     )
                 } else {
                     var line = pad(name, 16) + pad(impl, 13) + pad("n=\(capacity)", 9) + pad("misses=\(misses)", 16)
-                    line += pad(String(format: "ratio=%.4f", ratio), 14) + pad(String(format: "vs-lru=%.3f", Double(misses) / Double(lruMisses)), 14)
+                    line +=
+                        pad(String(format: "ratio=%.4f", ratio), 14)
+                        + pad(String(format: "vs-lru=%.3f", Double(misses) / Double(lruMisses)), 14)
                     if let best {
                         line += pad(String(format: "vs-best=%.3f", Double(misses) / Double(best.misses)) + " [\(best.policy)]", 28)
                     }

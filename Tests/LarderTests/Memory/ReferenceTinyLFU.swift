@@ -339,7 +339,9 @@ struct ReferenceTinyLFU {
         }
         statistics.insertions += 1
         if entry(key) != nil {
-            for i in window.indices where window[i].key == key { (window[i].value, window[i].cost, window[i].deadline) = (value, cost, deadline) }
+            for i in window.indices where window[i].key == key {
+                (window[i].value, window[i].cost, window[i].deadline) = (value, cost, deadline)
+            }
             for i in probation.indices where probation[i].key == key {
                 (probation[i].value, probation[i].cost, probation[i].deadline) = (value, cost, deadline)
             }
