@@ -1,18 +1,27 @@
-/// The entries of a ``MemoryCache``: nodes in one contiguous array, addressed by `Int32` slot
-/// numbers, with freed slots kept on a free list; an open-addressing hash index from key to slot;
-/// and an ``EvictionOrder`` over the slots, whose links live inside the nodes.
+/// The entries of a ``MemoryCache``: an open-addressing hash table whose buckets hold the entries
+/// themselves, a byte of metadata per bucket beside it, and an ``EvictionOrder`` over the
+/// buckets (slot numbers), whose links live inside the entries.
 ///
-/// Every operation is O(1) on average apart from ``keysInOrder`` and ``removeAll(keepingCapacity:)``,
-/// and no entry costs a heap allocation of its own: the nodes live inline in `nodes`, which grows
-/// by doubling and is reused through the free list. Not thread-safe; ``MemoryCache`` guards it.
+/// Every operation is O(1) on average apart from ``keysInOrder``, ``removeAll(keepingCapacity:)``
+/// and the occasional rehash, and no entry costs a heap allocation of its own.
 ///
-/// Why not a `[Key: Int32]`: each node keeps its key's hash, so evicting one never hashes a key
-/// again, and removal shifts the probe run back using the hash bits kept in the index itself.
-/// `Dictionary` has to rehash every key it shifts on removal, which made an insert-and-evict cost
-/// about five times a plain dictionary insert (see BENCHMARKS.md).
+/// Why the entries sit in the table: a hit then reads the dense metadata (one byte per bucket,
+/// 64 to a cache line, usually cached) and one entry, the line that holds its key and value. With
+/// a separate index of slot numbers in front of an array of nodes, a hit waited for the index's
+/// line, then for the node's: two dependent cache misses where a `Dictionary`, whose keys and
+/// values both sit at the bucket's index, waits for two independent ones (see BENCHMARKS.md).
+/// The cost is that an entry's slot changes when the table is rehashed; the eviction order is
+/// then told where each entry went.
+///
+/// Probing is linear; the metadata byte keeps seven bits of each key's hash, so a probe reads
+/// another entry only once in 128 full buckets, and the table can fill up to 7/8 before it
+/// doubles. Removal shifts the rest of the probe run back into the hole (no tombstones, so no
+/// lookup probes past dead buckets and no periodic rehash stalls the lock); each shifted entry's
+/// neighbours in the eviction order are told its new slot. Not thread-safe; ``MemoryCache``
+/// guards it.
 @usableFromInline
 struct EntryStorage<Key: Hashable, Value> {
-    /// One slot of `nodes`. A free slot has `key == nil` and links only through `evictionLink.next`.
+    /// One bucket. An empty one (or a tombstone) has `key == nil`.
     @usableFromInline
     struct Node: EvictionEntry {
         @usableFromInline var key: Key?
@@ -20,8 +29,8 @@ struct EntryStorage<Key: Hashable, Value> {
         @usableFromInline var cost: Int
         /// The time, in clock seconds, at and after which the entry has expired; `.infinity` for never.
         @usableFromInline var deadline: Double
-        /// The low 32 bits of `key.hashValue`, kept so that growing and removing never hash a key
-        /// again; also the eviction order's hash.
+        /// The low 32 bits of `key.hashValue`, kept so that rehashing never hashes a key again;
+        /// also the eviction order's hash.
         @usableFromInline var hash: UInt32
         @usableFromInline var evictionLink: EvictionLink
 
@@ -35,10 +44,10 @@ struct EntryStorage<Key: Hashable, Value> {
             self.evictionLink = evictionLink
         }
 
-        /// A free slot, linking to the next free one.
+        /// An empty bucket.
         @inlinable
-        static func free(next: Int32) -> Node {
-            Node(key: nil, value: nil, cost: 0, deadline: .infinity, hash: 0, evictionLink: EvictionLink(next: next))
+        static var empty: Node {
+            Node(key: nil, value: nil, cost: 0, deadline: .infinity, hash: 0)
         }
     }
 
@@ -46,14 +55,22 @@ struct EntryStorage<Key: Hashable, Value> {
     @inlinable
     static var none: Int32 { -1 }
 
-    @usableFromInline var nodes: [Node] = []
-    /// The hash index, a power-of-two number of buckets probed linearly. An empty bucket is 0;
-    /// a full one holds the key's low 32 hash bits above `slot + 1`. Filled at most 3/4.
-    @usableFromInline var buckets: [UInt64] = Array(repeating: 0, count: 8)
+    /// The metadata of an empty bucket.
+    @inlinable
+    static var emptyTag: UInt8 { 0 }
+
+    /// The metadata of a full bucket: its top bit set, and the top seven bits of the key's hash.
+    @inlinable
+    static func tag(_ hash: UInt32) -> UInt8 {
+        0x80 | UInt8(truncatingIfNeeded: hash &>> 25)
+    }
+
+    /// The buckets, a power of two of them (at least 8). Slot numbers are their indices.
+    @usableFromInline var nodes: [Node] = Self.emptyNodes(8)
+    /// One byte per bucket: ``emptyTag``, or a full bucket's ``tag(_:)``.
+    @usableFromInline var tags: [UInt8] = Array(repeating: 0, count: 8)
     /// Which entry goes next.
     @usableFromInline var order: EvictionOrder
-    /// The first free slot, or `none`.
-    @usableFromInline var freeHead: Int32 = -1
     /// The number of entries.
     @usableFromInline var count = 0
     /// The sum of the entries' costs.
@@ -64,78 +81,105 @@ struct EntryStorage<Key: Hashable, Value> {
         order = EvictionOrder(policy: policy)
     }
 
-    // MARK: Hash index
+    // MARK: Hash table
 
-    @inlinable
-    static func entry(hash: Int, slot: Int32) -> UInt64 {
-        UInt64(UInt32(truncatingIfNeeded: hash)) << 32 | UInt64(UInt32(bitPattern: slot &+ 1))
-    }
-
-    @inlinable
-    static func slot(of entry: UInt64) -> Int32 {
-        Int32(bitPattern: UInt32(truncatingIfNeeded: entry)) &- 1
-    }
-
-    @inlinable
-    static func hashBits(of entry: UInt64) -> UInt32 {
-        UInt32(truncatingIfNeeded: entry >> 32)
-    }
-
-    /// Finds `key`: its slot when present, else the empty bucket where it belongs.
+    /// Finds `key`: its slot when present, else the empty bucket that ends its probe run.
     ///
-    /// Always inlined: called out of line, it received a copy of the whole storage struct (168
-    /// bytes with the eviction order) on every read.
+    /// Always inlined: called out of line, it received a copy of the whole storage struct (about
+    /// 170 bytes with the eviction order) on every read.
     @inlinable @inline(__always)
-    func find(_ key: Key, hash: Int) -> (bucket: Int, slot: Int32) {
-        let mask = buckets.count &- 1
-        let bits = UInt32(truncatingIfNeeded: hash)
-        var bucket = hash & mask
+    func find(_ key: Key, hash: UInt32) -> (bucket: Int, slot: Int32) {
+        let mask = tags.count &- 1
+        let tag = Self.tag(hash)
+        var bucket = Int(hash) & mask
         while true {
-            let entry = buckets[bucket]
-            if entry == 0 { return (bucket, Self.none) }
-            if Self.hashBits(of: entry) == bits {
-                let slot = Self.slot(of: entry)
-                if nodes[Int(slot)].key == key { return (bucket, slot) }
+            let found = tags[bucket]
+            if found == Self.emptyTag { return (bucket, Self.none) }
+            if found == tag && nodes[bucket].hash == hash && nodes[bucket].key == key {
+                return (bucket, Int32(truncatingIfNeeded: bucket))
             }
             bucket = (bucket &+ 1) & mask
         }
     }
 
-    /// Removes the index entry for `slot`, whose key hashes to `hash`, shifting later entries of
-    /// its probe run back so that no lookup needs a tombstone.
+    /// Takes the entry out of bucket `slot` (it must have left the eviction order already), and
+    /// shifts later entries of its probe run back so that no lookup needs a tombstone.
+    ///
+    /// The entries are moved as raw memory, with the hole left uninitialized until the run ends:
+    /// assigning nodes went through the generic value witnesses of their key and value, which
+    /// cost more than the rest of an eviction.
     @inlinable
-    mutating func unindex(_ slot: Int32, hash: Int) {
-        let mask = buckets.count &- 1
-        var hole = hash & mask
-        while Self.slot(of: buckets[hole]) != slot { hole = (hole &+ 1) & mask }
-        var next = (hole &+ 1) & mask
-        while true {
-            let entry = buckets[next]
-            if entry == 0 { break }
-            // The entry may move back into the hole unless its home bucket lies after the hole.
-            let home = Int(Self.hashBits(of: entry)) & mask
-            if (next &- home) & mask >= (next &- hole) & mask {
-                buckets[hole] = entry
-                hole = next
+    mutating func takeOut(_ slot: Int) -> Node {
+        let mask = tags.count &- 1
+        return nodes.withUnsafeMutableBufferPointer { buffer -> Node in
+            let base = buffer.baseAddress.unsafelyUnwrapped
+            let taken = (base + slot).move()
+            var hole = slot
+            var next = (hole &+ 1) & mask
+            while tags[next] != Self.emptyTag {
+                // The entry may move back into the hole unless its home bucket lies after the hole.
+                let home = Int((base + next).pointee.hash) & mask
+                if (next &- home) & mask >= (next &- hole) & mask {
+                    tags[hole] = tags[next]
+                    (base + hole).moveInitialize(from: base + next, count: 1)
+                    order.relocate(from: Int32(truncatingIfNeeded: next), to: Int32(truncatingIfNeeded: hole), in: buffer)
+                    hole = next
+                }
+                next = (next &+ 1) & mask
             }
-            next = (next &+ 1) & mask
+            (base + hole).initialize(to: .empty)
+            tags[hole] = Self.emptyTag
+            return taken
         }
-        buckets[hole] = 0
     }
 
-    /// Doubles the index and reinserts every entry from the hashes kept in the nodes.
-    /// - Complexity: O(n).
+    /// `capacity` empty buckets.
     @inlinable
-    mutating func growIndex() {
-        var grown = [UInt64](repeating: 0, count: buckets.count * 2)
-        let mask = grown.count - 1
-        for i in nodes.indices where nodes[i].key != nil {
-            let hash = Int(nodes[i].hash)
-            var bucket = hash & mask
-            while grown[bucket] != 0 { bucket = (bucket &+ 1) & mask }
-            grown[bucket] = Self.entry(hash: hash, slot: Int32(truncatingIfNeeded: i))
+    static func emptyNodes(_ capacity: Int) -> [Node] {
+        // Written in place: `Array(repeating:count:)` copied the empty node through generic value
+        // witnesses, about 180 instructions a bucket.
+        [Node](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            for i in 0 ..< capacity { (buffer.baseAddress! + i).initialize(to: .empty) }
+            initialized = capacity
         }
-        buckets = grown
+    }
+
+    /// Rebuilds the table with `capacity` buckets (a power of two), and tells the eviction order
+    /// where each entry went.
+    /// - Complexity: O(capacity).
+    @inlinable
+    mutating func rehash(capacity: Int) {
+        let mask = capacity &- 1
+        var newTags = [UInt8](repeating: Self.emptyTag, count: capacity)
+        var newSlots = [Int32](repeating: Self.none, count: nodes.count)
+        let oldTags = tags
+        // Entries are moved, not copied: each old bucket gets an empty node back in exchange. The
+        // old array is taken out of `self`, and the new one built in place, so that each is
+        // uniquely referenced when written (a second reference made the eviction order's pass
+        // below copy the whole table).
+        var oldNodes: [Node] = []
+        swap(&oldNodes, &nodes)
+        nodes = Self.emptyNodes(capacity)
+        oldNodes.withUnsafeMutableBufferPointer { old in
+            nodes.withUnsafeMutableBufferPointer { new in
+                for i in 0 ..< old.count where oldTags[i] >= 0x80 {
+                    let hash = old[i].hash
+                    var bucket = Int(hash) & mask
+                    while newTags[bucket] != Self.emptyTag { bucket = (bucket &+ 1) & mask }
+                    newTags[bucket] = oldTags[i]
+                    swap(&new[bucket], &old[i])
+                    newSlots[i] = Int32(truncatingIfNeeded: bucket)
+                }
+            }
+        }
+        tags = newTags
+        order.relocate(to: newSlots, in: &nodes)
+    }
+
+    /// Doubles the table when entries fill more than 7/8 of its buckets.
+    @inlinable
+    mutating func rehashIfFull() {
+        if count > tags.count / 8 * 7 { rehash(capacity: tags.count * 2) }
     }
 
     // MARK: Entries
@@ -143,7 +187,7 @@ struct EntryStorage<Key: Hashable, Value> {
     /// The slot holding `key`, if any.
     @inlinable @inline(__always)
     func slot(forKey key: Key) -> Int32? {
-        let slot = find(key, hash: key.hashValue).slot
+        let slot = find(key, hash: UInt32(truncatingIfNeeded: key.hashValue)).slot
         return slot == Self.none ? nil : slot
     }
 
@@ -166,7 +210,7 @@ struct EntryStorage<Key: Hashable, Value> {
     }
 
     /// Tells the eviction order that the entry in `slot` was used: under LRU it becomes the most
-    /// recently used; under TinyLFU its bit is set and its key counted.
+    /// recently used; under TinyLFU its bit is set and its use counted.
     @inlinable @inline(__always)
     mutating func touch(_ slot: Int32) {
         order.recordUse(slot, in: &nodes)
@@ -183,33 +227,22 @@ struct EntryStorage<Key: Hashable, Value> {
     /// - Parameter countLimit: The cache's count limit (0 for none), for sizing the eviction order.
     @inlinable
     mutating func setValue(_ value: Value, forKey key: Key, cost: Int, deadline: Double, countLimit: Int) {
-        let hash = key.hashValue
+        let hash = UInt32(truncatingIfNeeded: key.hashValue)
         let (bucket, existing) = find(key, hash: hash)
         if existing != Self.none {
-            let i = Int(existing)
-            totalCost += cost - nodes[i].cost
-            nodes[i].value = value
-            nodes[i].cost = cost
-            nodes[i].deadline = deadline
+            totalCost += cost - nodes[bucket].cost
+            nodes[bucket].value = value
+            nodes[bucket].cost = cost
+            nodes[bucket].deadline = deadline
             touch(existing)
             return
         }
-        let node = Node(key: key, value: value, cost: cost, deadline: deadline, hash: UInt32(truncatingIfNeeded: hash))
-        let slot: Int32
-        if freeHead != Self.none {
-            slot = freeHead
-            freeHead = nodes[Int(slot)].evictionLink.next
-            nodes[Int(slot)] = node
-        } else {
-            precondition(nodes.count < Int(Int32.max) - 1, "MemoryCache holds fewer than Int32.max entries")
-            slot = Int32(truncatingIfNeeded: nodes.count)
-            nodes.append(node)
-        }
-        buckets[bucket] = Self.entry(hash: hash, slot: slot)
+        tags[bucket] = Self.tag(hash)
+        nodes[bucket] = Node(key: key, value: value, cost: cost, deadline: deadline, hash: hash)
         count += 1
         totalCost += cost
-        order.insert(slot, capacity: capacity(countLimit: countLimit), in: &nodes)
-        if count > buckets.count / 4 * 3 { growIndex() }
+        order.insert(Int32(truncatingIfNeeded: bucket), capacity: capacity(countLimit: countLimit), in: &nodes)
+        rehashIfFull()
     }
 
     /// The entry the eviction order would drop next, if any; remove it with `evicted: true`.
@@ -224,24 +257,17 @@ struct EntryStorage<Key: Hashable, Value> {
         order.settle(capacity: capacity, in: &nodes)
     }
 
-    /// Removes the entry in `slot` and puts the slot on the free list.
+    /// Removes the entry in `slot`.
     /// - Parameter evicted: Whether the eviction order chose it (``nextVictim(capacity:)``), as
     ///   opposed to a removal or an expiry.
     /// - Returns: The removed key, value and cost.
     @inlinable @discardableResult
     mutating func remove(_ slot: Int32, evicted: Bool = false) -> (key: Key, value: Value, cost: Int) {
         order.remove(slot, evicted: evicted, in: &nodes)
-        let i = Int(slot)
-        unindex(slot, hash: Int(nodes[i].hash))
-        let key = nodes[i].key.unsafelyUnwrapped
-        let value = nodes[i].value.unsafelyUnwrapped
-        let cost = nodes[i].cost
+        let node = takeOut(Int(slot))
         count -= 1
-        totalCost -= cost
-        // Drop the references now so that a freed slot keeps nothing alive.
-        nodes[i] = .free(next: freeHead)
-        freeHead = slot
-        return (key, value, cost)
+        totalCost -= node.cost
+        return (node.key.unsafelyUnwrapped, node.value.unsafelyUnwrapped, node.cost)
     }
 
     /// Removes the entry in `slot` like ``remove(_:evicted:)``, without handing back its key and
@@ -249,31 +275,25 @@ struct EntryStorage<Key: Hashable, Value> {
     @inlinable
     mutating func discard(_ slot: Int32, evicted: Bool) {
         order.remove(slot, evicted: evicted, in: &nodes)
-        let i = Int(slot)
-        unindex(slot, hash: Int(nodes[i].hash))
+        let node = takeOut(Int(slot))
         count -= 1
-        totalCost -= nodes[i].cost
-        nodes[i] = .free(next: freeHead)
-        freeHead = slot
+        totalCost -= node.cost
     }
 
     /// Removes every entry.
-    /// - Parameter keepingCapacity: Whether to keep the node array and index allocated.
+    /// - Parameter keepingCapacity: Whether to keep the table's size.
     /// - Complexity: O(n).
     mutating func removeAll(keepingCapacity: Bool = false) {
-        nodes.removeAll(keepingCapacity: keepingCapacity)
-        if keepingCapacity {
-            for i in buckets.indices { buckets[i] = 0 }
-        } else {
-            buckets = Array(repeating: 0, count: 8)
-        }
+        let capacity = keepingCapacity ? tags.count : 8
+        nodes = Self.emptyNodes(capacity)
+        tags = Array(repeating: Self.emptyTag, count: capacity)
         order.removeAll()
-        freeHead = Self.none
         count = 0
         totalCost = 0
     }
 
-    /// The slots in eviction order (under LRU, from least to most recently used).
+    /// The slots in eviction order (under LRU, from least to most recently used). A removal can
+    /// move other entries to other slots, so the list is only good until the next one.
     /// - Complexity: O(n).
     var slotsInOrder: [Int32] {
         order.slots(in: nodes)

@@ -118,7 +118,7 @@ extension EvictionOrder {
 
     /// Halves every entry's count and the sketch, so that old popularity fades.
     /// - Complexity: O(n + capacity), once every `20 × capacity` uses.
-    @usableFromInline
+    @inlinable
     mutating func _age<E: EvictionEntry>(in entries: inout [E]) {
         sketch.halve()
         for i in entries.indices {

@@ -1,5 +1,5 @@
 /// The fields an ``EvictionOrder`` keeps inline in each entry of its host: the links of the
-/// entry's queue and a few bits. A free slot of the host may reuse `next` for its free list.
+/// entry's queue and a few bits.
 @usableFromInline
 struct EvictionLink {
     @usableFromInline var previous: Int32
@@ -172,6 +172,66 @@ struct EvictionOrder {
     @inlinable @inline(__always)
     mutating func settle<E: EvictionEntry>(capacity: Int, in entries: inout [E]) {
         if policy.kind == .tinyLFU { _tinyLFUSettle(capacity: capacity, in: &entries) }
+    }
+
+    /// Follows one entry from slot `old` to slot `new`, where the host has moved it, links and all:
+    /// its neighbours (or its queue's ends) now point at `new`.
+    @inlinable
+    mutating func relocate<E: EvictionEntry>(from old: Int32, to new: Int32, in entries: UnsafeMutableBufferPointer<E>) {
+        let link = entries[Int(new)].evictionLink
+        if link.previous == -1 {
+            Self.setHead(new, of: link.queue, in: &self)
+        } else {
+            entries[Int(link.previous)].evictionLink.next = new
+        }
+        if link.next == -1 {
+            Self.setTail(new, of: link.queue, in: &self)
+        } else {
+            entries[Int(link.next)].evictionLink.previous = new
+        }
+    }
+
+    @inlinable
+    static func setHead(_ slot: Int32, of number: UInt8, in order: inout EvictionOrder) {
+        switch number {
+        case window: order.window.head = slot
+        case probation: order.probation.head = slot
+        default: order.protected.head = slot
+        }
+    }
+
+    @inlinable
+    static func setTail(_ slot: Int32, of number: UInt8, in order: inout EvictionOrder) {
+        switch number {
+        case window: order.window.tail = slot
+        case probation: order.probation.tail = slot
+        default: order.protected.tail = slot
+        }
+    }
+
+    /// Follows the host's entries to new slots: `newSlots[old]` is where the entry in slot `old`
+    /// now is, links and all, and the links still name old slots.
+    /// - Complexity: O(n).
+    @inlinable
+    mutating func relocate<E: EvictionEntry>(to newSlots: [Int32], in entries: inout [E]) {
+        Self.relocate(&window, to: newSlots, in: &entries)
+        Self.relocate(&probation, to: newSlots, in: &entries)
+        Self.relocate(&protected, to: newSlots, in: &entries)
+    }
+
+    @inlinable
+    static func relocate<E: EvictionEntry>(_ queue: inout Queue, to newSlots: [Int32], in entries: inout [E]) {
+        func moved(_ slot: Int32) -> Int32 { slot == -1 ? -1 : newSlots[Int(slot)] }
+        queue.head = moved(queue.head)
+        queue.tail = moved(queue.tail)
+        var slot = queue.head
+        while slot != -1 {
+            var link = entries[Int(slot)].evictionLink
+            link.previous = moved(link.previous)
+            link.next = moved(link.next)
+            entries[Int(slot)].evictionLink = link
+            slot = link.next
+        }
     }
 
     /// Forgets every entry; TinyLFU keeps its counts and histories, which describe the workload,

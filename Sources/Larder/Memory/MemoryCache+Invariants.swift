@@ -30,38 +30,38 @@ extension MemoryCache.State {
 }
 
 extension EntryStorage {
-    /// Traps if the index, free list, cost total or eviction order disagree.
-    /// - Parameter walking: Whether to walk every entry (O(n)), or only run the O(1) checks.
+    /// Traps if the table, its metadata, the counts or the eviction order disagree.
+    /// - Parameter walking: Whether to walk every bucket (O(capacity)), or only run the O(1) checks.
     func _checkInvariants(walking: Bool) {
         precondition(order.count == count, "the eviction order holds \(order.count) entries, not \(count)")
         precondition(totalCost >= 0, "negative total cost")
-        precondition(buckets.count >= 8 && buckets.count & (buckets.count - 1) == 0, "index size not a power of two")
+        precondition(tags.count >= 8 && tags.count & (tags.count - 1) == 0, "table size not a power of two")
+        precondition(nodes.count == tags.count, "\(nodes.count) buckets, \(tags.count) tags")
+        precondition(count <= tags.count / 8 * 7, "table over 7/8 full")
         guard walking else { return }
 
         order._checkInvariants(nodes)
         var cost = 0
-        for slot in order.slots(in: nodes) {
-            let node = nodes[Int(slot)]
-            guard let key = node.key else { preconditionFailure("free slot \(slot) is in the eviction order") }
-            precondition(node.value != nil, "live slot \(slot) has no value")
-            precondition(node.hash == UInt32(truncatingIfNeeded: key.hashValue), "stale hash at slot \(slot)")
-            precondition(find(key, hash: key.hashValue).slot == slot, "index disagrees at slot \(slot)")
-            precondition(node.cost >= 0, "negative cost at slot \(slot)")
-            cost += node.cost
+        var live = 0
+        for i in nodes.indices {
+            let node = nodes[i]
+            switch tags[i] {
+            case Self.emptyTag:
+                precondition(node.key == nil && node.value == nil, "empty bucket \(i) holds an entry")
+            default:
+                guard let key = node.key else { preconditionFailure("full bucket \(i) holds no entry") }
+                precondition(node.value != nil, "live bucket \(i) has no value")
+                precondition(node.hash == UInt32(truncatingIfNeeded: key.hashValue), "stale hash in bucket \(i)")
+                precondition(tags[i] == Self.tag(node.hash), "wrong tag in bucket \(i)")
+                precondition(find(key, hash: node.hash).slot == Int32(i), "lookup of bucket \(i)'s key goes elsewhere")
+                precondition(node.cost >= 0, "negative cost in bucket \(i)")
+                cost += node.cost
+                live += 1
+            }
         }
+        precondition(live == count, "\(live) live buckets, count \(count)")
         precondition(cost == totalCost, "costs add up to \(cost), not \(totalCost)")
-
-        var free = 0
-        var slot = freeHead
-        while slot != Self.none {
-            precondition(nodes[Int(slot)].key == nil && nodes[Int(slot)].value == nil, "free slot \(slot) holds an entry")
-            free += 1
-            precondition(free <= nodes.count, "cycle in the free list")
-            slot = nodes[Int(slot)].evictionLink.next
-        }
-        precondition(free + count == nodes.count, "\(free) free + \(count) live != \(nodes.count) slots")
-        precondition(buckets.lazy.filter { $0 != 0 }.count == count, "index holds other than \(count) entries")
-        precondition(count <= buckets.count / 4 * 3, "index over 3/4 full")
+        precondition(Set(order.slots(in: nodes)).count == count, "the eviction order repeats a slot")
     }
 }
 

@@ -247,7 +247,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let collecting = evictionHandler != nil
         let evicted = state.withLock { state -> Evicted in
             var evicted: Evicted = []
-            for slot in state.storage.slotsInOrder where state.storage.deadline(at: slot) <= now {
+            // By key: a removal can move other entries to other slots.
+            let expired = state.storage.slotsInOrder.filter { state.storage.deadline(at: $0) <= now }.map { state.storage.key(at: $0) }
+            for key in expired {
+                guard let slot = state.storage.slot(forKey: key) else { continue }
                 let removed = state.storage.remove(slot)
                 state.counters.expirations += 1
                 if collecting { evicted.append((removed.key, removed.value, .expired)) }
