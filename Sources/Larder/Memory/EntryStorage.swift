@@ -149,6 +149,7 @@ struct EntryStorage<Key: Hashable, Value> {
     /// - Complexity: O(capacity).
     @inlinable
     mutating func rehash(capacity: Int) {
+        precondition(capacity <= 1 << 31, "MemoryCache holds fewer than 2^31 buckets' worth of entries")
         let mask = capacity &- 1
         var newTags = [UInt8](repeating: Self.emptyTag, count: capacity)
         var newSlots = [Int32](repeating: Self.none, count: nodes.count)
