@@ -5,6 +5,8 @@ import Darwin
 #endif
 import Dispatch
 import Synchronization
+import Foundation
+import LarderTestSupport
 
 /// What every suite is told about the run.
 struct BenchContext {
@@ -14,6 +16,20 @@ struct BenchContext {
     var json: Bool
     /// The Redis server of the remote suite (`--redis HOST:PORT`); without it, that suite skips.
     var redis: String? = nil
+    /// The folder of `*.u32` traces the hitratio suite replays (`--traces`); `nil` for the default.
+    var traces: String? = nil
+
+    /// The traces folder: `--traces`, else `../shared/traces` from the current folder (the package
+    /// root, in a checkout beside `shared/`), else the shared traces found from the source tree.
+    var tracesFolder: URL {
+        if let traces { return URL(fileURLWithPath: traces, isDirectory: true) }
+        let beside = URL(fileURLWithPath: "../shared/traces", isDirectory: true)
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: beside.path, isDirectory: &isDirectory), isDirectory.boolValue {
+            return beside.standardizedFileURL
+        }
+        return Traces.root
+    }
 
     /// Runs `body` once to warm up, then `repeats` more times, each run performing `iterations`
     /// operations, and returns the median time per operation in nanoseconds.

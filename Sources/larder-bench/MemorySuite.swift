@@ -5,6 +5,8 @@ import LarderTestSupport
 
 // The memory suite: MemoryCache against the floor for a thread-safe hash cache (a dictionary
 // behind a mutex) and against Foundation's NSCache, on the same keys, values and access order.
+// `larder` is MemoryCache's default (exact LRU); `larder-recommended` uses
+// `EvictionPolicy.recommended` (TinyLFU), as HybridCache's memory tier does.
 
 /// A `Mutex<[String: Data]>`: no recency order, no limits, just the lock and the hash table.
 private final class MutexDictionary: Sendable {
@@ -48,6 +50,13 @@ func runMemorySuite(_ context: BenchContext) throws {
     let implementations = [
         MemoryImplementation(name: "larder") { countLimit in
             let cache = MemoryCache<String, Data>(countLimit: countLimit)
+            return (
+                { i in cache.value(forKey: i >= 0 ? keys[i] : missKeys[-1 - i])?.count ?? 0 },
+                { i in try? cache.store(payload, forKey: keys[i]) }
+            )
+        },
+        MemoryImplementation(name: "larder-recommended") { countLimit in
+            let cache = MemoryCache<String, Data>(countLimit: countLimit, policy: .recommended)
             return (
                 { i in cache.value(forKey: i >= 0 ? keys[i] : missKeys[-1 - i])?.count ?? 0 },
                 { i in try? cache.store(payload, forKey: keys[i]) }

@@ -8,4 +8,5 @@ let suites: [(name: String, run: @Sendable (BenchContext) throws -> Void)] = [
     ("hybrid", runHybridSuite),
     ("loadthrough", runLoadThroughSuite),
     ("remote", runRemoteSuite),
+    ("hitratio", runHitRatioSuite),
 ]

@@ -5,12 +5,13 @@ import Darwin
 #endif
 
 let usage = """
-    usage: larder-bench [--json] [--quick] [--redis HOST:PORT] [suite ...]
+    usage: larder-bench [--json] [--quick] [--redis HOST:PORT] [--traces DIR] [suite ...]
 
-      --json    print one JSON object per line
-      --quick   use smaller sizes
-      --redis   the Redis server of the remote suite (which skips without it)
-      --help    print this help
+      --json         print one JSON object per line
+      --quick        use smaller sizes
+      --redis        the Redis server of the remote suite (which skips without it)
+      --traces DIR   the folder of *.u32 traces for hitratio (default ../shared/traces)
+      --help         print this help
 
     suites: \(suites.map(\.name).joined(separator: ", ")) (all when none is named)
     """
@@ -26,6 +27,14 @@ var chosen: [String] = []
 var remaining = CommandLine.arguments.dropFirst()
 while let argument = remaining.popFirst() {
     switch argument {
+    case "--traces":
+        guard let folder = remaining.popFirst() else {
+            printError("larder-bench: --traces needs a folder\n\(usage)")
+            exit(2)
+        }
+        context.traces = folder
+    case _ where argument.hasPrefix("--traces="):
+        context.traces = String(argument.dropFirst("--traces=".count))
     case "--json": context.json = true
     case "--redis":
         guard let address = remaining.popFirst() else {

@@ -29,7 +29,7 @@ import Testing
         let me = try cache.value(Profile.self, forKey: "profile")
         #expect(png == pngData && me == profile)
 
-        let memory = MemoryCache<String, Data>(countLimit: 1_000, totalCostLimit: 64 << 20)
+        let memory = MemoryCache<String, Data>(countLimit: 1_000, totalCostLimit: 64 << 20, policy: .recommended)
         try memory.store(data, forKey: "avatar", cost: data.count)
         #expect(memory.value(forKey: "avatar") == data)
 

@@ -13,6 +13,9 @@ public struct HybridCacheOptions: Sendable {
     /// tier's ``MemoryCache/defaultExpiration``); `nil` means only the disk's expiry applies
     /// (`nil`). Finite and above 0 when given.
     public var memoryDefaultExpiration: TimeInterval?
+    /// How the memory tier chooses what to evict (``EvictionPolicy/recommended``, today TinyLFU,
+    /// which misses less than LRU on most workloads; see <doc:EvictionPolicies>).
+    public var memoryPolicy: EvictionPolicy = .recommended
     /// The disk tier's options.
     public var disk: DiskCacheOptions
     /// A directory of entries shipped with the app, imported at open or read through (`nil`).

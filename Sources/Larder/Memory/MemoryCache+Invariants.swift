@@ -4,17 +4,22 @@
 
 extension MemoryCache.State {
     /// Traps if the state is inconsistent, in debug builds; nothing otherwise. Call with the lock held.
+    ///
+    /// Up to 64 entries, every call walks the whole storage; above, every `count / 16`-th call
+    /// does (O(1) the others), so that the checks cost O(1) per mutation on average and debug
+    /// builds of programs with large caches, or replaying long traces, stay usable.
     @inlinable @inline(__always)
-    func _checkInvariants() {
+    mutating func _checkInvariants() {
         #if DEBUG
-        _checkInvariantsNow()
+        _checksDone &+= 1
+        _checkInvariantsNow(walking: storage.count <= 64 || _checksDone % (storage.count / 16) == 0)
         #endif
     }
 
     /// The checks behind ``_checkInvariants()``.
     @usableFromInline
-    func _checkInvariantsNow() {
-        storage._checkInvariants()
+    func _checkInvariantsNow(walking: Bool) {
+        storage._checkInvariants(walking: walking)
         if countLimit > 0 {
             precondition(storage.count <= countLimit, "more entries than countLimit")
         }
@@ -24,51 +29,66 @@ extension MemoryCache.State {
     }
 }
 
-extension LRUStorage {
-    /// The largest storage walked in full; beyond it only O(1) checks run, so that debug builds of
-    /// programs with large caches stay usable.
-    static var fullCheckLimit: Int { 1_024 }
-
-    /// Traps if the links, index, free list or cost total disagree.
-    func _checkInvariants() {
-        precondition((head == Self.none) == (count == 0), "head disagrees with count")
-        precondition((tail == Self.none) == (count == 0), "tail disagrees with count")
+extension EntryStorage {
+    /// Traps if the table, its metadata, the counts or the eviction order disagree.
+    /// - Parameter walking: Whether to walk every bucket (O(capacity)), or only run the O(1) checks.
+    func _checkInvariants(walking: Bool) {
+        precondition(order.count == count, "the eviction order holds \(order.count) entries, not \(count)")
         precondition(totalCost >= 0, "negative total cost")
-        precondition(buckets.count >= 8 && buckets.count & (buckets.count - 1) == 0, "index size not a power of two")
-        guard nodes.count <= Self.fullCheckLimit else { return }
+        precondition(tags.count >= 8 && tags.count & (tags.count - 1) == 0, "table size not a power of two")
+        precondition(nodes.count == tags.count, "\(nodes.count) buckets, \(tags.count) tags")
+        precondition(count <= tags.count / 8 * 7, "table over 7/8 full")
+        guard walking else { return }
 
-        var seen = 0
+        order._checkInvariants(nodes)
         var cost = 0
-        var previous = Self.none
-        var slot = head
-        while slot != Self.none {
-            let node = nodes[Int(slot)]
-            precondition(node.previous == previous, "broken back link at slot \(slot)")
-            guard let key = node.key else { preconditionFailure("free slot \(slot) is linked") }
-            precondition(node.value != nil, "live slot \(slot) has no value")
-            precondition(node.hash == key.hashValue, "stale hash at slot \(slot)")
-            precondition(find(key, hash: node.hash).slot == slot, "index disagrees at slot \(slot)")
-            precondition(node.cost >= 0, "negative cost at slot \(slot)")
-            cost += node.cost
-            seen += 1
-            precondition(seen <= count, "cycle in the recency list")
-            previous = slot
-            slot = node.next
+        var live = 0
+        for i in nodes.indices {
+            let node = nodes[i]
+            switch tags[i] {
+            case Self.emptyTag:
+                precondition(node.key == nil && node.value == nil, "empty bucket \(i) holds an entry")
+            default:
+                guard let key = node.key else { preconditionFailure("full bucket \(i) holds no entry") }
+                precondition(node.value != nil, "live bucket \(i) has no value")
+                precondition(node.hash == UInt32(truncatingIfNeeded: key.hashValue), "stale hash in bucket \(i)")
+                precondition(tags[i] == Self.tag(node.hash), "wrong tag in bucket \(i)")
+                precondition(find(key, hash: node.hash).slot == Int32(i), "lookup of bucket \(i)'s key goes elsewhere")
+                precondition(node.cost >= 0, "negative cost in bucket \(i)")
+                cost += node.cost
+                live += 1
+            }
         }
-        precondition(previous == tail, "tail is not the last linked slot")
-        precondition(seen == count, "linked \(seen) entries, indexed \(count)")
+        precondition(live == count, "\(live) live buckets, count \(count)")
         precondition(cost == totalCost, "costs add up to \(cost), not \(totalCost)")
+        precondition(Set(order.slots(in: nodes)).count == count, "the eviction order repeats a slot")
+    }
+}
 
-        var free = 0
-        slot = freeHead
-        while slot != Self.none {
-            precondition(nodes[Int(slot)].key == nil && nodes[Int(slot)].value == nil, "free slot \(slot) holds an entry")
-            free += 1
-            precondition(free <= nodes.count, "cycle in the free list")
-            slot = nodes[Int(slot)].next
+extension EvictionOrder {
+    /// Traps if a queue's links, ends, count or entries' queue numbers disagree, or if LRU uses a
+    /// queue other than its one list.
+    func _checkInvariants<E: EvictionEntry>(_ entries: [E]) {
+        for number in [Self.window, Self.probation, Self.protected] {
+            let queue = self[queue: number]
+            precondition(policy.kind == .tinyLFU || number == Self.window || queue.count == 0, "LRU uses queue \(number)")
+            precondition((queue.head == -1) == (queue.count == 0), "queue \(number): head disagrees with count")
+            precondition((queue.tail == -1) == (queue.count == 0), "queue \(number): tail disagrees with count")
+            var seen = 0
+            var previous: Int32 = -1
+            var slot = queue.head
+            while slot != -1 {
+                let link = entries[Int(slot)].evictionLink
+                precondition(link.previous == previous, "broken back link at slot \(slot)")
+                precondition(link.queue == number, "slot \(slot) in queue \(number) says \(link.queue)")
+                precondition(policy.kind == .tinyLFU || link.marks == 0, "LRU slot \(slot) has marks")
+                seen += 1
+                precondition(seen <= queue.count, "cycle in queue \(number)")
+                previous = slot
+                slot = link.next
+            }
+            precondition(previous == queue.tail, "queue \(number): tail is not the last linked slot")
+            precondition(seen == queue.count, "queue \(number) links \(seen) entries, counts \(queue.count)")
         }
-        precondition(free + count == nodes.count, "\(free) free + \(count) live != \(nodes.count) slots")
-        precondition(buckets.lazy.filter { $0 != 0 }.count == count, "index holds other than \(count) entries")
-        precondition(count <= buckets.count / 4 * 3, "index over 3/4 full")
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 
-/// A thread-safe, in-memory cache that evicts the least recently used entries first.
+/// A thread-safe, in-memory cache that evicts the least recently used entries first, or by an
+/// ``EvictionPolicy`` of your choice.
 ///
 /// Reads and writes are O(1) and take one lock. Entries can carry a cost, a time to live, or both:
 /// ```swift
@@ -10,8 +11,11 @@ import Synchronization
 /// let hit = cache.value(forKey: "avatar/42")
 /// ```
 ///
-/// The recency order is exact: when a limit is exceeded, the entries that were read or written
-/// longest ago go first. Expired entries are dropped lazily: a read, ``remove(forKey:)`` or
+/// By default (``EvictionPolicy/lru``) the recency order is exact: when a limit is exceeded, the
+/// entries that were read or written longest ago go first. ``EvictionPolicy/tinyLFU`` (also
+/// ``EvictionPolicy/recommended``) weighs how often keys are used as well, and misses less on
+/// most workloads; see <doc:EvictionPolicies>. Every other behaviour is the same under every
+/// policy. Expired entries are dropped lazily: a read, ``remove(forKey:)`` or
 /// ``removeExpired()`` finds and drops them, and until then they still count toward ``count``,
 /// ``totalCost`` and ``keys()``, and can be evicted by a limit like any other entry.
 ///
@@ -29,15 +33,25 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Everything the lock guards.
     @usableFromInline
     struct State {
-        @usableFromInline var storage = LRUStorage<Key, Value>()
+        @usableFromInline var storage: EntryStorage<Key, Value>
         @usableFromInline var countLimit: Int
         @usableFromInline var totalCostLimit: Int
         @usableFromInline var counters = StatisticsCounters()
+        /// Invariant checks so far (debug builds), to space out the full walks.
+        @usableFromInline var _checksDone = 0
 
         @usableFromInline
-        init(countLimit: Int, totalCostLimit: Int) {
+        init(countLimit: Int, totalCostLimit: Int, policy: EvictionPolicy) {
             self.countLimit = countLimit
             self.totalCostLimit = totalCostLimit
+            storage = EntryStorage(policy: policy)
+        }
+
+        /// The most entries the cache holds, as the eviction order sizes itself: the count limit,
+        /// or, when only a cost (or nothing) limits the cache, its current count.
+        @inlinable
+        var capacity: Int {
+            storage.capacity(countLimit: countLimit)
         }
     }
 
@@ -53,6 +67,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// never expire.
     public let defaultExpiration: TimeInterval?
 
+    /// How the cache chooses what to evict.
+    public let policy: EvictionPolicy
+
     /// Creates an empty cache.
     /// - Parameters:
     ///   - countLimit: The most entries to hold; 0 (the default) means no limit.
@@ -63,20 +80,23 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///   - clock: The time source for expiry; the wall clock by default.
     ///   - respondsToMemoryPressure: Whether to subscribe to the system's memory pressure events
     ///     through a ``MemoryPressureMonitor`` (false by default); see ``handleMemoryPressure(_:)``.
+    ///   - policy: How to choose what to evict: ``EvictionPolicy/lru`` (the default) or
+    ///     ``EvictionPolicy/tinyLFU`` (``EvictionPolicy/recommended``).
     ///   - evictionHandler: Called, outside the cache's lock, with each value the cache drops on its
     ///     own: for a limit, an expiry, a trim or memory pressure. Not called for values the caller
     ///     removes or replaces.
     public init(
         countLimit: Int = 0, totalCostLimit: Int = 0, defaultExpiration: TimeInterval? = nil,
         clock: any CacheClock = SystemClock(), respondsToMemoryPressure: Bool = false,
-        evictionHandler: EvictionHandler? = nil
+        policy: EvictionPolicy = .lru, evictionHandler: EvictionHandler? = nil
     ) {
         precondition(countLimit >= 0, "countLimit must not be negative")
         precondition(totalCostLimit >= 0, "totalCostLimit must not be negative")
         if let defaultExpiration {
             precondition(defaultExpiration.isFinite && defaultExpiration > 0, "defaultExpiration must be finite and above 0, or nil")
         }
-        state = LarderMutex(State(countLimit: countLimit, totalCostLimit: totalCostLimit))
+        state = LarderMutex(State(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: policy))
+        self.policy = policy
         self.defaultExpiration = defaultExpiration.map { min($0, Expiry.maximumSeconds) }
         self.clock = clock
         self.evictionHandler = evictionHandler
@@ -95,7 +115,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     // MARK: Reading and writing
 
-    /// Returns the value stored under `key`, and marks the entry as the most recently used.
+    /// Returns the value stored under `key`, and marks the entry as used: under
+    /// ``EvictionPolicy/lru`` it becomes the most recently used; under ``EvictionPolicy/tinyLFU``
+    /// its reference bit is set and its key counted.
     ///
     /// An expired value is never returned: it is dropped and counted as an expiration and a miss.
     /// - Parameter key: The key to look up.
@@ -133,8 +155,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         return value
     }
 
-    /// Stores `value` under `key` as the most recently used entry, then evicts the least recently
-    /// used entries until the cache is within its limits.
+    /// Stores `value` under `key` as the newest entry (replacing a value counts as a use), then
+    /// evicts entries, as the ``policy`` chooses, until the cache is within its limits.
     ///
     /// A value whose cost alone exceeds ``totalCostLimit`` is not admitted, and any older value
     /// under `key` is removed, so that a read never returns a value the caller has replaced.
@@ -160,7 +182,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                 if let slot = state.storage.slot(forKey: key) { state.storage.remove(slot) }
                 return false
             }
-            state.storage.setValue(value, forKey: key, cost: cost, deadline: deadline)
+            state.storage.setValue(value, forKey: key, cost: cost, deadline: deadline, countLimit: state.countLimit)
             state.counters.insertions += 1
             return true
         }
@@ -199,7 +221,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     /// Whether a live (unexpired) value is stored under `key`. Not a use: the entry keeps its
-    /// place in the recency order, and no statistic changes.
+    /// place in the eviction order, and no statistic changes.
     /// - Parameter key: The key to look up.
     public func contains(_ key: Key) -> Bool {
         state.withLock { state in
@@ -225,7 +247,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let collecting = evictionHandler != nil
         let evicted = state.withLock { state -> Evicted in
             var evicted: Evicted = []
-            for slot in state.storage.slotsInOrder where state.storage.deadline(at: slot) <= now {
+            // By key: a removal can move other entries to other slots.
+            let expired = state.storage.slotsInOrder.filter { state.storage.deadline(at: $0) <= now }.map { state.storage.key(at: $0) }
+            for key in expired {
+                guard let slot = state.storage.slot(forKey: key) else { continue }
                 let removed = state.storage.remove(slot)
                 state.counters.expirations += 1
                 if collecting { evicted.append((removed.key, removed.value, .expired)) }
@@ -238,7 +263,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     // MARK: Limits and trimming
 
-    /// Evicts the least recently used entries until at most `count` remain.
+    /// Evicts entries, as the ``policy`` chooses (under LRU, the least recently used first), until
+    /// at most `count` remain.
     /// - Parameter count: The most entries to keep; not negative.
     /// - Complexity: O(1) per entry evicted.
     public func trim(toCount count: Int) {
@@ -246,7 +272,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         trim(reason: .trimmed) { $0.count > count }
     }
 
-    /// Evicts the least recently used entries until their total cost is at most `cost`.
+    /// Evicts entries, as the ``policy`` chooses (under LRU, the least recently used first), until
+    /// their total cost is at most `cost`.
     /// - Parameter cost: The most total cost to keep; not negative.
     /// - Complexity: O(1) per entry evicted.
     public func trim(toCost cost: Int) {
@@ -264,7 +291,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         state.withLock { $0.storage.totalCost }
     }
 
-    /// The keys, least recently used first, including expired ones not yet dropped.
+    /// The keys in the order the ``policy`` would evict them, including expired ones not yet dropped.
+    ///
+    /// Under ``EvictionPolicy/lru``, exactly least recently used first. Under
+    /// ``EvictionPolicy/tinyLFU``: the admission window, then probation, then the protected
+    /// area, each oldest first; only roughly the eviction order, since a read sets a bit instead
+    /// of moving the entry, and a newcomer can be evicted before older entries when it loses its
+    /// admission contest.
     /// - Complexity: O(n).
     public func keys() -> [Key] {
         state.withLock { $0.storage.keysInOrder }
@@ -295,8 +328,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// Frees memory in response to memory pressure.
     ///
-    /// `.warning` evicts the least recently used entries until both the count and the total cost
-    /// are at most half (rounded down) of what they were; `.critical` evicts everything. Evicted
+    /// `.warning` evicts entries, as the ``policy`` chooses, until both the count and the total
+    /// cost are at most half (rounded down) of what they were; `.critical` evicts everything. Evicted
     /// values go to the eviction handler with ``EvictionReason/memoryPressure``. A cache created
     /// with `respondsToMemoryPressure: true` calls this by itself; tests can call it directly.
     /// - Parameter level: How severe the pressure is.
@@ -317,14 +350,16 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     // MARK: Helpers
 
-    /// Evicts least recently used entries while `isOver` says the storage is over its target.
-    private func trim(reason: EvictionReason, while isOver: (LRUStorage<Key, Value>) -> Bool) {
+    /// Evicts entries while `isOver` says the storage is over its target.
+    private func trim(reason: EvictionReason, while isOver: (EntryStorage<Key, Value>) -> Bool) {
         let collecting = evictionHandler != nil
         let evicted = state.withLock { state -> Evicted in
             var evicted: Evicted = []
+            let capacity = state.capacity
             while isOver(state.storage) {
-                state._evictLeastRecentlyUsed(reason: reason, collecting: collecting, into: &evicted)
+                state._evictOne(reason: reason, capacity: capacity, collecting: collecting, into: &evicted)
             }
+            state.storage.settle(capacity: state.capacity)
             state._checkInvariants()
             return evicted
         }
@@ -363,33 +398,37 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 }
 
 extension MemoryCache.State {
-    /// Evicts least recently used entries until the count limit, then the cost limit, are met.
+    /// Evicts entries until the count limit, then the cost limit, are met, then lets the eviction
+    /// order settle.
     @inlinable
     mutating func _enforceLimits(collecting: Bool, into evicted: inout MemoryCache.Evicted) {
+        // Sized before evicting: with only a cost limit, the capacity is the count that overflowed.
+        let capacity = capacity
         if countLimit > 0 {
             while storage.count > countLimit {
-                _evictLeastRecentlyUsed(reason: .countLimit, collecting: collecting, into: &evicted)
+                _evictOne(reason: .countLimit, capacity: capacity, collecting: collecting, into: &evicted)
             }
         }
         if totalCostLimit > 0 {
             while storage.totalCost > totalCostLimit {
-                _evictLeastRecentlyUsed(reason: .costLimit, collecting: collecting, into: &evicted)
+                _evictOne(reason: .costLimit, capacity: capacity, collecting: collecting, into: &evicted)
             }
         }
+        storage.settle(capacity: self.capacity)
     }
 
-    /// Evicts the least recently used entry, which must exist.
+    /// Evicts the entry the eviction order chooses; the cache must not be empty.
     @inlinable
-    mutating func _evictLeastRecentlyUsed(
-        reason: EvictionReason, collecting: Bool, into evicted: inout MemoryCache.Evicted
+    mutating func _evictOne(
+        reason: EvictionReason, capacity: Int, collecting: Bool, into evicted: inout MemoryCache.Evicted
     ) {
-        guard let slot = storage.leastRecentlyUsed else { preconditionFailure("evicting from an empty cache") }
+        guard let slot = storage.nextVictim(capacity: capacity) else { preconditionFailure("evicting from an empty cache") }
         counters.countEviction(reason)
         if collecting {
-            let removed = storage.remove(slot)
+            let removed = storage.remove(slot, evicted: true)
             evicted.append((removed.key, removed.value, reason))
         } else {
-            storage.discard(slot)
+            storage.discard(slot, evicted: true)
         }
     }
 }

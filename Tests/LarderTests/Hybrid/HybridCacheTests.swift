@@ -189,6 +189,7 @@ import Testing
         var options = hybridOptions(dir.url)
         options.countLimit = 2
         options.totalCostLimit = 100
+        options.memoryPolicy = .lru  // so that the survivors are the two most recent
         let cache = try HybridCache(options: options)
         #expect(cache.memory.countLimit == 2 && cache.memory.totalCostLimit == 100)
         for key in ["a", "b", "c"] { try cache.store(bytes(key), forKey: key) }
@@ -304,6 +305,7 @@ import Testing
         let clock = ManualClock(now: 1_700_000_000)
         var options = hybridOptions(dir.url, clock: clock)
         options.countLimit = 2
+        options.memoryPolicy = .lru  // whose order shows whether contains counted as a use
         let cache = try HybridCache(options: options)
         _ = cache.disk.count
         try cache.store(bytes("a"), forKey: "a")

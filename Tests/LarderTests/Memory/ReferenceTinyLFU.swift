@@ -1,0 +1,390 @@
+@testable import Larder
+
+/// A deliberately naive cache under the TinyLFU policy as `EvictionPolicy.tinyLFU` documents it:
+/// arrays scanned linearly for the three queues, a dictionary of flags, and a sketch and
+/// histories kept as plain arrays of small counters. It spells out the decisions `MemoryCache`
+/// must match exactly: which key is the candidate, which the victim, who wins, how the window
+/// moves, and what every other operation does under this policy.
+struct ReferenceTinyLFU {
+    struct Entry {
+        var key: Int
+        var value: Int
+        var cost: Int
+        var deadline: Double
+        var referenced = false
+        var returning = false
+        /// Uses counted while cached, 0 through 15.
+        var uses = 0
+    }
+
+    // Each queue oldest first.
+    var window: [Entry] = []
+    var probation: [Entry] = []
+    var protected: [Entry] = []
+    var countLimit: Int
+    var totalCostLimit: Int
+    var defaultExpiration: Double?
+    var statistics = CacheStatistics()
+    var evicted: [EvictionRecorder<Int, Int>.Event] = []
+
+    // TinyLFU's state.
+    var capacity = 0
+    var windowFraction = 0.01
+    var insertions: UInt32 = 0
+    var mainEvictions: UInt32 = 0
+    /// Sketch: `counterWords * 16` counters of 0...15, word w's nibble n at index `w * 16 + n`.
+    var counters: [Int] = []
+    var counterWords = 0
+    /// Uses counted since the last halving.
+    var usesCounted = 0
+    /// Histories: bucket -> (fingerprint, stamp).
+    var windowLeft: [Int: (fingerprint: UInt64, stamp: UInt32)] = [:]
+    var mainLeft: [Int: (fingerprint: UInt64, stamp: UInt32)] = [:]
+    var historyBuckets = 0
+    /// How often each decision happened, so a test can check it exercised them.
+    var admittedByFrequency = 0
+    var admittedAsReturning = 0
+    var refused = 0
+    var windowGrew = 0
+    var windowShrank = 0
+
+    init(countLimit: Int, totalCostLimit: Int, defaultExpiration: Double?) {
+        self.countLimit = countLimit
+        self.totalCostLimit = totalCostLimit
+        self.defaultExpiration = defaultExpiration
+    }
+
+    var all: [Entry] { window + probation + protected }
+    var keys: [Int] { all.map(\.key) }
+    var count: Int { all.count }
+    var totalCost: Int { all.reduce(0) { $0 + $1.cost } }
+
+    static func hash(_ key: Int) -> UInt32 { UInt32(truncatingIfNeeded: key.hashValue) }
+
+    // MARK: Sketch and histories, written from their documentation
+
+    static func mix(_ hash: UInt32) -> UInt64 {
+        var z = UInt64(hash) &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// The four counter indices of a key: one block of eight words, counter i in word 2i or
+    /// 2i + 1 of it (bit 0 of byte i of the mix's high half), at nibble (bits 1-4 of that byte).
+    func counterIndices(_ key: Int) -> [Int] {
+        let mixed = Self.mix(Self.hash(key))
+        let blocks = counterWords / 8
+        let block = Int(mixed % UInt64(blocks))
+        return (0 ..< 4).map { i in
+            let byte = Int((mixed >> 32) >> (8 * UInt64(i))) & 0xFF
+            let word = block * 8 + 2 * i + (byte & 1)
+            return word * 16 + (byte >> 1) % 16
+        }
+    }
+
+    func estimate(_ key: Int) -> Int {
+        counterWords == 0 ? 0 : counterIndices(key).map { counters[$0] }.min()!
+    }
+
+    /// A cached entry's frequency: its own count plus the sketch's estimate, at most 15.
+    func frequency(_ key: Int) -> Int {
+        min(15, estimate(key) + entry(key)!.uses)
+    }
+
+    /// Adds `count` to the key's four counters, up to 15; whether one grew.
+    mutating func addToSketch(_ key: Int, _ count: Int) -> Bool {
+        guard counterWords > 0 && count > 0 else { return false }
+        var grew = false
+        for i in counterIndices(key) where counters[i] < 15 {
+            counters[i] = min(15, counters[i] + count)
+            grew = true
+        }
+        return grew
+    }
+
+    /// One more use counted; every 20 × capacity, every count and counter is halved.
+    mutating func countedUse() {
+        usesCounted += 1
+        guard usesCounted >= 20 * capacity else { return }
+        counters = counters.map { $0 / 2 }
+        for i in window.indices { window[i].uses /= 2 }
+        for i in probation.indices { probation[i].uses /= 2 }
+        for i in protected.indices { protected[i].uses /= 2 }
+        usesCounted /= 2
+    }
+
+    func historyPlace(_ key: Int) -> (bucket: Int, fingerprint: UInt64) {
+        let mixed = Self.mix(Self.hash(key))
+        return (Int((mixed >> 7) % UInt64(historyBuckets)), (mixed >> 40) & 0xFF_FFFF)
+    }
+
+    static func take(
+        _ place: (bucket: Int, fingerprint: UInt64), from history: inout [Int: (fingerprint: UInt64, stamp: UInt32)]
+    ) -> UInt32? {
+        guard let entry = history[place.bucket], entry.fingerprint == place.fingerprint else { return nil }
+        history[place.bucket] = nil
+        return entry.stamp
+    }
+
+    static func powerOfTwo(atLeast n: Int) -> Int {
+        var p = 8
+        while p < n { p *= 2 }
+        return p
+    }
+
+    mutating func resize(_ newCapacity: Int) {
+        let c = max(newCapacity, 1)
+        guard c != capacity else { return }
+        capacity = c
+        if c > counterWords {
+            counterWords = Self.powerOfTwo(atLeast: c)
+            counters = Array(repeating: 0, count: counterWords * 16)
+        }
+        if c > historyBuckets {
+            historyBuckets = Self.powerOfTwo(atLeast: c)
+            windowLeft = [:]
+            mainLeft = [:]
+        }
+    }
+
+    var windowLimit: Int { max(1, min(capacity, Int(windowFraction * Double(capacity)))) }
+    var protectedLimit: Int { max(0, capacity - windowLimit) * 4 / 5 }
+    func capacityNow() -> Int { countLimit > 0 ? countLimit : max(count, 1) }
+
+    // MARK: Queue moves
+
+    /// The window's oldest unreferenced entry, after cycling referenced ones to its end.
+    mutating func windowCandidate() -> Int {
+        while window[0].referenced {
+            var entry = window.removeFirst()
+            entry.referenced = false
+            window.append(entry)
+        }
+        return window[0].key
+    }
+
+    mutating func ageProtected() {
+        var entry = protected.removeFirst()
+        if entry.referenced {
+            entry.referenced = false
+            protected.append(entry)
+        } else {
+            probation.append(entry)
+        }
+    }
+
+    mutating func demoteProtectedOverflow() {
+        while protected.count > protectedLimit { ageProtected() }
+    }
+
+    mutating func mainVictim() -> Int {
+        while true {
+            if probation.isEmpty {
+                ageProtected()
+                continue
+            }
+            if !probation[0].referenced { return probation[0].key }
+            var entry = probation.removeFirst()
+            entry.referenced = false
+            protected.append(entry)
+            demoteProtectedOverflow()
+        }
+    }
+
+    mutating func admitFirstOfWindow() {
+        var entry = window.removeFirst()
+        entry.returning = false
+        probation.append(entry)
+    }
+
+    /// Picks the key to evict now (moving a winning candidate into probation).
+    mutating func chooseVictim() -> Int {
+        let hasMain = !probation.isEmpty || !protected.isEmpty
+        if window.count > windowLimit && hasMain {
+            let candidate = windowCandidate()
+            let victim = mainVictim()
+            let returning = window[0].returning
+            if returning || frequency(candidate) > frequency(victim) {
+                if returning { admittedAsReturning += 1 } else { admittedByFrequency += 1 }
+                admitFirstOfWindow()
+                return victim
+            }
+            refused += 1
+            return candidate
+        }
+        return hasMain ? mainVictim() : windowCandidate()
+    }
+
+    /// Takes `key` out of whichever queue holds it; its count goes back into the sketch.
+    mutating func take(_ key: Int) -> (entry: Entry, fromWindow: Bool)? {
+        var found: (entry: Entry, fromWindow: Bool)?
+        if let i = window.firstIndex(where: { $0.key == key }) {
+            found = (window.remove(at: i), true)
+        } else if let i = probation.firstIndex(where: { $0.key == key }) {
+            found = (probation.remove(at: i), false)
+        } else if let i = protected.firstIndex(where: { $0.key == key }) {
+            found = (protected.remove(at: i), false)
+        }
+        if let found { _ = addToSketch(key, found.entry.uses) }
+        return found
+    }
+
+    mutating func evictOne(_ reason: EvictionReason, capacity: Int) {
+        resize(capacity)
+        let key = chooseVictim()
+        let (entry, fromWindow) = take(key)!
+        if fromWindow {
+            let place = historyPlace(key)
+            windowLeft[place.bucket] = (place.fingerprint, insertions)
+        } else {
+            mainEvictions &+= 1
+            let place = historyPlace(key)
+            mainLeft[place.bucket] = (place.fingerprint, mainEvictions)
+        }
+        statistics.evictions[reason, default: 0] += 1
+        evicted.append(.init(key: key, value: entry.value, reason: reason))
+    }
+
+    /// Moves the window's overflow into probation, as a cache within its limits does.
+    mutating func settle() {
+        resize(capacityNow())
+        while window.count > windowLimit {
+            _ = windowCandidate()
+            admitFirstOfWindow()
+        }
+    }
+
+    mutating func enforceLimits() {
+        let c = capacityNow()
+        while countLimit > 0 && count > countLimit { evictOne(.countLimit, capacity: c) }
+        while totalCostLimit > 0 && totalCost > totalCostLimit { evictOne(.costLimit, capacity: c) }
+        settle()
+    }
+
+    mutating func trim(count target: Int? = nil, cost: Int? = nil, reason: EvictionReason) {
+        let c = capacityNow()
+        while count > (target ?? .max) || totalCost > (cost ?? .max) { evictOne(reason, capacity: c) }
+        settle()
+    }
+
+    /// Tunes the window for a new key, as the policy's documentation says, and returns whether
+    /// the key is returning.
+    mutating func tuneWindow(for key: Int) -> Bool {
+        let place = historyPlace(key)
+        let leftWindow = Self.take(place, from: &windowLeft)
+        let leftMain = Self.take(place, from: &mainLeft)
+        let horizon = UInt32(max(1, capacity / 4))
+        if let stamp = leftMain, mainEvictions &- stamp < horizon {
+            windowFraction = max(0, windowFraction - 1 / Double(capacity))
+            windowShrank += 1
+            while window.count > windowLimit {
+                _ = windowCandidate()
+                admitFirstOfWindow()
+            }
+            demoteProtectedOverflow()
+            return false
+        }
+        if let stamp = leftWindow, insertions &- stamp < horizon {
+            windowFraction = min(1, windowFraction + 1 / Double(capacity))
+            windowGrew += 1
+            for _ in 0 ..< 2 where !protected.isEmpty { ageProtected() }
+            demoteProtectedOverflow()
+            return true
+        }
+        return false
+    }
+
+    // MARK: The cache's operations
+
+    mutating func markUsed(_ key: Int) {
+        func use(_ entry: inout Entry) {
+            entry.referenced = true
+            entry.uses = min(15, entry.uses + 1)
+        }
+        for i in window.indices where window[i].key == key { use(&window[i]) }
+        for i in probation.indices where probation[i].key == key { use(&probation[i]) }
+        for i in protected.indices where protected[i].key == key { use(&protected[i]) }
+        countedUse()
+    }
+
+    func entry(_ key: Int) -> Entry? {
+        all.first { $0.key == key }
+    }
+
+    mutating func value(forKey key: Int, now: Double) -> Int? {
+        guard let found = entry(key) else {
+            statistics.misses += 1
+            return nil
+        }
+        if now >= found.deadline {
+            _ = take(key)
+            statistics.expirations += 1
+            statistics.misses += 1
+            evicted.append(.init(key: key, value: found.value, reason: .expired))
+            return nil
+        }
+        markUsed(key)
+        statistics.hits += 1
+        return found.value
+    }
+
+    /// A store; `false` when its expiry is rejected (zero seconds), which changes nothing.
+    mutating func store(_ value: Int, forKey key: Int, cost: Int, seconds: Double?, now: Double) -> Bool {
+        if let seconds, !(seconds.isFinite && seconds > 0) { return false }
+        let deadline = (seconds ?? defaultExpiration).map { now + $0 } ?? .infinity
+        if totalCostLimit > 0 && cost > totalCostLimit {
+            _ = take(key)
+            return true
+        }
+        statistics.insertions += 1
+        if entry(key) != nil {
+            for i in window.indices where window[i].key == key {
+                (window[i].value, window[i].cost, window[i].deadline) = (value, cost, deadline)
+            }
+            for i in probation.indices where probation[i].key == key {
+                (probation[i].value, probation[i].cost, probation[i].deadline) = (value, cost, deadline)
+            }
+            for i in protected.indices where protected[i].key == key {
+                (protected[i].value, protected[i].cost, protected[i].deadline) = (value, cost, deadline)
+            }
+            markUsed(key)
+        } else {
+            resize(countLimit > 0 ? countLimit : count + 1)
+            insertions &+= 1
+            if addToSketch(key, 1) { countedUse() }
+            let returning = tuneWindow(for: key)
+            window.append(Entry(key: key, value: value, cost: cost, deadline: deadline, returning: returning))
+        }
+        enforceLimits()
+        return true
+    }
+
+    func contains(_ key: Int, now: Double) -> Bool {
+        entry(key).map { now < $0.deadline } ?? false
+    }
+
+    mutating func remove(forKey key: Int, now: Double) -> Bool {
+        guard let (entry, _) = take(key) else { return false }
+        if now >= entry.deadline {
+            statistics.expirations += 1
+            evicted.append(.init(key: key, value: entry.value, reason: .expired))
+            return false
+        }
+        return true
+    }
+
+    mutating func removeExpired(now: Double) {
+        for entry in all where now >= entry.deadline {
+            _ = take(entry.key)
+            statistics.expirations += 1
+            evicted.append(.init(key: entry.key, value: entry.value, reason: .expired))
+        }
+    }
+
+    mutating func removeAll() {
+        window = []
+        probation = []
+        protected = []
+    }
+}
