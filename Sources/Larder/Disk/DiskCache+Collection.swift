@@ -95,13 +95,33 @@ extension DiskCache {
 
     /// Removes every record, corrupt ones too (SPT's `prune`), and any stray files in the shard
     /// folders. With ``Durability/fsync``, the removals survive a power loss once this returns.
+    /// A folder that is gone holds nothing to remove; one that cannot be listed is an error
+    /// (after the records the index knows of are removed), since its records remain.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
     public func removeAll() throws(CacheError) {
         try checkWritable(key: nil)
         waitForIndex()
         var events: [CacheEvent] = []
-        let names = listRecordNames(events: &events).names
         var failure: CacheError?
+        var names: [String]
+        do throws(Errno) {
+            let listing = try layout.recordNames(io: io)
+            names = listing.names
+            if !listing.isComplete {
+                failure = CacheError(.ioFailure, "cannot list a shard folder: the records in it remain", path: layout.root)
+            }
+        } catch {
+            events.append(.ioError(operation: "list", path: layout.root, errno: error.rawValue))
+            names = []
+            if error != .noSuchFileOrDirectory {
+                failure = CacheError(
+                    .ioFailure, "cannot list the cache folder: records the index does not know remain", path: layout.root,
+                    errno: error.rawValue)
+            }
+        }
+        // Records the index knows of but the listing missed (an unlistable folder) go too.
+        let listed = Set(names)
+        names += state.withLock { s in s.index.entriesLeastRecentFirst.map(\.name) }.filter { !listed.contains($0) }
         for name in names {
             let path = layout.path(for: name)
             let ran: Void? = changingRecord(name) {
@@ -113,13 +133,6 @@ extension DiskCache {
                 }
             }
             if ran == nil { failure = failure ?? closedError(key: nil) }
-        }
-        // Anything the index still holds (files that vanished behind the cache's back).
-        let leftovers = state.withLock { s in s.index.entriesLeastRecentFirst.map(\.name) }
-        for name in leftovers {
-            withKeyLock(name) {
-                if (try? io.info(atPath: layout.path(for: name))) == nil { state.withLock { $0.forget(name) } }
-            }
         }
         emit(events)
         if let failure { throw failure }

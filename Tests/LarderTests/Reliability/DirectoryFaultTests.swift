@@ -121,4 +121,38 @@ import Testing
         try cache.store(Self.newer, forKey: "k")
         #expect(try cache.record(forKey: "k")?.data == Self.newer)
     }
+
+    /// `removeAll` over a folder it cannot list removes the records the index knows, then throws:
+    /// an unlisted record still on disk is never reported as removed. Once the folder lists
+    /// again, it goes too. A folder that is gone is nothing to remove, and no error.
+    @Test(arguments: [false, true])
+    func removeAllOverAnUnlistableFolder(shardOnly: Bool) throws {
+        let dir = TemporaryDirectory("larder-dirfault")
+        defer { dir.remove() }
+        let injector = FaultInjector()
+        let cache = try DiskCache(options: DiskCacheOptions(directory: dir.url), systemCalls: injector.calls)
+        defer { cache.close() }
+        try cache.store(Self.payload, forKey: "k")
+        _ = cache.count
+        // A record the index does not know: written beside "k" behind the cache's back.
+        let known = cache.layout.path(for: try cache.options.keyEncoding.fileName(for: "k"))
+        let strayName = try cache.options.keyEncoding.fileName(for: "stray")
+        let stray = cache.layout.folder(for: strayName) + "/" + strayName
+        try FileManager.default.createDirectory(atPath: cache.layout.folder(for: strayName), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: known, toPath: stray)
+        injector.arm(
+            .listDirectory, .fail(EIO), persistent: true,
+            onlyPaths: { path in shardOnly ? path.hasPrefix(dir.path + "/") : path == dir.path })
+        #expect(throws: CacheError.self) { try cache.removeAll() }
+        #expect(injector.fired > 0)
+        #expect(!FileManager.default.fileExists(atPath: known), "the record the index knew is removed")
+        #expect(FileManager.default.fileExists(atPath: stray), "the unlisted one remains, as the error says")
+        #expect(!cache.contains("k"))
+        injector.disarm()
+        try cache.removeAll()
+        #expect(!FileManager.default.fileExists(atPath: stray))
+        try FileManager.default.removeItem(at: dir.url)
+        try cache.removeAll()
+        #expect(cache.count == 0)
+    }
 }
