@@ -2,8 +2,8 @@ import Foundation
 import Larder
 import Synchronization
 
-/// A ``Larder/RemoteStore`` on Redis, through hiredis: the shared remote tier of
-/// ``Larder/HybridCache`` instances on several machines.
+/// A `RemoteStore` on Redis, through hiredis: the shared remote tier of
+/// `HybridCache` instances on several machines.
 ///
 /// ```swift
 /// var options = HybridCacheOptions(directory: cachesURL)
@@ -35,7 +35,7 @@ public final class RedisRemoteStore: RemoteStore {
     ///
     /// Each new connection authenticates (`AUTH`) when `password` is given and selects `database`
     /// when it is not 0, in one round trip before its first command; a refusal (wrong password,
-    /// no such database) fails that call with ``Larder/CacheError/Code/remoteFailure``, as a
+    /// no such database) fails that call with `CacheError.Code.remoteFailure`, as a
     /// server that does not answer would. hiredis 0.14 (Debian's) has no TLS: see the
     /// ScalingOut article for fronting Redis with `stunnel` or `spiped`.
     /// - Parameters:

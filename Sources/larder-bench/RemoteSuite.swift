@@ -15,7 +15,7 @@ import LarderTestSupport
 //   Impl `larder-drained`: the reads back to back, then `flushRemoteWrites()`, all timed: the
 //   throughput once the disk writes are paid for. Impl `larder-memory`: promoted to memory only
 //   (`from: [.memory, .remote]`). Target: larder <= 1.2 x hiredis.
-// - `get-many-remote`: 100 keys at once (`values(forKeys:)`: one pipelined call), beside one raw
+// - `get-many-remote`: 100 keys at once (`values(forKeys:)`: one `MGET`), beside one raw
 //   `MGET` of 100 keys; `ns_per_op` is per batch.
 // - `invalidation`: a remove on one instance until the other instance's local read misses (impl
 //   `larder`, median over the rounds), measured by polling the other instance.
