@@ -97,6 +97,17 @@ import Testing
         #expect(try onDisk(pair.b, "k") == bytes("v"))
     }
 
+    @Test func theBacklogDefaultsTo128AndMayNotBeNegative() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var remote = RemoteTierOptions(store: FakeRemoteStore(clock: ManualClock(now: 1_700_000_000)), namespace: "test")
+        #expect(remote.diskPromotionBacklog == 128)
+        remote.diskPromotionBacklog = -1
+        var options = hybridOptions(directory.url)
+        options.remote = remote
+        #expect(throws: CacheError.self) { try HybridCache(options: options) }
+    }
+
     @Test func aLockedEntryExpiresOnTheRemoteAsItWouldUnlocked() throws {
         let pair = try Pair(cap: 3600)
         defer { pair.close() }
