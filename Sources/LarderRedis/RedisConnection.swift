@@ -41,8 +41,10 @@ final class RedisConnection: @unchecked Sendable {
         redisFree(context)
     }
 
-    /// Connects to `host`:`port`, waiting at most `timeout` seconds.
-    static func open(host: String, port: Int, timeout: TimeInterval) throws(CacheError) -> RedisConnection {
+    /// Connects to `server`, waiting at most `timeout` seconds, then authenticates and selects its
+    /// database (one round trip, within the same timeout) when it asks for them.
+    static func open(_ server: RedisServer, timeout: TimeInterval) throws(CacheError) -> RedisConnection {
+        let (host, port) = (server.host, server.port)
         guard let context = redisConnectWithTimeout(host, Int32(port), timeval(seconds: timeout)) else {
             throw CacheError(.remoteFailure, "could not allocate a hiredis context for \(host):\(port)")
         }
@@ -51,7 +53,18 @@ final class RedisConnection: @unchecked Sendable {
             redisFree(context)
             throw CacheError(.remoteFailure, "could not connect to Redis at \(host):\(port): \(message)")
         }
-        return RedisConnection(context: context)
+        let connection = RedisConnection(context: context)
+        let handshake = server.handshake
+        guard !handshake.isEmpty else { return connection }
+        try connection.setCommandTimeout(timeout)
+        for (reply, arguments) in zip(try connection.pipeline(handshake), handshake) {
+            // Never the arguments themselves: AUTH's are secrets.
+            if case .error(let message) = reply {
+                throw CacheError(
+                    .remoteFailure, "Redis at \(host):\(port) refused \(String(decoding: arguments[0], as: UTF8.self)): \(message)")
+            }
+        }
+        return connection
     }
 
     /// Sets how long a command may wait for its reply; 0 waits for ever.

@@ -2,8 +2,8 @@ import Foundation
 import Larder
 import Synchronization
 
-/// A ``Larder/RemoteStore`` on Redis, through hiredis: the shared remote tier of
-/// ``Larder/HybridCache`` instances on several machines.
+/// A `RemoteStore` on Redis, through hiredis: the shared remote tier of
+/// `HybridCache` instances on several machines.
 ///
 /// ```swift
 /// var options = HybridCacheOptions(directory: cachesURL)
@@ -14,39 +14,61 @@ import Synchronization
 /// Every call blocks its thread (the cache calls it on its own threads): it takes a connection
 /// from a small pool, or opens one within the connect timeout, and waits for the reply at most
 /// the command timeout. A connection that failed or timed out is closed, never reused (hiredis
-/// leaves it unusable). Multi-key reads are pipelined (`GET` and `PTTL` per key, one round trip);
+/// leaves it unusable). Reads are one `GET`, or one `MGET` for several keys;
 /// removal by prefix uses `SCAN` and `UNLINK`, never `FLUSHDB`. Invalidations use `PUBLISH` and a
 /// `SUBSCRIBE` connection on a thread of its own, which reconnects after a loss.
 public final class RedisRemoteStore: RemoteStore {
     /// The server's host name or address.
-    public let host: String
+    public var host: String { server.host }
     /// The server's port.
-    public let port: Int
+    public var port: Int { server.port }
+    /// The database the values live in (`SELECT`; 0 unless the initializer said otherwise).
+    /// Invalidations are not per database: Redis delivers a channel's messages to every
+    /// subscriber of the server, so caches that must not share invalidations use other namespaces.
+    public var database: Int { server.database }
     /// The most idle connections kept for reuse.
     public let poolSize: Int
+    private let server: RedisServer
     private let idle = Mutex<[RedisConnection]>([])
 
     /// Creates a store for the server at `host`:`port`. Connects lazily, on the first call.
+    ///
+    /// Each new connection authenticates (`AUTH`) when `password` is given and selects `database`
+    /// when it is not 0, in one round trip before its first command; a refusal (wrong password,
+    /// no such database) fails that call with `CacheError.Code.remoteFailure`, as a
+    /// server that does not answer would. hiredis 0.14 (Debian's) has no TLS: see the
+    /// ScalingOut article for fronting Redis with `stunnel` or `spiped`.
     /// - Parameters:
     ///   - host: The server's host name or address ("127.0.0.1").
     ///   - port: The server's port (6379).
+    ///   - username: The ACL user (Redis 6 and later), or `nil` for the `default` user. Used only
+    ///     with a `password`.
+    ///   - password: The password (`requirepass` or the user's), or `nil` to send no `AUTH`.
+    ///   - database: The database index (0), at least 0.
     ///   - poolSize: The most idle connections kept for reuse (4); more are opened when more
     ///     threads call at once, and closed after use.
-    public init(host: String = "127.0.0.1", port: Int = 6379, poolSize: Int = 4) {
-        self.host = host
-        self.port = port
+    public init(
+        host: String = "127.0.0.1", port: Int = 6379, username: String? = nil, password: String? = nil, database: Int = 0,
+        poolSize: Int = 4
+    ) {
+        precondition(database >= 0, "a Redis database index is at least 0, not \(database)")
+        server = RedisServer(host: host, port: port, username: username, password: password, database: database)
         self.poolSize = max(1, poolSize)
     }
 
     /// Creates a store for the server at `address`, written `host:port`; `nil` when it is not.
     /// - Parameters:
     ///   - address: The server's address, as in "127.0.0.1:6379".
+    ///   - username: The ACL user, or `nil` (see `init(host:port:username:password:database:poolSize:)`).
+    ///   - password: The password, or `nil` to send no `AUTH`.
+    ///   - database: The database index (0), at least 0.
     ///   - poolSize: The most idle connections kept for reuse (4).
-    public convenience init?(address: String, poolSize: Int = 4) {
+    public convenience init?(address: String, username: String? = nil, password: String? = nil, database: Int = 0, poolSize: Int = 4) {
         guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]), port > 0 else {
             return nil
         }
-        self.init(host: String(address[..<colon]), port: port, poolSize: poolSize)
+        self.init(
+            host: String(address[..<colon]), port: port, username: username, password: password, database: database, poolSize: poolSize)
     }
 
     /// Runs `body` on a pooled connection, opening one when none is idle; gives it back unless broken.
@@ -55,7 +77,7 @@ public final class RedisRemoteStore: RemoteStore {
         if let pooled = idle.withLock({ $0.popLast() }) {
             connection = pooled
         } else {
-            connection = try RedisConnection.open(host: host, port: port, timeout: timeouts.connect)
+            connection = try RedisConnection.open(server, timeout: timeouts.connect)
         }
         defer {
             if !connection.isBroken {
@@ -78,23 +100,23 @@ public final class RedisRemoteStore: RemoteStore {
 
     // MARK: - RemoteStore
 
-    /// The values under `keys` and their `PTTL`s, pipelined in one round trip.
+    /// The values under `keys`: one `GET`, or one `MGET` for several keys. The time to live is
+    /// not asked (`millisecondsToLive` is `nil`): the frame header carries the writer's expiry,
+    /// which the remote copy never outlives (`touch` only lengthens it), so a second command per
+    /// key would buy nothing.
     public func values(forKeys keys: [String], timeouts: RemoteTimeouts) throws(CacheError) -> [RemoteValue?] {
-        let commands = keys.flatMap { key in [[Data("GET".utf8), Data(key.utf8)], [Data("PTTL".utf8), Data(key.utf8)]] }
-        let replies = try withConnection(timeouts) { (connection) throws(CacheError) in try connection.pipeline(commands) }
-        var values: [RemoteValue?] = []
-        values.reserveCapacity(keys.count)
-        for index in keys.indices {
-            switch (replies[2 * index], replies[2 * index + 1]) {
-            case (.string(let data), .integer(let ttl)) where ttl != -2:
-                values.append(RemoteValue(data: data, millisecondsToLive: ttl >= 0 ? ttl : nil))
-            case (.error(let message), _), (_, .error(let message)):
-                throw CacheError(.remoteFailure, "Redis answered GET: \(message)", key: keys[index])
-            default:
-                values.append(nil)
-            }
+        guard !keys.isEmpty else { return [] }
+        let reply = try command(keys.count == 1 ? ["GET", keys[0]] : ["MGET"] + keys, timeouts: timeouts)
+        let found: [RedisReply]
+        switch reply {
+        case .array(let replies) where replies.count == keys.count: found = replies
+        case .array: throw CacheError(.remoteFailure, "Redis answered MGET with another number of values than keys")
+        default: found = [reply]
         }
-        return values
+        return found.map { reply in
+            if case .string(let data) = reply { return RemoteValue(data: data, millisecondsToLive: nil) }
+            return nil
+        }
     }
 
     /// `SET key value [PX ms] [NX]`.
@@ -108,9 +130,10 @@ public final class RedisRemoteStore: RemoteStore {
         return reply != .null
     }
 
-    /// `PEXPIRE key ms`, or `PERSIST key` for no expiry.
+    /// `PEXPIRE key ms GT` (Redis 7: never shortens the time to live, and leaves a value without
+    /// expiry as it is), or `PERSIST key` for no expiry.
     public func touch(forKey key: String, expiresIn milliseconds: Int64?, timeouts: RemoteTimeouts) throws(CacheError) -> Bool {
-        let arguments = milliseconds.map { ["PEXPIRE", key, String(max(1, $0))] } ?? ["PERSIST", key]
+        let arguments = milliseconds.map { ["PEXPIRE", key, String(max(1, $0)), "GT"] } ?? ["PERSIST", key]
         return try command(arguments, timeouts: timeouts) == .integer(1)
     }
 
@@ -153,7 +176,7 @@ public final class RedisRemoteStore: RemoteStore {
     public func subscribe(
         to channel: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
     ) -> any RemoteSubscription {
-        RedisSubscription.start(host: host, port: port, channel: channel, timeouts: timeouts, handler: handler)
+        RedisSubscription.start(server: server, channel: channel, timeouts: timeouts, handler: handler)
     }
 
     /// `PING`.

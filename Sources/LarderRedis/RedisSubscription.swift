@@ -11,17 +11,15 @@ final class RedisSubscription: RemoteSubscription {
     }
 
     private let state = Mutex(State())
-    private let host: String
-    private let port: Int
+    private let server: RedisServer
     private let channel: String
     private let timeouts: RemoteTimeouts
     private let handler: @Sendable (RemoteSubscriptionEvent) -> Void
 
     private init(
-        host: String, port: Int, channel: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
+        server: RedisServer, channel: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
     ) {
-        self.host = host
-        self.port = port
+        self.server = server
         self.channel = channel
         self.timeouts = timeouts
         self.handler = handler
@@ -29,9 +27,9 @@ final class RedisSubscription: RemoteSubscription {
 
     /// Creates a subscription and starts its thread.
     static func start(
-        host: String, port: Int, channel: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
+        server: RedisServer, channel: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
     ) -> RedisSubscription {
-        let subscription = RedisSubscription(host: host, port: port, channel: channel, timeouts: timeouts, handler: handler)
+        let subscription = RedisSubscription(server: server, channel: channel, timeouts: timeouts, handler: handler)
         let thread = Thread { subscription.run() }
         thread.name = "larder.redis.subscription"
         thread.start()
@@ -71,7 +69,7 @@ final class RedisSubscription: RemoteSubscription {
 
     /// Connects, subscribes, and delivers messages until the connection fails or is shut down.
     private func listen(afterLoss: Bool, subscribed: () -> Void) throws(CacheError) {
-        let connection = try RedisConnection.open(host: host, port: port, timeout: timeouts.connect)
+        let connection = try RedisConnection.open(server, timeout: timeouts.connect)
         let registered = state.withLock { state -> Bool in
             guard !state.cancelled else { return false }
             state.connection = connection

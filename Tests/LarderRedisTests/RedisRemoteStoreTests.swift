@@ -1,11 +1,6 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Larder
-import LarderRedis
+@testable import LarderRedis
 import LarderTestSupport
 import Testing
 
@@ -49,21 +44,50 @@ struct RedisRemoteStoreTests {
         try a.removeAll()
     }
 
+    /// The key's `PTTL` in milliseconds (-1: no expiry, -2: no key).
+    func timeToLive(_ store: RedisRemoteStore, _ key: String) throws -> Int64 {
+        guard case .integer(let ttl) = try store.command(["PTTL", key], timeouts: timeouts) else {
+            Issue.record("PTTL answered something else than an integer")
+            return -3
+        }
+        return ttl
+    }
+
     @Test func valuesExpireOnTheServer() throws {
         let store = try TestRedis.store()
         let key = uniqueNamespace("expiry")
         #expect(try store.store(Data("x".utf8), forKey: key, expiresIn: 300, onlyIfAbsent: false, timeouts: timeouts))
-        let ttl = try #require(try store.values(forKeys: [key], timeouts: timeouts).first??.millisecondsToLive)
+        let ttl = try timeToLive(store, key)
         #expect(ttl > 0 && ttl <= 300)
+        // One GET: the time to live is not asked (the frame header carries the expiry).
+        #expect(try store.values(forKeys: [key], timeouts: timeouts).first??.millisecondsToLive == nil)
         waitUntil("the value expired") { (try? store.values(forKeys: [key], timeouts: timeouts).first ?? nil) == nil }
         // SET NX: only the first of two writers.
         let lock = uniqueNamespace("lock")
         #expect(try store.store(Data("1".utf8), forKey: lock, expiresIn: 60_000, onlyIfAbsent: true, timeouts: timeouts))
         #expect(try !store.store(Data("2".utf8), forKey: lock, expiresIn: 60_000, onlyIfAbsent: true, timeouts: timeouts))
+        // PEXPIRE GT: a shorter lifetime is refused, a longer one taken.
+        #expect(try !store.touch(forKey: lock, expiresIn: 1_000, timeouts: timeouts))
+        #expect(try timeToLive(store, lock) > 1_000)
+        #expect(try store.touch(forKey: lock, expiresIn: 120_000, timeouts: timeouts))
+        #expect(try timeToLive(store, lock) > 60_000)
         #expect(try store.touch(forKey: lock, expiresIn: nil, timeouts: timeouts))
-        #expect(try store.values(forKeys: [lock], timeouts: timeouts).first??.millisecondsToLive == nil)
+        #expect(try timeToLive(store, lock) == -1)
         try store.remove(forKeys: [lock], timeouts: timeouts)
         #expect(try store.values(forKeys: [lock], timeouts: timeouts) == [nil])
+    }
+
+    @Test func severalKeysAreReadWithOneMGET() throws {
+        let store = try TestRedis.store()
+        let namespace = uniqueNamespace("mget")
+        let keys = ["\(namespace):a", "\(namespace):missing", "\(namespace):b"]
+        for key in [keys[0], keys[2]] {
+            _ = try store.store(Data(key.utf8), forKey: key, expiresIn: 60_000, onlyIfAbsent: false, timeouts: timeouts)
+        }
+        let found = try store.values(forKeys: keys, timeouts: timeouts)
+        #expect(found.map { $0?.data } == [Data(keys[0].utf8), nil, Data(keys[2].utf8)])
+        #expect(try store.values(forKeys: [], timeouts: timeouts).isEmpty)
+        try store.remove(forKeys: keys, timeouts: timeouts)
     }
 
     @Test func removalByPrefixTakesTheNamespaceOnlyAndTreatsGlobCharactersLiterally() throws {
@@ -127,8 +151,8 @@ struct RedisRemoteStoreTests {
         defer { a.close() }
         let payload = Data((0 ..< 4096).map { UInt8(truncatingIfNeeded: $0) })
         try a.store(payload, forKey: "shared", expiry: .seconds(600))
-        let peer = try PeerProcess([try #require(TestRedis.address), dirB.url.path, namespace, "shared"])
-        defer { peer.stop() }
+        let peer = try HelperProcess("larder-redis-peer", [try #require(TestRedis.address), dirB.url.path, namespace, "shared"])
+        defer { peer.kill() }
         #expect(peer.readLine() == "ready 4096")
         try a.remove(forKey: "shared")
         #expect(peer.readLine() == "invalidated")
@@ -215,52 +239,5 @@ struct RedisRemoteStoreTests {
             _ = try? a.remove(forKey: "k")
             return (try? b.value(forKey: "k", from: [.memory, .disk])) == nil
         }
-    }
-}
-
-/// A running `larder-redis-peer` (see `Sources/larder-redis-peer/main.swift`).
-final class PeerProcess {
-    let process = Process()
-    private let output = Pipe()
-    private var buffered: [UInt8] = []
-
-    static var executable: URL {
-        let besideTests = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-            .deletingLastPathComponent().appendingPathComponent("larder-redis-peer")
-        if FileManager.default.isExecutableFile(atPath: besideTests.path) { return besideTests }
-        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/larder-redis-peer")
-    }
-
-    init(_ arguments: [String]) throws {
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        process.standardOutput = output
-        process.standardError = FileHandle.standardError
-        try process.run()
-    }
-
-    /// The next line the peer prints, or `nil` once it has closed its output.
-    func readLine() -> String? {
-        while true {
-            if let newline = buffered.firstIndex(of: 0x0A) {
-                let line = String(decoding: buffered[..<newline], as: UTF8.self)
-                buffered.removeSubrange(...newline)
-                return line
-            }
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { return nil }
-            buffered.append(contentsOf: chunk)
-        }
-    }
-
-    func waitForExit() -> Int32 {
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-
-    func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
     }
 }

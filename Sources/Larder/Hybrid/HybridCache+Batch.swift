@@ -1,7 +1,7 @@
 import Foundation
 
 // Reading many keys at once: memory and disk per key, then one call to the remote tier for every
-// key they missed (pipelined on Redis: one round trip).
+// key they missed (on Redis: one `MGET`).
 extension HybridCache {
     /// Returns the payloads stored under `keys`, in the same order, `nil` where no tier asked
     /// holds a live value: each key as `value(forKey:from:)` reads it, except that the keys memory

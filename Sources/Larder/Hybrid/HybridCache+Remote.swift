@@ -15,10 +15,11 @@ extension HybridCache {
         return data
     }
 
-    /// Puts a remote hit in memory now and on disk in the background (as `tiers` says), for
-    /// `lifetime` seconds from now. The disk write would double the read's latency (a file
-    /// written per hit; `larder-bench remote`), so it runs on the remote tier's queue, after
-    /// checking again that the key did not change meanwhile.
+    /// Puts a remote hit in memory now and on disk soon (as `tiers` says), for `lifetime` seconds
+    /// from now. The disk write would double the read's latency (a file written per hit;
+    /// `larder-bench remote`), so it goes to the remote tier's bounded promotion queue, which
+    /// writes it after checking again, under the key lock, that the key did not change meanwhile;
+    /// when the queue is full, the caller writes it itself.
     func promoteRemoteHit(_ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: UInt64) {
         guard lifetime > 0, let remote else { return }
         let clock = disk.options.clock
@@ -29,7 +30,7 @@ extension HybridCache {
             }
         }
         guard tiers.contains(.disk) else { return }
-        remote.inBackground { [self] in
+        let write: @Sendable () -> Void = { [self] in
             keyLocks.withLock(forKey: key) {
                 guard remote.generations.allows(key, snapshot: generation) else { return }
                 // The disk keeps whole seconds (rounded up): round down, so its copy never
@@ -38,6 +39,24 @@ extension HybridCache {
                 if seconds >= 1 { _ = try? disk.store(data, forKey: key, expiry: .seconds(seconds)) }
             }
         }
+        if !remote.promotions.submit(key, write) { write() }
+    }
+
+    /// When the remote copy of an entry stored locked expires: as it would unlocked. A lock pins
+    /// the local disk record only; on the shared store the entry is a cache entry like any other,
+    /// and nothing would ever remove it if it never expired (an unlock is not shared).
+    func remoteExpiration(_ expiry: Expiry, seconds: Double?, in tiers: CacheTiers, now: Double) -> Double? {
+        if tiers.contains(.disk) { return storeExpiration(expiry, locked: false, now: now) }
+        return (seconds ?? memory.defaultExpiration).map { now + $0 }
+    }
+
+    /// When the remote copy of `record` expires: the record's own expiry, computed as if unlocked
+    /// (see `remoteExpiration(_:seconds:in:now:)`).
+    func remoteExpiration(of record: CacheRecord) -> Double? {
+        if let time = record.expirationTime { return time }
+        guard let ttl = try? ExpiryRule.headerTTL(for: record.expiry, key: nil) else { return nil }
+        let anchor = ttl == 0 ? max(record.updateTime, record.lastAccessTime) : record.updateTime
+        return disk.expiryRule.expirationTime(lockCount: 0, ttl: ttl, anchor: DiskCache.seconds(anchor))
     }
 
     /// Subscribes to the invalidations of the other instances sharing the remote tier.

@@ -293,7 +293,8 @@ public final class HybridCache: Sendable {
         // Outside the key lock: the remote write may wait up to its command timeout.
         guard let remote else { return }
         if tiers.contains(.remote) {
-            remote.store(data, forKey: key, expiration: stored, locked: locked, now: now)
+            let expiration = locked ? remoteExpiration(expiry, seconds: seconds, in: tiers, now: now) : stored
+            remote.store(data, forKey: key, expiration: expiration, locked: locked, now: now)
         } else {
             remote.remove(forKey: key)
         }
@@ -386,12 +387,15 @@ public final class HybridCache: Sendable {
     /// - Throws: ``CacheError`` from the disk tier.
     @discardableResult
     public func touch(forKey key: String) throws(CacheError) -> Bool {
+        var slid: Double??
         let touched = try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Bool in
             defer { memory.remove(forKey: key) }
-            return try disk.touch(forKey: key)
+            guard try disk.touch(forKey: key) else { return false }
+            if remote != nil { slid = try disk.record(forKey: key).map(remoteExpiration(of:)) }
+            return true
         }
-        // The remote copy slides by the disk's default expiration, as a default entry does.
-        if touched { remote?.touch(forKey: key, seconds: disk.options.effectiveDefaultExpiration) }
+        // The remote copy gets the entry's own expiry, as the disk has it now.
+        if let remote, let slid { remote.touch(forKey: key, expiration: slid, now: disk.options.clock.now) }
         return touched
     }
 
@@ -470,7 +474,7 @@ public final class HybridCache: Sendable {
 
     /// When a record stored at `now` with `expiry` and `locked` expires on disk, by the disk's
     /// rule (``ExpiryRule``); `nil` while locked. A lower bound: the disk reads its clock after `now`.
-    private func storeExpiration(_ expiry: Expiry, locked: Bool, now: Double) -> Double? {
+    func storeExpiration(_ expiry: Expiry, locked: Bool, now: Double) -> Double? {
         guard let ttl = try? ExpiryRule.headerTTL(for: expiry, key: nil) else { return nil }
         return disk.expiryRule.expirationTime(lockCount: locked ? 1 : 0, ttl: ttl, anchor: DiskCache.seconds(now))
     }

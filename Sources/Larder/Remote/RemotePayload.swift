@@ -6,15 +6,17 @@ import Foundation
 /// |---|---|---|
 /// | 0 | 4 | magic `LRDR` |
 /// | 4 | 1 | version (1) |
-/// | 5 | 1 | flags (bit 0: locked against expiry) |
+/// | 5 | 1 | flags (bit 0: locked against expiry on the writer's disk) |
 /// | 6 | 2 | reserved, 0 |
 /// | 8 | 8 | expiry, milliseconds since 1970, little-endian; 0 for none |
 /// | 16 | 4 | CRC-32 of the payload, little-endian |
 ///
 /// A value without the magic, of another version, shorter than the header or whose payload
 /// does not match its checksum is not Larder's, or is damaged: the cache treats it as a miss.
-/// The expiry is the writer's at store time; the store's own time to live (which `touch`
-/// slides) bounds the copies other instances make.
+/// The expiry is the writer's at store time (for an entry stored locked, when it would expire
+/// unlocked: the lock is the writer's, local). The store's own time to live starts equal and is
+/// only ever lengthened (`touch`), so readers bound their copies by the header's expiry, in
+/// wall-clock time: instances' clocks are expected to agree.
 public enum RemotePayload {
     /// The header's length in bytes.
     public static let headerSize = 20

@@ -9,7 +9,8 @@ import Foundation
 /// every failure as ``CacheError/Code/remoteFailure``; the cache turns it into a miss (fail open).
 public protocol RemoteStore: Sendable {
     /// The values under `keys`, in the same order, `nil` for a missing key, each with the time it
-    /// has left (Redis: `PTTL`).
+    /// has left when the store knows it without another command (Redis does not: `GET` or `MGET`
+    /// alone). The cache bounds its copies by the frame header's expiry, and by this time when given.
     /// - Parameters:
     ///   - keys: The keys, at least one.
     ///   - timeouts: How long to wait for a connection and for the answer.
@@ -28,8 +29,10 @@ public protocol RemoteStore: Sendable {
     func store(_ data: Data, forKey key: String, expiresIn milliseconds: Int64?, onlyIfAbsent: Bool, timeouts: RemoteTimeouts)
         throws(CacheError) -> Bool
 
-    /// Gives the value under `key` a new lifetime of `milliseconds` (`nil`: never expires).
-    /// - Returns: Whether a value was stored under `key`.
+    /// Gives the value under `key` a lifetime of `milliseconds` from now, unless that would end
+    /// it earlier than its current one (Redis: `PEXPIRE GT`); `nil`: it never expires. Never
+    /// shortening keeps the frame header's expiry, which readers go by, no later than the store's.
+    /// - Returns: Whether the lifetime changed.
     /// - Throws: ``CacheError/Code/remoteFailure``.
     func touch(forKey key: String, expiresIn milliseconds: Int64?, timeouts: RemoteTimeouts) throws(CacheError) -> Bool
 
@@ -69,13 +72,14 @@ public protocol RemoteStore: Sendable {
 public struct RemoteValue: Sendable, Hashable {
     /// The stored bytes.
     public var data: Data
-    /// How long the value has left, in milliseconds; `nil` when it never expires.
+    /// How long the value has left, in milliseconds; `nil` when the store did not say (or it
+    /// never expires).
     public var millisecondsToLive: Int64?
 
     /// Creates a value.
     /// - Parameters:
     ///   - data: The stored bytes.
-    ///   - millisecondsToLive: How long it has left; `nil` when it never expires.
+    ///   - millisecondsToLive: How long it has left; `nil` when unknown or never.
     public init(data: Data, millisecondsToLive: Int64?) {
         self.data = data
         self.millisecondsToLive = millisecondsToLive

@@ -18,8 +18,8 @@ final class RemoteTier: Sendable {
     private let breaker: LarderMutex<Breaker>
     /// Background writes run here, one at a time, in call order.
     private let writes = DispatchQueue(label: "larder.remote.writes", qos: .utility)
-    /// Disk copies of remote hits are written here, one at a time, off the read's path.
-    private let promotions = DispatchQueue(label: "larder.remote.promotions", qos: .utility)
+    /// Disk copies of remote hits are written here, off the read's path.
+    let promotions: PromotionQueue
     private let subscription = LarderMutex<(any RemoteSubscription)?>(nil)
 
     final class Counters: Sendable {
@@ -45,6 +45,7 @@ final class RemoteTier: Sendable {
     init(options: RemoteTierOptions) {
         self.options = options
         breaker = LarderMutex(Breaker())
+        promotions = PromotionQueue(capacity: options.diskPromotionBacklog)
     }
 
     // MARK: - Keys
@@ -117,15 +118,10 @@ final class RemoteTier: Sendable {
         }
     }
 
-    /// Runs `work` on the promotions queue.
-    func inBackground(_ work: @escaping @Sendable () -> Void) {
-        promotions.async(execute: work)
-    }
-
     /// Waits for the background writes and promotions queued so far.
     func drainWrites() {
         writes.sync {}
-        promotions.sync {}
+        promotions.wait()
     }
 
     // MARK: - Reading
@@ -137,7 +133,7 @@ final class RemoteTier: Sendable {
         values(forKeys: [key], now: now)[0]
     }
 
-    /// The values under `keys`, in one call to the store (pipelined), as `value(forKey:now:)`
+    /// The values under `keys`, in one call to the store (Redis: `MGET`), as `value(forKey:now:)`
     /// reads one; all `nil` when the call fails or the breaker is open.
     func values(forKeys keys: [String], now: Double) -> [(data: Data, lifetime: Double)?] {
         let storeKeys = keys.map(valueKey)
@@ -159,12 +155,12 @@ final class RemoteTier: Sendable {
             report(.payloadRejected(key: key))
             return nil
         }
+        // The header's expiry is the writer's (locked entries included: the lock is local); the
+        // store's lifetime is never shorter (`touch` only lengthens it). A value whose header
+        // expiry has passed but which `touch` kept alive is served and not copied.
         var lifetime = options.localLifetimeCap
-        if let ttl = stored.millisecondsToLive {
-            lifetime = min(lifetime, Double(ttl) / 1000)
-        } else if let expiry = frame.expiryMilliseconds, !frame.isLocked {
-            lifetime = min(lifetime, Double(expiry) / 1000 - now)
-        }
+        if let ttl = stored.millisecondsToLive { lifetime = min(lifetime, Double(ttl) / 1000) }
+        if let expiry = frame.expiryMilliseconds { lifetime = min(lifetime, Double(expiry) / 1000 - now) }
         counters.hits.add(1, ordering: .relaxed)
         return (frame.data, lifetime)
     }
@@ -222,10 +218,10 @@ final class RemoteTier: Sendable {
         }
     }
 
-    /// Gives `key`'s value a new lifetime.
-    func touch(forKey key: String, seconds: Double?) {
+    /// Gives `key`'s value a new expiry, `expiration` (seconds since 1970, `nil` for never).
+    func touch(forKey key: String, expiration: Double?, now: Double) {
         let storeKey = valueKey(key)
-        let milliseconds = seconds.map { max(1, Int64($0 * 1000)) }
+        let milliseconds = expiration.map { max(1, Int64((($0 - now) * 1000).rounded(.down))) }
         write {
             _ = self.call("pexpire") { (store, timeouts) throws(CacheError) in
                 try store.touch(forKey: storeKey, expiresIn: milliseconds, timeouts: timeouts)

@@ -31,6 +31,12 @@ public struct RemoteTierOptions: Sendable {
     public var localLifetimeCap: TimeInterval = 60
     /// When stores and removals reach the store (``WriteMode/writeThrough``).
     public var writeMode: WriteMode = .writeThrough
+    /// The most disk copies of remote hits waiting to be written (128). A remote hit goes to
+    /// memory at once; its disk copy is written in the background, one per key (a later hit of a
+    /// waiting key replaces it). When this many wait, the reader writes its copy itself, so that
+    /// sustained remote hits are slowed down by the disk rather than queued without bound.
+    /// 0 writes every copy before the read returns.
+    public var diskPromotionBacklog: Int = 128
     /// Consecutive failures that open the circuit breaker (3).
     public var failureThreshold: Int = 3
     /// How long the open breaker skips the remote tier before probing it with a ping, in seconds (5).
@@ -67,6 +73,7 @@ public struct RemoteTierOptions: Sendable {
         }
         if !(loadLockWait.isFinite && loadLockWait >= 0) { return "the remote tier's loadLockWait must be finite and at least 0" }
         if failureThreshold < 1 { return "the remote tier's failureThreshold must be at least 1" }
+        if diskPromotionBacklog < 0 { return "the remote tier's diskPromotionBacklog must be at least 0" }
         return nil
     }
 }

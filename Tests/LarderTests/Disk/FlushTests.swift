@@ -166,7 +166,7 @@ import AppKit
         let dir = TemporaryDirectory("larder-flush")
         defer { dir.remove() }
         let count = 20
-        let helper = try StressProcess(["flush", "--dir", dir.path, "--keys", "\(count)"])
+        let helper = try HelperProcess("larder-stress", ["flush", "--dir", dir.path, "--keys", "\(count)"])
         #expect(helper.waitUntilReady() != nil, "the helper did not get ready")
         helper.kill()
         #expect(helper.wasKilled)

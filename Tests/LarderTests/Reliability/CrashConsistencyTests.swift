@@ -56,10 +56,12 @@ import Testing
         let corruptEvents = LarderMutex<[CacheEvent]>([])
 
         for iteration in 0 ..< Self.iterations where failures < 5 {
-            let helper = try StressProcess([
-                "churn", "--dir", cacheURL.path, "--seed", "\(iteration + 1)", "--keys", "\(Self.churnKeys)",
-                "--fsync-log", logPath,
-            ])
+            let helper = try HelperProcess(
+                "larder-stress",
+                [
+                    "churn", "--dir", cacheURL.path, "--seed", "\(iteration + 1)", "--keys", "\(Self.churnKeys)",
+                    "--fsync-log", logPath,
+                ])
             // Mostly kill while it works; one time in eight, while it is still opening.
             if random.next() % 8 == 0 {
                 usleep(UInt32(random.next() % 15_000))

@@ -14,7 +14,7 @@ import Testing
     @Test func secondWriterGetsDirectoryInUseUntilTheHolderDies() throws {
         let dir = TemporaryDirectory("larder-mp")
         defer { dir.remove() }
-        let holder = try StressProcess(["hold", "--dir", dir.path])
+        let holder = try HelperProcess("larder-stress", ["hold", "--dir", dir.path])
         defer { holder.kill() }
         let pid = try #require(holder.waitUntilReady())
         #expect(pid == holder.pid)
@@ -53,12 +53,12 @@ import Testing
     @Test func readOnlyReadersSeeConsistentRecordsWhileTheWriterChurns() throws {
         let dir = TemporaryDirectory("larder-mp")
         defer { dir.remove() }
-        let writer = try StressProcess(["churn", "--dir", dir.path, "--seed", "99", "--keys", "12"])
+        let writer = try HelperProcess("larder-stress", ["churn", "--dir", dir.path, "--seed", "99", "--keys", "12"])
         defer { writer.kill() }
         #expect(writer.waitUntilReady() == writer.pid)
         usleep(100_000)  // let it store something
         // A reader in another process...
-        let reader = try StressProcess(["read", "--dir", dir.path, "--keys", "12", "--count", "3000"])
+        let reader = try HelperProcess("larder-stress", ["read", "--dir", dir.path, "--keys", "12", "--count", "3000"])
         // ...and one in this process.
         var options = DiskCacheOptions(directory: dir.url)
         options.isReadOnly = true

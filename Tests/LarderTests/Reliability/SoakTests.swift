@@ -9,9 +9,11 @@ import Testing
     @Test func shortSoakVerifiesEveryTier() throws {
         let dir = TemporaryDirectory("larder-soak")
         defer { dir.remove() }
-        let soak = try StressProcess([
-            "soak", "--seconds", "4", "--threads", "3", "--dir", dir.path, "--growth-check", "no", "--report", dir.path("samples.csv"),
-        ])
+        let soak = try HelperProcess(
+            "larder-stress",
+            [
+                "soak", "--seconds", "4", "--threads", "3", "--dir", dir.path, "--growth-check", "no", "--report", dir.path("samples.csv"),
+            ])
         var lines: [String] = []
         while let line = soak.readLine() { lines.append(line) }
         soak.process.waitUntilExit()

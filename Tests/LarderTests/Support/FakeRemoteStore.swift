@@ -24,6 +24,7 @@ final class FakeRemoteStore: RemoteStore {
         var dropsMessages = false
         var calls = 0
         var pings = 0
+        var reportsTimeToLive = false
     }
 
     private let state = LarderMutex(State())
@@ -52,6 +53,15 @@ final class FakeRemoteStore: RemoteStore {
         get { state.withLock { $0.dropsMessages } }
         set { state.withLock { $0.dropsMessages = newValue } }
     }
+
+    /// Whether reads say how long each value has left (Redis's store does not: `GET` alone).
+    var reportsTimeToLive: Bool {
+        get { state.withLock { $0.reportsTimeToLive } }
+        set { state.withLock { $0.reportsTimeToLive = newValue } }
+    }
+
+    /// How long the value under `key` has left, in seconds; `nil` when it never expires or is missing.
+    func timeToLive(_ key: String) -> Double? { state.withLock { $0.entries[key]?.expiresAt.map { $0 - clock.now } } }
 
     /// Calls made (pings included).
     var calls: Int { state.withLock { $0.calls } }
@@ -103,6 +113,7 @@ final class FakeRemoteStore: RemoteStore {
                 guard let entry = s.entries[key] else { return nil }
                 if let expiresAt = entry.expiresAt {
                     guard expiresAt > now else { return nil }
+                    guard s.reportsTimeToLive else { return RemoteValue(data: entry.data, millisecondsToLive: nil) }
                     return RemoteValue(data: entry.data, millisecondsToLive: Int64(((expiresAt - now) * 1000).rounded(.down)))
                 }
                 return RemoteValue(data: entry.data, millisecondsToLive: nil)
@@ -126,8 +137,15 @@ final class FakeRemoteStore: RemoteStore {
         try enter(timeouts)
         let now = clock.now
         return state.withLock { s in
-            guard s.entries[key] != nil else { return false }
-            s.entries[key]?.expiresAt = milliseconds.map { now + Double($0) / 1000 }
+            guard let entry = s.entries[key], entry.expiresAt.map({ $0 > now }) ?? true else { return false }
+            guard let milliseconds else {
+                s.entries[key]?.expiresAt = nil
+                return true
+            }
+            // PEXPIRE GT: never shortens; a value without expiry keeps none.
+            let expiresAt = now + Double(milliseconds) / 1000
+            guard let current = entry.expiresAt, expiresAt > current else { return false }
+            s.entries[key]?.expiresAt = expiresAt
             return true
         }
     }

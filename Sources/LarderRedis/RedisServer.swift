@@ -1,0 +1,23 @@
+import Foundation
+
+/// Where a connection goes and what it says first: the address, the credentials (`AUTH`) and the
+/// database (`SELECT`).
+struct RedisServer: Sendable {
+    var host: String
+    var port: Int
+    var username: String?
+    var password: String?
+    var database: Int
+
+    /// The commands a new connection sends before any other: `AUTH [username] password` when a
+    /// password is set, `SELECT database` when the database is not 0. A subscription sends them
+    /// too (pub/sub ignores the database, so `SELECT` is harmless there).
+    var handshake: [[Data]] {
+        var commands: [[Data]] = []
+        if let password {
+            commands.append([Data("AUTH".utf8)] + (username.map { [Data($0.utf8)] } ?? []) + [Data(password.utf8)])
+        }
+        if database != 0 { commands.append([Data("SELECT".utf8), Data(String(database).utf8)]) }
+        return commands
+    }
+}
