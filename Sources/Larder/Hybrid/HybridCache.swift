@@ -65,7 +65,6 @@ public final class HybridCache: Sendable {
     /// The hybrid's own counters: which tier served each read, and the stores through it.
     @usableFromInline
     final class Counters: Sendable {
-        @usableFromInline let memoryHits = Atomic<Int>(0)
         let diskHits = Atomic<Int>(0)
         let preloadedHits = Atomic<Int>(0)
         let misses = Atomic<Int>(0)
@@ -176,8 +175,7 @@ public final class HybridCache: Sendable {
     /// - Throws: ``CacheError`` from the disk tier: ``CacheError/Code/invalidKey``,
     ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
     public func value(forKey key: String, from tiers: CacheTiers = .all) throws(CacheError) -> Data? {
-        if tiers.contains(.memory), let hit = memory.value(forKey: key) {
-            counters.memoryHits.add(1, ordering: .relaxed)
+        if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: true, countingOwnerHit: true) {
             return hit
         }
         return try valueAfterMemoryMiss(forKey: key, from: tiers)
@@ -198,8 +196,7 @@ public final class HybridCache: Sendable {
         let local = try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Data? in
             // Another caller may have promoted it while this one waited (the first look already
             // counted the miss).
-            if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false) {
-                counters.memoryHits.add(1, ordering: .relaxed)
+            if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false, countingOwnerHit: true) {
                 return hit
             }
             generation = self.remote?.generations.snapshot(key) ?? 0
@@ -251,7 +248,7 @@ public final class HybridCache: Sendable {
     public var statistics: HybridCacheStatistics {
         HybridCacheStatistics(
             memory: memory.statistics, disk: disk.statistics,
-            memoryHits: counters.memoryHits.load(ordering: .relaxed), diskHits: counters.diskHits.load(ordering: .relaxed),
+            memoryHits: memory.ownerHits, diskHits: counters.diskHits.load(ordering: .relaxed),
             preloadedHits: counters.preloadedHits.load(ordering: .relaxed), misses: counters.misses.load(ordering: .relaxed),
             insertions: counters.insertions.load(ordering: .relaxed), loads: counters.loads.load(ordering: .relaxed),
             coalescedWaits: counters.coalescedWaits.load(ordering: .relaxed), staleServes: counters.staleServes.load(ordering: .relaxed),

@@ -37,6 +37,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         @usableFromInline var countLimit: Int
         @usableFromInline var totalCostLimit: Int
         @usableFromInline var counters = StatisticsCounters()
+        /// Hits counted for the cache that owns this tier (``HybridCache/statistics``'s memory
+        /// hits), under the lock already held, instead of on an atomic of its own.
+        @usableFromInline var ownerHits = 0
         /// Invariant checks so far (debug builds), to space out the full walks.
         @usableFromInline var _checksDone = 0
 
@@ -60,6 +63,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     // of about 65 (see BENCHMARKS.md). Everything they touch is therefore `@usableFromInline`.
     @usableFromInline let state: LarderMutex<State>
     @usableFromInline let clock: any CacheClock
+    /// Whether `clock` is the ``SystemClock``, whose expiry check can skip the precise time.
+    @usableFromInline let usesSystemClock: Bool
     @usableFromInline let evictionHandler: EvictionHandler?
     private let pressureMonitor = LarderMutex<MemoryPressureMonitor?>(nil)
 
@@ -99,6 +104,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         self.policy = policy
         self.defaultExpiration = defaultExpiration.map { min($0, Expiry.maximumSeconds) }
         self.clock = clock
+        usesSystemClock = clock is SystemClock
         self.evictionHandler = evictionHandler
         if respondsToMemoryPressure {
             // Weak, so that the monitor's thread does not keep the cache alive; the monitor stops
@@ -127,18 +133,17 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         value(forKey: key, countingMiss: true)
     }
 
-    /// ``value(forKey:)``, optionally without counting an absent key as a miss: for a caller that
-    /// looks again after a miss it has already counted (the hybrid cache, under its key lock).
+    /// ``value(forKey:)``, optionally without counting an absent key as a miss (for a caller that
+    /// looks again after a miss it has already counted: the hybrid cache, under its key lock),
+    /// and counting a hit in ``ownerHits`` too.
     @inlinable
-    func value(forKey key: Key, countingMiss: Bool) -> Value? {
+    func value(forKey key: Key, countingMiss: Bool, countingOwnerHit: Bool = false) -> Value? {
         let (value, expired) = state.withLock { state -> (Value?, Value?) in
             guard let slot = state.storage.slot(forKey: key) else {
                 if countingMiss { state.counters.misses += 1 }
                 return (nil, nil)
             }
-            // Only entries with a deadline pay for reading the clock.
-            let deadline = state.storage.deadline(at: slot)
-            if deadline != .infinity && clock.now >= deadline {
+            if hasPassed(state.storage.deadline(at: slot)) {
                 let removed = state.storage.remove(slot)
                 state.counters.expirations += 1
                 state.counters.misses += 1
@@ -147,6 +152,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             }
             state.storage.touch(slot)
             state.counters.hits += 1
+            if countingOwnerHit { state.ownerHits += 1 }
             return (state.storage.value(at: slot), nil)
         }
         if let expired, let evictionHandler {
@@ -226,8 +232,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public func contains(_ key: Key) -> Bool {
         state.withLock { state in
             guard let slot = state.storage.slot(forKey: key) else { return false }
-            let deadline = state.storage.deadline(at: slot)
-            return deadline == .infinity || clock.now < deadline
+            return !hasPassed(state.storage.deadline(at: slot))
         }
     }
 
@@ -326,6 +331,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         state.withLock { $0.counters.statistics }
     }
 
+    /// The hits counted with `countingOwnerHit` (the hybrid's memory hits).
+    var ownerHits: Int {
+        state.withLock { $0.ownerHits }
+    }
+
     /// Frees memory in response to memory pressure.
     ///
     /// `.warning` evicts entries, as the ``policy`` chooses, until both the count and the total
@@ -349,6 +359,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     // MARK: Helpers
+
+    /// Whether the clock has reached `deadline`; only entries with a deadline read the clock.
+    @inlinable
+    func hasPassed(_ deadline: Double) -> Bool {
+        guard deadline != .infinity else { return false }
+        return usesSystemClock ? SystemClock.hasReached(deadline) : clock.now >= deadline
+    }
 
     /// Evicts entries while `isOver` says the storage is over its target.
     private func trim(reason: EvictionReason, while isOver: (EntryStorage<Key, Value>) -> Bool) {
