@@ -117,6 +117,7 @@ public final class HybridCache: Sendable {
         let memory = MemoryCache<String, Data>(
             countLimit: options.countLimit, totalCostLimit: options.totalCostLimit,
             defaultExpiration: options.memoryDefaultExpiration, clock: options.disk.clock, policy: options.memoryPolicy)
+        memory.respondToMemoryPressure(options.respondsToMemoryPressure, center: options.pressureCenter)
         var diskOptions = options.disk
         let handler = diskOptions.eventHandler
         // Records the disk drops on its own must not live on in memory.

@@ -66,7 +66,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Whether `clock` is the ``SystemClock``, whose expiry check can skip the precise time.
     @usableFromInline let usesSystemClock: Bool
     @usableFromInline let evictionHandler: EvictionHandler?
-    private let pressureMonitor = LarderMutex<MemoryPressureMonitor?>(nil)
+    /// The shared pressure monitor's registration of this cache, while it responds to pressure.
+    private let pressureRegistration = LarderMutex<(center: MemoryPressureCenter, registration: MemoryPressureCenter.Registration)?>(nil)
 
     /// The lifetime, in seconds, of values stored with ``Expiry/default``; `nil` means they
     /// never expire.
@@ -83,8 +84,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///     default) means forever. Finite and above 0 when given; larger than
     ///     ``Expiry/maximumSeconds`` is clamped to it.
     ///   - clock: The time source for expiry; the wall clock by default.
-    ///   - respondsToMemoryPressure: Whether to subscribe to the system's memory pressure events
-    ///     through a ``MemoryPressureMonitor`` (false by default); see ``handleMemoryPressure(_:)``.
+    ///   - respondsToMemoryPressure: The initial ``respondsToMemoryPressure`` (false by default).
     ///   - policy: How to choose what to evict: ``EvictionPolicy/lru`` (the default) or
     ///     ``EvictionPolicy/tinyLFU`` (``EvictionPolicy/recommended``).
     ///   - evictionHandler: Called, outside the cache's lock, with each value the cache drops on its
@@ -106,17 +106,44 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         self.clock = clock
         usesSystemClock = clock is SystemClock
         self.evictionHandler = evictionHandler
-        if respondsToMemoryPressure {
-            // Weak, so that the monitor's thread does not keep the cache alive; the monitor stops
-            // when the cache (its only owner) is freed.
-            let monitor = MemoryPressureMonitor { [weak self] level in self?.handleMemoryPressure(level) }
-            pressureMonitor.withLock { $0 = monitor }
-        }
+        if respondsToMemoryPressure { respondToMemoryPressure(true) }
     }
 
-    /// Whether the cache is subscribed to memory pressure events and the platform delivers them.
+    deinit {
+        respondToMemoryPressure(false)
+    }
+
+    /// Whether the system's memory pressure events trim the cache (see ``handleMemoryPressure(_:)``);
+    /// `false` unless set, or given to the initializer.
+    ///
+    /// Every cache that responds shares the process's one ``MemoryPressureMonitor``, which starts
+    /// with the first and stops with the last; a cache leaves it when this is set to `false` or
+    /// when the cache is freed (the monitor holds it weakly).
+    public var respondsToMemoryPressure: Bool {
+        get { pressureRegistration.withLock { $0 != nil } }
+        set { respondToMemoryPressure(newValue) }
+    }
+
+    /// Whether the cache responds to memory pressure and the platform delivers pressure events
+    /// (on Linux, where the kernel accepts pressure-stall triggers).
     public var isMonitoringMemoryPressure: Bool {
-        pressureMonitor.withLock { $0?.isActive ?? false }
+        guard let center = pressureRegistration.withLock({ $0?.center }) else { return false }
+        return center.monitor?.isActive ?? false
+    }
+
+    /// Registers with `center` or leaves it; ``respondsToMemoryPressure``'s setter, with the
+    /// center tests replace.
+    func respondToMemoryPressure(_ responds: Bool, center: MemoryPressureCenter = .shared) {
+        // Under this cache's own lock, so that concurrent toggles leave one registration at most.
+        // The center never calls back into it: events reach `handleMemoryPressure(_:)` only.
+        pressureRegistration.withLock { current in
+            if let (previous, registration) = current {
+                guard !responds || previous !== center else { return }
+                previous.unregister(registration)
+                current = nil
+            }
+            if responds { current = (center, center.register(self)) }
+        }
     }
 
     // MARK: Reading and writing
@@ -340,8 +367,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///
     /// `.warning` evicts entries, as the ``policy`` chooses, until both the count and the total
     /// cost are at most half (rounded down) of what they were; `.critical` evicts everything. Evicted
-    /// values go to the eviction handler with ``EvictionReason/memoryPressure``. A cache created
-    /// with `respondsToMemoryPressure: true` calls this by itself; tests can call it directly.
+    /// values go to the eviction handler with ``EvictionReason/memoryPressure``. A cache that
+    /// ``respondsToMemoryPressure`` calls this by itself; tests can call it directly.
     /// - Parameter level: How severe the pressure is.
     /// - Complexity: O(1) per entry evicted.
     public func handleMemoryPressure(_ level: MemoryPressureLevel) {
@@ -449,3 +476,5 @@ extension MemoryCache.State {
         }
     }
 }
+
+extension MemoryCache: MemoryPressureResponder {}
