@@ -61,6 +61,9 @@ public final class HybridCache: Sendable {
     let loadEventHandler: (@Sendable (LoadEvent) -> Void)?
     /// The shared remote tier (``HybridCacheOptions/remote``), if any.
     let remote: RemoteTier?
+    /// The memory tiers of the typed views (`typed(_:coder:countLimit:totalCostLimit:)`), which
+    /// lose a key's copy whenever this cache changes it.
+    let typedMemories: TypedMemories
 
     /// The hybrid's own counters: which tier served each read, and the stores through it.
     @usableFromInline
@@ -90,7 +93,7 @@ public final class HybridCache: Sendable {
         precondition(staleWindows.problem == nil, staleWindows.problem ?? "")
         self.init(
             memory: memory, disk: disk, coder: coder, preloaded: nil, report: nil, staleWindows: staleWindows,
-            loadEventHandler: loadEventHandler, remote: nil)
+            loadEventHandler: loadEventHandler, remote: nil, typedMemories: TypedMemories())
     }
 
     /// Opens the disk tier, creates the memory tier, and imports or attaches the preloaded entries.
@@ -120,11 +123,13 @@ public final class HybridCache: Sendable {
         memory.respondToMemoryPressure(options.respondsToMemoryPressure, center: options.pressureCenter)
         var diskOptions = options.disk
         let handler = diskOptions.eventHandler
+        let typedMemories = TypedMemories()
         // Records the disk drops on its own must not live on in memory.
         diskOptions.eventHandler = { event in
             switch event {
             case .recordEvicted(let key?, _, _), .corruptRecordRemoved(let key?, _, _):
                 memory.remove(forKey: key)
+                typedMemories.remove(forKey: key)
             default:
                 break
             }
@@ -144,14 +149,17 @@ public final class HybridCache: Sendable {
         }
         self.init(
             memory: memory, disk: disk, coder: options.coder, preloaded: source, report: report, staleWindows: options.staleWindows,
-            loadEventHandler: options.loadEventHandler, remote: options.remote.map(RemoteTier.init(options:)))
+            loadEventHandler: options.loadEventHandler, remote: options.remote.map(RemoteTier.init(options:)),
+            typedMemories: typedMemories)
         startRemoteSubscription()
     }
 
     private init(
         memory: MemoryCache<String, Data>, disk: DiskCache, coder: CacheCoder, preloaded: PreloadedSource?, report: PreloadReport?,
-        staleWindows: StaleWindows, loadEventHandler: (@Sendable (LoadEvent) -> Void)?, remote: RemoteTier?
+        staleWindows: StaleWindows, loadEventHandler: (@Sendable (LoadEvent) -> Void)?, remote: RemoteTier?,
+        typedMemories: TypedMemories
     ) {
+        self.typedMemories = typedMemories
         self.remote = remote
         self.memory = memory
         self.disk = disk
@@ -211,10 +219,17 @@ public final class HybridCache: Sendable {
     /// is promoted to memory when `promoting`, and counted; so is a miss, when `countingMiss`
     /// (the remote tier counts its own). Expects the key's lock held.
     func _valueFromDisk(forKey key: String, promoting: Bool, countingMiss: Bool = true) throws(CacheError) -> Data? {
+        guard let entry = try _entryFromDisk(forKey: key, countingMiss: countingMiss) else { return nil }
+        if promoting { promote(entry.data, forKey: key, expiration: entry.expiration) }
+        return entry.data
+    }
+
+    /// ``_valueFromDisk(forKey:promoting:countingMiss:)`` without the promotion: the payload and
+    /// when it expires on disk (`nil`: never, or locked). Expects the key's lock held.
+    func _entryFromDisk(forKey key: String, countingMiss: Bool = true) throws(CacheError) -> (data: Data, expiration: Double?)? {
         if let record = try disk.record(forKey: key) {
             counters.diskHits.add(1, ordering: .relaxed)
-            if promoting { promote(record.data, forKey: key, expiration: record.expirationTime) }
-            return record.data
+            return (record.data, record.expirationTime)
         }
         guard let entry = preloaded?.entry(forKey: key) else {
             if countingMiss { counters.misses.add(1, ordering: .relaxed) }
@@ -224,8 +239,7 @@ public final class HybridCache: Sendable {
         // Keep the preloaded hit on disk when it can; serving it does not depend on that.
         let expiration = storeExpiration(entry.expiry, locked: entry.isLocked, now: disk.options.clock.now)
         _ = try? disk.store(entry.data, forKey: key, expiry: entry.expiry, locked: entry.isLocked)
-        if promoting { promote(entry.data, forKey: key, expiration: expiration) }
-        return entry.data
+        return (entry.data, expiration)
     }
 
     /// Whether a live value is stored under `key` in memory or on disk. Not a use: nothing is
@@ -278,12 +292,20 @@ public final class HybridCache: Sendable {
     public func store(_ data: Data, forKey key: String, in tiers: CacheTiers = .all, expiry: Expiry = .default, locked: Bool = false)
         throws(CacheError)
     {
+        try store(data, forKey: key, in: tiers, expiry: expiry, locked: locked, memoryCopy: nil)
+    }
+
+    /// ``store(_:forKey:in:expiry:locked:)``, with the memory copy made by `memoryCopy` (a typed
+    /// view's decoded value, given the expiration) instead of this cache's memory tier, when not `nil`.
+    func store(
+        _ data: Data, forKey key: String, in tiers: CacheTiers, expiry: Expiry, locked: Bool, memoryCopy: ((Double?) -> Void)?
+    ) throws(CacheError) {
         let seconds = try expiry.validatedSeconds(key: key)
         let now = disk.options.clock.now
         remote?.generations.begin(key)
         let stored: Double?
         do throws(CacheError) {
-            stored = try storeLocally(data, forKey: key, in: tiers, expiry: expiry, seconds: seconds, locked: locked)
+            stored = try storeLocally(data, forKey: key, in: tiers, expiry: expiry, seconds: seconds, locked: locked, memoryCopy: memoryCopy)
         } catch {
             remote?.generations.end(key)
             throw error
@@ -299,9 +321,10 @@ public final class HybridCache: Sendable {
 
     /// The memory and disk part of ``store(_:forKey:in:expiry:locked:)``; returns the expiration
     /// (seconds since 1970, `nil` for none).
-    private func storeLocally(_ data: Data, forKey key: String, in tiers: CacheTiers, expiry: Expiry, seconds: Double?, locked: Bool)
-        throws(CacheError) -> Double?
-    {
+    private func storeLocally(
+        _ data: Data, forKey key: String, in tiers: CacheTiers, expiry: Expiry, seconds: Double?, locked: Bool,
+        memoryCopy: ((Double?) -> Void)?
+    ) throws(CacheError) -> Double? {
         try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Double? in
             let expiration: Double?
             if tiers.contains(.disk) {
@@ -313,7 +336,12 @@ public final class HybridCache: Sendable {
                 if !tiers.isEmpty { try disk.remove(forKey: key) }
                 expiration = locked ? nil : seconds.map { disk.options.clock.now + $0 }
             }
-            if tiers.contains(.memory) {
+            // Each memory tier (this cache's, each typed view's) holds the current value or nothing.
+            typedMemories.remove(forKey: key)
+            if tiers.contains(.memory), let memoryCopy {
+                memory.remove(forKey: key)
+                memoryCopy(expiration)
+            } else if tiers.contains(.memory) {
                 promote(data, forKey: key, expiration: expiration)
             } else {
                 memory.remove(forKey: key)
@@ -348,7 +376,8 @@ public final class HybridCache: Sendable {
     func removeLocally(forKey key: String) throws(CacheError) -> Bool {
         try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Bool in
             let inMemory = memory.remove(forKey: key)
-            return try disk.remove(forKey: key) || inMemory
+            let inTypedMemory = typedMemories.remove(forKey: key)
+            return try disk.remove(forKey: key) || inMemory || inTypedMemory
         }
     }
 
@@ -373,7 +402,10 @@ public final class HybridCache: Sendable {
     /// Removes every entry from memory and disk (what a received invalidation of everything does).
     func removeAllLocally() throws(CacheError) {
         try keyLocks.withEveryLock { () throws(CacheError) in
-            defer { memory.removeAll() }
+            defer {
+                memory.removeAll()
+                typedMemories.removeAll()
+            }
             try disk.removeAll()
         }
     }
@@ -385,7 +417,10 @@ public final class HybridCache: Sendable {
     @discardableResult
     public func touch(forKey key: String) throws(CacheError) -> Bool {
         let touched = try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Bool in
-            defer { memory.remove(forKey: key) }
+            defer {
+                memory.remove(forKey: key)
+                typedMemories.remove(forKey: key)
+            }
             return try disk.touch(forKey: key)
         }
         // The remote copy slides by the disk's default expiration, as a default entry does.
@@ -440,6 +475,7 @@ public final class HybridCache: Sendable {
                 if try !change([key]).isEmpty {
                     changed.append(key)
                     memory.remove(forKey: key)
+                    typedMemories.remove(forKey: key)
                 }
             }
         }
@@ -449,20 +485,26 @@ public final class HybridCache: Sendable {
     /// Puts `data` in memory with a lifetime ending at `expiration` (disk time), capped by the
     /// memory tier's default. Expects the key's lock held.
     func promote(_ data: Data, forKey key: String, expiration: Double?) {
-        var lifetime = memory.defaultExpiration
+        promote(data, cost: data.count, forKey: key, expiration: expiration, into: memory)
+    }
+
+    /// Puts `value` in `tier` (this cache's memory tier or a typed view's) with a lifetime ending
+    /// at `expiration` (disk time), capped by the tier's default. Expects the key's lock held.
+    func promote<Value>(_ value: Value, cost: Int, forKey key: String, expiration: Double?, into tier: MemoryCache<String, Value>) {
+        var lifetime = tier.defaultExpiration
         if let expiration {
             let remaining = expiration - disk.options.clock.now
             lifetime = min(remaining, lifetime ?? .infinity)
         }
         // Nothing is left of an entry already at its expiry: memory does not take it.
         guard let seconds = lifetime else {
-            try? memory.store(data, forKey: key, cost: data.count)
+            try? tier.store(value, forKey: key, cost: cost)
             return
         }
         if seconds > 0 {
-            try? memory.store(data, forKey: key, cost: data.count, expiry: .seconds(seconds))
+            try? tier.store(value, forKey: key, cost: cost, expiry: .seconds(seconds))
         } else {
-            memory.remove(forKey: key)
+            tier.remove(forKey: key)
         }
     }
 

@@ -131,6 +131,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         return center.monitor?.isActive ?? false
     }
 
+    /// The pressure monitor the cache is registered with, while it responds to pressure.
+    var memoryPressureCenter: MemoryPressureCenter? {
+        pressureRegistration.withLock { $0?.center }
+    }
+
     /// Registers with `center` or leaves it; ``respondsToMemoryPressure``'s setter, with the
     /// center tests replace.
     func respondToMemoryPressure(_ responds: Bool, center: MemoryPressureCenter = .shared) {
