@@ -8,9 +8,16 @@ extension TypedCache {
     /// Returns the value under `key`; see ``value(forKey:from:)``.
     /// - Throws: ``CacheError/Code/cancelled`` when the task is cancelled before the disk is
     ///   read, or what the synchronous call throws.
+    @inlinable
     public func value(forKey key: String, from tiers: CacheTiers = .all) async throws(CacheError) -> Value? {
         if tiers.contains(.memory), let hit = memory.value(forKey: key) { return hit }
-        return try await cache.disk.ioQueue.runBlocking(key: key) { () throws(CacheError) in
+        return try await valueAfterMemoryMiss(forKey: key, from: tiers)
+    }
+
+    /// The disk and remote part of the `async` ``value(forKey:from:)``, on the disk's queue.
+    @usableFromInline
+    func valueAfterMemoryMiss(forKey key: String, from tiers: CacheTiers) async throws(CacheError) -> Value? {
+        try await cache.disk.ioQueue.runBlocking(key: key) { () throws(CacheError) in
             try self.valueAfterMemoryMiss(forKey: key, from: tiers)
         }
     }
