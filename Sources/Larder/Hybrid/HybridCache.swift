@@ -33,6 +33,12 @@ import Synchronization
 /// still the last value stored or read under its key, with an expiry no later than the disk's
 /// was, so it is served until it expires or is evicted; the disk no longer has it.
 ///
+/// **Memory.** With ``init(options:)`` the memory tier is bounded (``HybridCacheOptions/totalCostLimit``,
+/// by default a tenth of the machine's memory, at most 256 MiB) and gives memory back under
+/// memory pressure (``HybridCacheOptions/respondsToMemoryPressure``). It holds payloads, so typed
+/// reads decode on every hit; ``typed(_:coder:countLimit:totalCostLimit:)`` gives a view whose
+/// memory holds decoded values (``TypedCache``).
+///
 /// **Event handlers.** The disk's ``DiskCacheOptions/eventHandler`` may run while the hybrid holds
 /// the lock of the key being stored or read; a handler must not call back into the same hybrid
 /// cache synchronously (hand the work to another queue instead), or two keys' locks can deadlock.
@@ -305,7 +311,8 @@ public final class HybridCache: Sendable {
         remote?.generations.begin(key)
         let stored: Double?
         do throws(CacheError) {
-            stored = try storeLocally(data, forKey: key, in: tiers, expiry: expiry, seconds: seconds, locked: locked, memoryCopy: memoryCopy)
+            stored = try storeLocally(
+                data, forKey: key, in: tiers, expiry: expiry, seconds: seconds, locked: locked, memoryCopy: memoryCopy)
         } catch {
             remote?.generations.end(key)
             throw error

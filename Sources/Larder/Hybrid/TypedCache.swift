@@ -59,11 +59,11 @@ public final class TypedCache<Value: Codable & Sendable>: Sendable {
     /// - Returns: The value, or `nil` when no tier asked holds a live entry.
     /// - Throws: ``CacheError/Code/decodingFailed`` naming the key and type when the bytes do not
     ///   decode, or what `HybridCache.value(forKey:from:)` throws.
-    // Inlinable, like `MemoryCache.value(forKey:)`: compiled here, for any `Value`, the memory
-    // hit went through the unspecialized generic cache (1,040 against 155 ns in `larder-bench
-    // hybrid`'s get-hit-memory-typed); in the caller's module it is specialized for its type.
     @inlinable
     public func value(forKey key: String, from tiers: CacheTiers = .all) throws(CacheError) -> Value? {
+        // Inlinable, like `MemoryCache.value(forKey:)`: compiled here, for any `Value`, the memory
+        // hit went through the unspecialized generic cache (1,040 against 155 ns in `larder-bench
+        // hybrid`'s get-hit-memory-typed); in the caller's module it is specialized for its type.
         if tiers.contains(.memory), let hit = memory.value(forKey: key) { return hit }
         return try valueAfterMemoryMiss(forKey: key, from: tiers)
     }
