@@ -189,7 +189,10 @@ public final class HybridCache: Sendable {
     /// - Returns: The payload, or `nil` when no tier asked holds a live value.
     /// - Throws: ``CacheError`` from the disk tier: ``CacheError/Code/invalidKey``,
     ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
+    @inlinable
     public func value(forKey key: String, from tiers: CacheTiers = .all) throws(CacheError) -> Data? {
+        // Inlinable, so that a memory hit costs the caller no call of its own (issue 18: a hit
+        // through the hybrid within 1.2 x a `MemoryCache` hit).
         if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: true, countingOwnerHit: true) {
             return hit
         }
@@ -198,6 +201,7 @@ public final class HybridCache: Sendable {
 
     /// The disk (read-through preloaded entries included) and remote part of ``value(forKey:from:)``,
     /// once memory has missed.
+    @usableFromInline
     func valueAfterMemoryMiss(forKey key: String, from tiers: CacheTiers) throws(CacheError) -> Data? {
         let remote = tiers.contains(.remote) ? self.remote : nil
         guard tiers.contains(.disk) else {
