@@ -5,7 +5,7 @@ import Testing
 /// The README's example, run as written (with a temporary folder for `cachesURL`), so that the
 /// README stays true.
 @Suite struct ReadmeExampleTests {
-    struct Profile: Codable, Equatable {
+    struct Profile: Codable, Equatable, Sendable {
         var name: String
     }
 
@@ -28,6 +28,9 @@ import Testing
         try cache.store(profile, forKey: "profile")
         let me = try cache.value(Profile.self, forKey: "profile")
         #expect(png == pngData && me == profile)
+        let profiles = cache.typed(Profile.self)
+        let hit = try profiles.value(forKey: "profile")
+        #expect(hit == profile && profiles.memory.contains("profile"))
 
         let memory = MemoryCache<String, Data>(countLimit: 1_000, totalCostLimit: 64 << 20, policy: .recommended)
         try memory.store(data, forKey: "avatar", cost: data.count)

@@ -23,16 +23,14 @@ extension HybridCache {
         var results = [Data?](repeating: nil, count: keys.count)
         var missed: [(index: Int, key: String, generation: UInt64)] = []
         for (index, key) in keys.enumerated() {
-            if tiers.contains(.memory), let hit = memory.value(forKey: key) {
-                counters.memoryHits.add(1, ordering: .relaxed)
+            if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: true, countingOwnerHit: true) {
                 results[index] = hit
                 continue
             }
             var generation = remote.generations.snapshot(key)
             if tiers.contains(.disk) {
                 let local = try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Data? in
-                    if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false) {
-                        counters.memoryHits.add(1, ordering: .relaxed)
+                    if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false, countingOwnerHit: true) {
                         return hit
                     }
                     generation = remote.generations.snapshot(key)

@@ -20,7 +20,8 @@ extension HybridCache {
 
     /// Reads the bytes under `key` like `value(forKey:from:)` and decodes them as a `T`.
     ///
-    /// Memory holds bytes, not values: each call decodes.
+    /// Memory holds bytes, not values: each call decodes. For values read often, a typed view
+    /// (`typed(_:coder:countLimit:totalCostLimit:)`) keeps them decoded in memory.
     /// - Parameters:
     ///   - type: The type to decode.
     ///   - key: The key.

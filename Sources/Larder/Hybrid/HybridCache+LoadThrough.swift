@@ -67,8 +67,7 @@ extension HybridCache {
         // (0.87-0.94 x, BENCHMARKS.md).
         _ = try expiry.validatedSeconds(key: key)
         if let staleWindows, let problem = staleWindows.problem { throw CacheError(.invalidArgument, problem, key: key) }
-        if let hit = memory.value(forKey: key) {
-            counters.memoryHits.add(1, ordering: .relaxed)
+        if let hit = memory.value(forKey: key, countingMiss: true, countingOwnerHit: true) {
             return hit
         }
         return try await loadAfterMemoryMiss(key: key, expiry: expiry, windows: staleWindows ?? self.staleWindows, loader: loader)
@@ -241,8 +240,7 @@ extension HybridCache {
     /// Runs under the key's lock; a stale record counts as a miss.
     private func lookUp(_ key: String, staleWithin window: Double) throws(CacheError) -> LoadLookup {
         try keyLocks.withLock(forKey: key) { () throws(CacheError) -> LoadLookup in
-            if let hit = memory.value(forKey: key, countingMiss: false) {
-                counters.memoryHits.add(1, ordering: .relaxed)
+            if let hit = memory.value(forKey: key, countingMiss: false, countingOwnerHit: true) {
                 return .fresh(hit)
             }
             if let record = try disk.staleRecord(forKey: key, within: window), let expiration = record.expirationTime {

@@ -46,12 +46,17 @@ extension HybridCache {
             onDisk.insert(key)
             let wasLive = try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Bool in
                 let inMemory = memory.remove(forKey: key)
+                typedMemories.remove(forKey: key)
                 return try disk.removeRecord(named: match.name, key: key) || inMemory
             }
             if wasLive { removed.append(key) }
         }
         for key in memory.keys() where key.hasPrefix(prefix) && !onDisk.contains(key) {
             if keyLocks.withLock(forKey: key, { memory.remove(forKey: key) }) { removed.append(key) }
+        }
+        // Typed copies of keys the disk no longer holds (their disk records went first).
+        for key in typedMemories.keys(withPrefix: prefix) where !onDisk.contains(key) {
+            _ = keyLocks.withLock(forKey: key) { typedMemories.remove(forKey: key) }
         }
         return removed
     }

@@ -79,6 +79,7 @@ extension HybridCache {
             // forgets everything; disk copies of remote values end within the local cap.
             remote.generations.bump(nil)
             memory.removeAll()
+            typedMemories.removeAll()
             remote.report(.subscriptionRestored)
         case .lost(let reason):
             remote.counters.failures.add(1, ordering: .relaxed)
@@ -91,15 +92,22 @@ extension HybridCache {
         switch scope {
         case .key(let key):
             remote?.generations.bump(key)
-            if (try? removeLocally(forKey: key)) == nil { memory.remove(forKey: key) }
+            if (try? removeLocally(forKey: key)) == nil {
+                memory.remove(forKey: key)
+                typedMemories.remove(forKey: key)
+            }
         case .prefix(let prefix):
             remote?.generations.bump(nil)
             if (try? removeLocally(withPrefix: prefix)) == nil {
                 for key in memory.keys() where key.hasPrefix(prefix) { memory.remove(forKey: key) }
+                for key in typedMemories.keys(withPrefix: prefix) { typedMemories.remove(forKey: key) }
             }
         case .all:
             remote?.generations.bump(nil)
-            if (try? removeAllLocally()) == nil { memory.removeAll() }
+            if (try? removeAllLocally()) == nil {
+                memory.removeAll()
+                typedMemories.removeAll()
+            }
         }
     }
 

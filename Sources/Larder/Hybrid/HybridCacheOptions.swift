@@ -7,8 +7,14 @@ import Foundation
 public struct HybridCacheOptions: Sendable {
     /// The most entries the memory tier holds; 0 means no limit (0).
     public var countLimit: Int = 0
-    /// The most bytes of payload the memory tier holds; 0 means no limit (0).
-    public var totalCostLimit: Int = 0
+    /// The most bytes of payload the memory tier holds; 0 means no limit
+    /// (``defaultMemoryCostLimit``: a tenth of the machine's memory, at most 256 MiB).
+    public var totalCostLimit: Int = HybridCacheOptions.defaultMemoryCostLimit
+    /// Whether the memory tier gives memory back when the system runs short (`true`): half of
+    /// it on a warning, all of it on a critical event (``MemoryCache/handleMemoryPressure(_:)``),
+    /// through the process's one ``MemoryPressureMonitor``. Settable later on
+    /// ``HybridCache/memory`` (``MemoryCache/respondsToMemoryPressure``).
+    public var respondsToMemoryPressure = true
     /// The longest an entry stays in memory, in seconds, whatever its disk expiry (the memory
     /// tier's ``MemoryCache/defaultExpiration``); `nil` means only the disk's expiry applies
     /// (`nil`). Finite and above 0 when given.
@@ -32,6 +38,29 @@ public struct HybridCacheOptions: Sendable {
     /// A shared remote tier behind memory and disk, with invalidations across the instances that
     /// share it (`nil`). See ``RemoteTierOptions`` and <doc:ScalingOut>.
     public var remote: RemoteTierOptions?
+    /// The pressure monitor the memory tiers register with; tests give their own.
+    var pressureCenter = MemoryPressureCenter.shared
+
+    /// The memory tier's default cost limit on this machine: ``defaultMemoryCostLimit(physicalMemory:)``
+    /// of `ProcessInfo.processInfo.physicalMemory`, computed once.
+    public static let defaultMemoryCostLimit = defaultMemoryCostLimit(physicalMemory: ProcessInfo.processInfo.physicalMemory)
+
+    /// The memory tier's default cost limit on a machine with `physicalMemory` bytes: a tenth of
+    /// it, at most 256 MiB (the cap alone when the size is unknown, 0).
+    ///
+    /// Nuke's image cache takes a fifth of the device's memory (a tenth up to 512 MB), at most
+    /// 512 MB, for decoded images, where a miss means decoding or downloading again. The hybrid's
+    /// memory tier holds payloads that its disk tier keeps too, so a miss costs one disk read
+    /// (about 10 µs for 4 KiB, BENCHMARKS.md), and an app may open several caches, each with its
+    /// own limit, inside one memory budget (on iOS, the system ends an app that holds too much):
+    /// half of Nuke's share and cap is plenty. Memory pressure trims below it.
+    /// - Parameter physicalMemory: The machine's memory, in bytes.
+    /// - Returns: The limit, in bytes of payload.
+    public static func defaultMemoryCostLimit(physicalMemory: UInt64) -> Int {
+        let cap = 256 << 20
+        guard physicalMemory > 0 else { return cap }
+        return Int(min(physicalMemory / 10, UInt64(cap)))
+    }
 
     /// Creates options around the disk tier's options; every other setting at its default.
     /// - Parameter disk: The disk tier's options.

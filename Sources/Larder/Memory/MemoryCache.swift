@@ -37,6 +37,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         @usableFromInline var countLimit: Int
         @usableFromInline var totalCostLimit: Int
         @usableFromInline var counters = StatisticsCounters()
+        /// Hits counted for the cache that owns this tier (``HybridCache/statistics``'s memory
+        /// hits), under the lock already held, instead of on an atomic of its own.
+        @usableFromInline var ownerHits = 0
         /// Invariant checks so far (debug builds), to space out the full walks.
         @usableFromInline var _checksDone = 0
 
@@ -60,8 +63,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     // of about 65 (see BENCHMARKS.md). Everything they touch is therefore `@usableFromInline`.
     @usableFromInline let state: LarderMutex<State>
     @usableFromInline let clock: any CacheClock
+    /// Whether `clock` is the ``SystemClock``, whose expiry check can skip the precise time.
+    @usableFromInline let usesSystemClock: Bool
     @usableFromInline let evictionHandler: EvictionHandler?
-    private let pressureMonitor = LarderMutex<MemoryPressureMonitor?>(nil)
+    /// The shared pressure monitor's registration of this cache, while it responds to pressure.
+    private let pressureRegistration = LarderMutex<(center: MemoryPressureCenter, registration: MemoryPressureCenter.Registration)?>(nil)
 
     /// The lifetime, in seconds, of values stored with ``Expiry/default``; `nil` means they
     /// never expire.
@@ -78,8 +84,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///     default) means forever. Finite and above 0 when given; larger than
     ///     ``Expiry/maximumSeconds`` is clamped to it.
     ///   - clock: The time source for expiry; the wall clock by default.
-    ///   - respondsToMemoryPressure: Whether to subscribe to the system's memory pressure events
-    ///     through a ``MemoryPressureMonitor`` (false by default); see ``handleMemoryPressure(_:)``.
+    ///   - respondsToMemoryPressure: The initial ``respondsToMemoryPressure`` (false by default).
     ///   - policy: How to choose what to evict: ``EvictionPolicy/lru`` (the default) or
     ///     ``EvictionPolicy/tinyLFU`` (``EvictionPolicy/recommended``).
     ///   - evictionHandler: Called, outside the cache's lock, with each value the cache drops on its
@@ -99,18 +104,51 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         self.policy = policy
         self.defaultExpiration = defaultExpiration.map { min($0, Expiry.maximumSeconds) }
         self.clock = clock
+        usesSystemClock = clock is SystemClock
         self.evictionHandler = evictionHandler
-        if respondsToMemoryPressure {
-            // Weak, so that the monitor's thread does not keep the cache alive; the monitor stops
-            // when the cache (its only owner) is freed.
-            let monitor = MemoryPressureMonitor { [weak self] level in self?.handleMemoryPressure(level) }
-            pressureMonitor.withLock { $0 = monitor }
-        }
+        if respondsToMemoryPressure { respondToMemoryPressure(true) }
     }
 
-    /// Whether the cache is subscribed to memory pressure events and the platform delivers them.
+    deinit {
+        respondToMemoryPressure(false)
+    }
+
+    /// Whether the system's memory pressure events trim the cache (see ``handleMemoryPressure(_:)``);
+    /// `false` unless set, or given to the initializer.
+    ///
+    /// Every cache that responds shares the process's one ``MemoryPressureMonitor``, which starts
+    /// with the first and stops with the last; a cache leaves it when this is set to `false` or
+    /// when the cache is freed (the monitor holds it weakly).
+    public var respondsToMemoryPressure: Bool {
+        get { pressureRegistration.withLock { $0 != nil } }
+        set { respondToMemoryPressure(newValue) }
+    }
+
+    /// Whether the cache responds to memory pressure and the platform delivers pressure events
+    /// (on Linux, where the kernel accepts pressure-stall triggers).
     public var isMonitoringMemoryPressure: Bool {
-        pressureMonitor.withLock { $0?.isActive ?? false }
+        guard let center = pressureRegistration.withLock({ $0?.center }) else { return false }
+        return center.monitor?.isActive ?? false
+    }
+
+    /// The pressure monitor the cache is registered with, while it responds to pressure.
+    var memoryPressureCenter: MemoryPressureCenter? {
+        pressureRegistration.withLock { $0?.center }
+    }
+
+    /// Registers with `center` or leaves it; ``respondsToMemoryPressure``'s setter, with the
+    /// center tests replace.
+    func respondToMemoryPressure(_ responds: Bool, center: MemoryPressureCenter = .shared) {
+        // Under this cache's own lock, so that concurrent toggles leave one registration at most.
+        // The center never calls back into it: events reach `handleMemoryPressure(_:)` only.
+        pressureRegistration.withLock { current in
+            if let (previous, registration) = current {
+                guard !responds || previous !== center else { return }
+                previous.unregister(registration)
+                current = nil
+            }
+            if responds { current = (center, center.register(self)) }
+        }
     }
 
     // MARK: Reading and writing
@@ -127,18 +165,17 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         value(forKey: key, countingMiss: true)
     }
 
-    /// ``value(forKey:)``, optionally without counting an absent key as a miss: for a caller that
-    /// looks again after a miss it has already counted (the hybrid cache, under its key lock).
+    /// ``value(forKey:)``, optionally without counting an absent key as a miss (for a caller that
+    /// looks again after a miss it has already counted: the hybrid cache, under its key lock),
+    /// and counting a hit in ``ownerHits`` too.
     @inlinable
-    func value(forKey key: Key, countingMiss: Bool) -> Value? {
+    func value(forKey key: Key, countingMiss: Bool, countingOwnerHit: Bool = false) -> Value? {
         let (value, expired) = state.withLock { state -> (Value?, Value?) in
             guard let slot = state.storage.slot(forKey: key) else {
                 if countingMiss { state.counters.misses += 1 }
                 return (nil, nil)
             }
-            // Only entries with a deadline pay for reading the clock.
-            let deadline = state.storage.deadline(at: slot)
-            if deadline != .infinity && clock.now >= deadline {
+            if hasPassed(state.storage.deadline(at: slot)) {
                 let removed = state.storage.remove(slot)
                 state.counters.expirations += 1
                 state.counters.misses += 1
@@ -147,6 +184,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             }
             state.storage.touch(slot)
             state.counters.hits += 1
+            if countingOwnerHit { state.ownerHits += 1 }
             return (state.storage.value(at: slot), nil)
         }
         if let expired, let evictionHandler {
@@ -226,8 +264,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public func contains(_ key: Key) -> Bool {
         state.withLock { state in
             guard let slot = state.storage.slot(forKey: key) else { return false }
-            let deadline = state.storage.deadline(at: slot)
-            return deadline == .infinity || clock.now < deadline
+            return !hasPassed(state.storage.deadline(at: slot))
         }
     }
 
@@ -326,12 +363,17 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         state.withLock { $0.counters.statistics }
     }
 
+    /// The hits counted with `countingOwnerHit` (the hybrid's memory hits).
+    var ownerHits: Int {
+        state.withLock { $0.ownerHits }
+    }
+
     /// Frees memory in response to memory pressure.
     ///
     /// `.warning` evicts entries, as the ``policy`` chooses, until both the count and the total
     /// cost are at most half (rounded down) of what they were; `.critical` evicts everything. Evicted
-    /// values go to the eviction handler with ``EvictionReason/memoryPressure``. A cache created
-    /// with `respondsToMemoryPressure: true` calls this by itself; tests can call it directly.
+    /// values go to the eviction handler with ``EvictionReason/memoryPressure``. A cache that
+    /// ``respondsToMemoryPressure`` calls this by itself; tests can call it directly.
     /// - Parameter level: How severe the pressure is.
     /// - Complexity: O(1) per entry evicted.
     public func handleMemoryPressure(_ level: MemoryPressureLevel) {
@@ -349,6 +391,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     // MARK: Helpers
+
+    /// Whether the clock has reached `deadline`; only entries with a deadline read the clock.
+    @inlinable
+    func hasPassed(_ deadline: Double) -> Bool {
+        guard deadline != .infinity else { return false }
+        return usesSystemClock ? SystemClock.hasReached(deadline) : clock.now >= deadline
+    }
 
     /// Evicts entries while `isOver` says the storage is over its target.
     private func trim(reason: EvictionReason, while isOver: (EntryStorage<Key, Value>) -> Bool) {
@@ -432,3 +481,5 @@ extension MemoryCache.State {
         }
     }
 }
+
+extension MemoryCache: MemoryPressureResponder {}

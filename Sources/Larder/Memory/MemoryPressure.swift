@@ -1,3 +1,6 @@
+// Darwin-only branch: the `#if canImport(Darwin)` parts of `MemoryPressureMonitor` (Dispatch's
+// memory pressure source) are written for Apple platforms and not compiled by `.ci/run`, which
+// runs on Linux only; keep them this small. Linux's side is `Support/PressureStallWatcher.swift`.
 import Dispatch
 import Synchronization
 
@@ -21,6 +24,11 @@ public enum MemoryPressureLevel: Hashable, Sendable {
 /// is silently inactive (``isActive`` is `false`) and never calls the handler.
 ///
 /// The monitor stops when ``stop()`` is called or when it is freed.
+///
+/// Caches do not each make one: every ``MemoryCache`` with ``MemoryCache/respondsToMemoryPressure``
+/// set (and so every ``HybridCache`` by default) shares the process's single monitor, which
+/// starts with the first such cache and stops with the last. Make your own only to react to
+/// pressure yourself.
 public final class MemoryPressureMonitor: Sendable {
     #if canImport(Darwin)
     private let source: LarderMutex<(any DispatchSourceMemoryPressure)?>

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import Foundation
 import Synchronization
 
@@ -16,6 +21,27 @@ public struct SystemClock: CacheClock {
 
     /// The current wall-clock time, in seconds since the Unix epoch.
     public var now: Double { Date().timeIntervalSince1970 }
+
+    /// Whether the wall clock has reached `deadline` (seconds since the Unix epoch): the same
+    /// answer as `now >= deadline`, cheaper when the deadline is more than two seconds away.
+    ///
+    /// A memory hit on an entry with a lifetime (every entry a ``HybridCache`` promotes: the disk
+    /// gives each one) asks this. Reading the precise time costs about half of such a hit
+    /// (`larder-bench hybrid`, issue 18); on Linux the kernel's coarse clock
+    /// (`CLOCK_REALTIME_COARSE`, the same clock updated once per tick, read from the vDSO without
+    /// reading the time stamp counter) answers first. It lags the precise clock by at most one
+    /// tick (1 to 10 ms), so a deadline more than two seconds past its whole second has surely not been reached;
+    /// closer deadlines, and other platforms, read the precise time.
+    @usableFromInline
+    static func hasReached(_ deadline: Double) -> Bool {
+        #if os(Linux)
+        var coarse = timespec()
+        if clock_gettime(CLOCK_REALTIME_COARSE, &coarse) == 0, Double(coarse.tv_sec) + 2 < deadline {
+            return false
+        }
+        #endif
+        return Date().timeIntervalSince1970 >= deadline
+    }
 }
 
 /// A clock that only moves when told to: for tests and simulations.

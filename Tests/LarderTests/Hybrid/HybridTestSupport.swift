@@ -4,7 +4,7 @@ import Synchronization
 @testable import Larder
 
 /// Options for a test hybrid cache in `directory`: the disk's test options (manual clock,
-/// default expiration 600 s) and no memory limits.
+/// default expiration 600 s), no memory count limit and the default memory cost limit.
 func hybridOptions(_ directory: URL, clock: ManualClock = ManualClock(now: 1_700_000_000), encoding: KeyEncoding = .sha256)
     -> HybridCacheOptions
 {
