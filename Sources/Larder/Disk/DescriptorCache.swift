@@ -1,0 +1,202 @@
+/// Descriptors of recently read record files, kept open so that a hit on a hot record costs one
+/// `fstat` and one `pread` instead of an open, a read and a close (``DiskCacheOptions/maximumOpenFiles``).
+///
+/// Keyed by record file name and owned by one writable ``DiskCache``, which owns its folder. What
+/// keeps a kept descriptor right:
+/// - The cache retires a name's descriptor under that name's key lock whenever it replaces or
+///   removes the file (a store, an import, a removal, a collection, a corrupt or expired record),
+///   so that no read, which holds the same lock, sees the file a change replaced. Header rewrites
+///   in place (lock counts, access times) change the same inode, which a kept descriptor reads.
+/// - A read checks the kept descriptor's link count and length first (`fstat`): a file removed or
+///   renamed over behind the cache's back (the system purging a caches folder) is not read.
+/// - A descriptor in use is lent, not handed over: retiring or evicting it while a read uses it
+///   closes it when that read gives it back, never under it. Reads use `pread`, so readers of one
+///   descriptor share no file offset.
+///
+/// The bound is soft under descriptor exhaustion: ``relieve()`` closes every idle descriptor and
+/// halves the bound when an open fails with `EMFILE` or `ENFILE` (``FileIO`` calls it, then
+/// retries the open once), and the bound grows back by one every ``regrowthInterval`` kept
+/// descriptors.
+package final class DescriptorCache: Sendable {
+    /// A kept descriptor.
+    private struct Entry {
+        var fd: Int32
+        /// Reads using it now.
+        var users: Int
+        /// The value of ``State/tick`` at its last use: the smaller, the less recently used.
+        var lastUse: UInt64
+        /// Its name's place in ``State/names``.
+        var place: Int
+    }
+
+    private struct State {
+        /// The kept descriptors, by record file name.
+        var entries: [String: Entry] = [:]
+        /// The names in `entries`, in no order, for sampling victims in O(1).
+        var names: [String] = []
+        /// Descriptors retired or evicted while in use, with their users: closed by the last.
+        var draining: [Int32: Int] = [:]
+        var tick: UInt64 = 0
+        /// The bound now: ``limit``, or less after descriptor exhaustion.
+        var bound: Int
+        /// Kept descriptors since the bound last grew or shrank.
+        var keptSinceChange = 0
+        /// Set by ``retireAll(closing:)`` when the cache closes: nothing is kept from then on.
+        var isClosed = false
+        /// xorshift64 state for picking eviction candidates.
+        var random: UInt64 = 0x9E37_79B9_7F4A_7C15
+    }
+
+    /// The most descriptors kept (``DiskCacheOptions/maximumOpenFiles``).
+    package let limit: Int
+    private let closeCall: @Sendable (Int32) -> Int32
+    private let state: LarderMutex<State>
+
+    /// Candidates sampled per eviction; the least recently used of them goes (Redis's
+    /// approximated LRU: O(1) per eviction, close to exact LRU at 8 samples).
+    static let evictionSamples = 8
+    /// Kept descriptors between two steps of regrowth after exhaustion shrank the bound.
+    static let regrowthInterval = 16
+
+    /// A cache keeping up to `limit` descriptors, closed with `calls.close`.
+    package init(limit: Int, calls: SystemCalls) {
+        self.limit = max(0, limit)
+        closeCall = calls.close
+        state = LarderMutex(State(bound: max(0, limit)))
+    }
+
+    deinit {
+        // No read is under way (each holds the cache): every descriptor left goes.
+        let fds = state.withLock { s in Array(s.entries.values.map(\.fd)) + Array(s.draining.keys) }
+        for fd in fds { _ = closeCall(fd) }
+    }
+
+    /// The descriptor kept for `name`, lent to the caller until ``giveBack(_:for:)``; `nil` when none is kept.
+    package func lend(_ name: String) -> Int32? {
+        state.withLock { s in
+            guard let i = s.entries.index(forKey: name) else { return nil }
+            s.tick &+= 1
+            s.entries.values[i].users += 1
+            s.entries.values[i].lastUse = s.tick
+            return s.entries.values[i].fd
+        }
+    }
+
+    /// Gives back a descriptor ``lend(_:)`` lent; closes it when it was retired or evicted meanwhile
+    /// and this was its last user.
+    package func giveBack(_ fd: Int32, for name: String) {
+        let closes = state.withLock { s -> Bool in
+            if let i = s.entries.index(forKey: name), s.entries.values[i].fd == fd {
+                s.entries.values[i].users -= 1
+                return false
+            }
+            // Not kept any more: a descriptor is open, so its number is in `draining` alone.
+            guard let users = s.draining[fd] else { return false }
+            if users > 1 {
+                s.draining[fd] = users - 1
+                return false
+            }
+            s.draining[fd] = nil
+            return true
+        }
+        if closes { _ = closeCall(fd) }
+    }
+
+    /// Keeps `fd`, just opened and read as record file `name`, for later reads; evicts a less
+    /// recently used descriptor when the bound is reached. Expects the key lock of `name` held, so
+    /// that no change to the file ran since `fd` was opened.
+    /// - Returns: Whether the cache took `fd` (and will close it); when `false` the caller closes
+    ///   it: the bound is 0, the cache is closed, or `name` already has one.
+    package func keep(_ fd: Int32, as name: String) -> Bool {
+        var evicted: Int32?
+        let kept = state.withLock { s -> Bool in
+            guard !s.isClosed, s.entries[name] == nil else { return false }
+            if s.bound < limit {
+                s.keptSinceChange += 1
+                if s.keptSinceChange >= Self.regrowthInterval {
+                    s.keptSinceChange = 0
+                    s.bound += 1
+                }
+            }
+            guard s.bound > 0 else { return false }
+            if s.entries.count >= s.bound { evicted = Self.evictOne(&s) }
+            s.tick &+= 1
+            s.entries[name] = Entry(fd: fd, users: 0, lastUse: s.tick, place: s.names.count)
+            s.names.append(name)
+            return true
+        }
+        if let evicted { _ = closeCall(evicted) }
+        return kept
+    }
+
+    /// Stops keeping the descriptor of `name`, closing it now or, when a read uses it, when that
+    /// read gives it back. Does nothing when none is kept.
+    package func retire(_ name: String) {
+        let closing = state.withLock { s in Self.remove(name, from: &s) }
+        if let closing { _ = closeCall(closing) }
+    }
+
+    /// Retires every descriptor (the folder was replaced); with `closing`, keeps none from then on.
+    package func retireAll(closing: Bool = false) {
+        let fds = state.withLock { s -> [Int32] in
+            if closing { s.isClosed = true }
+            var idle: [Int32] = []
+            for name in s.names { if let fd = Self.remove(name, from: &s) { idle.append(fd) } }
+            return idle
+        }
+        for fd in fds { _ = closeCall(fd) }
+    }
+
+    /// Closes every idle descriptor and halves the bound, after an open failed with `EMFILE` or
+    /// `ENFILE`. Descriptors in use stay until given back.
+    /// - Returns: Whether a descriptor was closed or will be (so that retrying the open may succeed).
+    package func relieve() -> Bool {
+        let fds = state.withLock { s -> [Int32] in
+            s.bound = s.entries.count / 2
+            s.keptSinceChange = 0
+            var idle: [Int32] = []
+            for name in s.names where s.entries[name]?.users == 0 {
+                if let fd = Self.remove(name, from: &s) { idle.append(fd) }
+            }
+            return idle
+        }
+        for fd in fds { _ = closeCall(fd) }
+        return !fds.isEmpty
+    }
+
+    /// How many descriptors are kept, and how many retired ones wait for their last user (tests).
+    package var counts: (kept: Int, draining: Int, bound: Int) {
+        state.withLock { s in (s.entries.count, s.draining.count, s.bound) }
+    }
+
+    /// Removes `name`'s entry; returns its descriptor when nobody uses it (to close), else moves
+    /// it to `draining`.
+    private static func remove(_ name: String, from s: inout State) -> Int32? {
+        guard let entry = s.entries.removeValue(forKey: name) else { return nil }
+        let last = s.names.removeLast()
+        if entry.place < s.names.count {
+            s.names[entry.place] = last
+            s.entries[last]!.place = entry.place
+        }
+        guard entry.users > 0 else { return entry.fd }
+        s.draining[entry.fd] = entry.users
+        return nil
+    }
+
+    /// Evicts the least recently used of a few sampled entries; returns its descriptor when idle.
+    private static func evictOne(_ s: inout State) -> Int32? {
+        var victim: String?
+        var oldest = UInt64.max
+        for _ in 0 ..< min(evictionSamples, s.names.count) {
+            s.random ^= s.random << 13
+            s.random ^= s.random >> 7
+            s.random ^= s.random << 17
+            let name = s.names[Int(s.random % UInt64(s.names.count))]
+            if let use = s.entries[name]?.lastUse, use < oldest {
+                oldest = use
+                victim = name
+            }
+        }
+        return victim.flatMap { remove($0, from: &s) }
+    }
+}
