@@ -164,6 +164,11 @@ package final class DescriptorCache: Sendable {
         return !fds.isEmpty
     }
 
+    /// Whether a descriptor is kept for `name` (tests).
+    package func isKeeping(_ name: String) -> Bool {
+        state.withLock { $0.entries[name] != nil }
+    }
+
     /// How many descriptors are kept, and how many retired ones wait for their last user (tests).
     package var counts: (kept: Int, draining: Int, bound: Int) {
         state.withLock { s in (s.entries.count, s.draining.count, s.bound) }
