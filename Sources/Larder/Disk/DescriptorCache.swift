@@ -23,17 +23,22 @@ package final class DescriptorCache: Sendable {
         var fd: Int32
         /// Reads using it now.
         var users: Int
+        /// Its place in ``State/slots``.
+        var place: Int
+    }
+
+    /// A kept descriptor's name and last use, in an array that eviction samples without hashing.
+    private struct Slot {
+        var name: String
         /// The value of ``State/tick`` at its last use: the smaller, the less recently used.
         var lastUse: UInt64
-        /// Its name's place in ``State/names``.
-        var place: Int
     }
 
     private struct State {
         /// The kept descriptors, by record file name.
         var entries: [String: Entry] = [:]
-        /// The names in `entries`, in no order, for sampling victims in O(1).
-        var names: [String] = []
+        /// The kept names with their last uses, in no order, for sampling victims in O(1).
+        var slots: [Slot] = []
         /// Descriptors retired or evicted while in use, with their users: closed by the last.
         var draining: [Int32: Int] = [:]
         var tick: UInt64 = 0
@@ -45,6 +50,8 @@ package final class DescriptorCache: Sendable {
         var isClosed = false
         /// xorshift64 state for picking eviction candidates.
         var random: UInt64 = 0x9E37_79B9_7F4A_7C15
+        /// The doorkeeper: tags of names offered lately, in buckets of 4 (0: none).
+        var seen: [UInt64]
     }
 
     /// The most descriptors kept (``DiskCacheOptions/maximumOpenFiles``).
@@ -62,7 +69,9 @@ package final class DescriptorCache: Sendable {
     package init(limit: Int, calls: SystemCalls) {
         self.limit = max(0, limit)
         closeCall = calls.close
-        state = LarderMutex(State(bound: max(0, limit)))
+        var slots = 64
+        while slots < 4 * limit { slots <<= 1 }
+        state = LarderMutex(State(bound: max(0, limit), seen: [UInt64](repeating: 0, count: slots)))
     }
 
     deinit {
@@ -77,7 +86,7 @@ package final class DescriptorCache: Sendable {
             guard let i = s.entries.index(forKey: name) else { return nil }
             s.tick &+= 1
             s.entries.values[i].users += 1
-            s.entries.values[i].lastUse = s.tick
+            s.slots[s.entries.values[i].place].lastUse = s.tick
             return s.entries.values[i].fd
         }
     }
@@ -102,14 +111,22 @@ package final class DescriptorCache: Sendable {
         if closes { _ = closeCall(fd) }
     }
 
-    /// Keeps `fd`, just opened and read as record file `name`, for later reads; evicts a less
-    /// recently used descriptor when the bound is reached. Expects the key lock of `name` held, so
-    /// that no change to the file ran since `fd` was opened.
+    /// Keeps `fd`, just opened and read as record file `name`, for later reads, when `name` was
+    /// offered lately too; evicts a less recently used descriptor when the bound is reached.
+    /// Expects the key lock of `name` held, so that no change to the file ran since `fd` was opened.
+    ///
+    /// A doorkeeper admits a name on its second offer within about the last 4 × ``limit`` offers
+    /// (a table of name hashes, as TinyLFU's doorkeeper): records read once, and
+    /// loops over more records than the bound, which no bound of recency would serve, cost a
+    /// table lookup instead of an insertion, an eviction and a close each.
     /// - Returns: Whether the cache took `fd` (and will close it); when `false` the caller closes
-    ///   it: the bound is 0, the cache is closed, or `name` already has one.
+    ///   it: `name` is new to the doorkeeper, the bound is 0, the cache is closed, or `name`
+    ///   already has one.
     package func keep(_ fd: Int32, as name: String) -> Bool {
+        let tag = Self.tag(name)
         var evicted: Int32?
         let kept = state.withLock { s -> Bool in
+            guard Self.admits(tag, &s.seen) else { return false }
             guard !s.isClosed, s.entries[name] == nil else { return false }
             if s.bound < limit {
                 s.keptSinceChange += 1
@@ -121,8 +138,8 @@ package final class DescriptorCache: Sendable {
             guard s.bound > 0 else { return false }
             if s.entries.count >= s.bound { evicted = Self.evictOne(&s) }
             s.tick &+= 1
-            s.entries[name] = Entry(fd: fd, users: 0, lastUse: s.tick, place: s.names.count)
-            s.names.append(name)
+            s.entries[name] = Entry(fd: fd, users: 0, place: s.slots.count)
+            s.slots.append(Slot(name: name, lastUse: s.tick))
             return true
         }
         if let evicted { _ = closeCall(evicted) }
@@ -141,7 +158,7 @@ package final class DescriptorCache: Sendable {
         let fds = state.withLock { s -> [Int32] in
             if closing { s.isClosed = true }
             var idle: [Int32] = []
-            for name in s.names { if let fd = Self.remove(name, from: &s) { idle.append(fd) } }
+            for slot in s.slots { if let fd = Self.remove(slot.name, from: &s) { idle.append(fd) } }
             return idle
         }
         for fd in fds { _ = closeCall(fd) }
@@ -155,8 +172,8 @@ package final class DescriptorCache: Sendable {
             s.bound = s.entries.count / 2
             s.keptSinceChange = 0
             var idle: [Int32] = []
-            for name in s.names where s.entries[name]?.users == 0 {
-                if let fd = Self.remove(name, from: &s) { idle.append(fd) }
+            for slot in s.slots where s.entries[slot.name]?.users == 0 {
+                if let fd = Self.remove(slot.name, from: &s) { idle.append(fd) }
             }
             return idle
         }
@@ -178,30 +195,56 @@ package final class DescriptorCache: Sendable {
     /// it to `draining`.
     private static func remove(_ name: String, from s: inout State) -> Int32? {
         guard let entry = s.entries.removeValue(forKey: name) else { return nil }
-        let last = s.names.removeLast()
-        if entry.place < s.names.count {
-            s.names[entry.place] = last
-            s.entries[last]!.place = entry.place
+        let last = s.slots.removeLast()
+        if entry.place < s.slots.count {
+            s.slots[entry.place] = last
+            s.entries[last.name]!.place = entry.place
         }
         guard entry.users > 0 else { return entry.fd }
         s.draining[entry.fd] = entry.users
         return nil
     }
 
+    /// A name's doorkeeper tag: its 64-bit FNV-1a hash (deterministic, unlike `hashValue`, so that
+    /// which names share a bucket does not change from run to run), never 0.
+    private static func tag(_ name: String) -> UInt64 {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        return hash == 0 ? 1 : hash
+    }
+
+    /// Whether the doorkeeper saw `tag` lately; records it when not. The table is split into
+    /// buckets of 4 tags (picked by the tag's high bits), each replaced in turn (by its low bits
+    /// and the slot's contents), so that two names meeting in one bucket do not shut each other out.
+    private static func admits(_ tag: UInt64, _ seen: inout [UInt64]) -> Bool {
+        let buckets = seen.count / 4
+        let base = Int((tag >> 32) % UInt64(buckets)) * 4
+        for way in 0 ..< 4 where seen[base + way] == tag { return true }
+        // Replace the first empty way, else one chosen by the tag.
+        var victim = Int(tag & 3)
+        for way in 0 ..< 4 where seen[base + way] == 0 {
+            victim = way
+            break
+        }
+        seen[base + victim] = tag
+        return false
+    }
+
     /// Evicts the least recently used of a few sampled entries; returns its descriptor when idle.
     private static func evictOne(_ s: inout State) -> Int32? {
-        var victim: String?
+        guard !s.slots.isEmpty else { return nil }
+        var victim = 0
         var oldest = UInt64.max
-        for _ in 0 ..< min(evictionSamples, s.names.count) {
+        for _ in 0 ..< evictionSamples {
             s.random ^= s.random << 13
             s.random ^= s.random >> 7
             s.random ^= s.random << 17
-            let name = s.names[Int(s.random % UInt64(s.names.count))]
-            if let use = s.entries[name]?.lastUse, use < oldest {
-                oldest = use
-                victim = name
+            let place = Int(s.random % UInt64(s.slots.count))
+            if s.slots[place].lastUse < oldest {
+                oldest = s.slots[place].lastUse
+                victim = place
             }
         }
-        return victim.flatMap { remove($0, from: &s) }
+        return remove(s.slots[victim].name, from: &s)
     }
 }

@@ -108,6 +108,7 @@ struct DescriptorCacheTests {
         let path = cache.layout.path(for: try cache.options.keyEncoding.fileName(for: "a"))
         try cache.store(Self.payload("a", 0), forKey: "a")
         #expect(try cache.value(forKey: "a") == Self.payload("a", 0))
+        #expect(try cache.value(forKey: "a") == Self.payload("a", 0))
         #expect(try #require(cache.records.descriptors).counts.kept == 1)
 
         // Renamed over by a record of the same length (another cache's file for the same key).
@@ -120,6 +121,7 @@ struct DescriptorCacheTests {
 
         // Garbage written in place over the kept file: corrupt, removed, descriptor retired.
         #expect(try cache.value(forKey: "a") == Self.payload("a", 1))
+        #expect(try #require(cache.records.descriptors).counts.kept == 1)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         try handle.seek(toOffset: UInt64(RecordHeader.size + 8))
         try handle.write(contentsOf: Data(repeating: 0xEE, count: 16))
@@ -131,6 +133,8 @@ struct DescriptorCacheTests {
         // Removed behind its back: a miss, as without kept descriptors.
         try cache.store(Self.payload("a", 2), forKey: "a")
         #expect(try cache.value(forKey: "a") == Self.payload("a", 2))
+        #expect(try cache.value(forKey: "a") == Self.payload("a", 2))
+        #expect(try #require(cache.records.descriptors).counts.kept == 1)
         #expect(unlink(path) == 0)
         #expect(try cache.value(forKey: "a") == nil)
         #expect(try #require(cache.records.descriptors).counts == (0, 0, 8))
