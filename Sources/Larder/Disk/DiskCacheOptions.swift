@@ -147,7 +147,10 @@ public struct DiskCacheOptions: Sendable {
     public var maximumConcurrentOperations: Int = 0
     /// The most record files the cache keeps open between reads, so that a hit on a recently read
     /// record costs one `fstat` and one `pread` instead of an open, a read and a close (0: every
-    /// read opens and closes its file). The least recently read go first past the bound.
+    /// read opens and closes its file). A record's file is kept from its second read within about
+    /// the last 4 × this many reads that opened a file (so that records read once, and loops over
+    /// more records than the bound, cost nothing extra), and an approximation of the least
+    /// recently read goes first past the bound.
     ///
     /// The default, ``defaultMaximumOpenFiles``, is an eighth of the process's descriptor limit
     /// (`RLIMIT_NOFILE`'s soft limit) at most 256, so that a cache never takes much of what the
