@@ -14,7 +14,8 @@ import LarderTestSupport
 // checked first). Loads and misses then run against the last round's n records, in a shuffled
 // order, with the files in the page cache (a warm cache: what a hit costs once the OS has the
 // data). Implementations take turns within each round, so that a noisy neighbour slows all of
-// them alike.
+// them alike. `load-4k-zipf` loads the same 4 KiB records with a skew, Zipf(0.9) over the n
+// keys (n draws per round, the same each round), as an app rereads its hot records.
 
 func runDiskSuite(_ context: BenchContext) throws {
     let kinds: [BenchStoreKind] = [.larder, .larderNoVerify, .posixFloor, .sqlite, .foundationNaive]
@@ -67,6 +68,10 @@ func runDiskSuite(_ context: BenchContext) throws {
         let hits = try interleavedLoads(stores, probes: probes, repeats: repeats, expectedBytes: size.bytes)
         for (k, kind) in kinds.enumerated() { lines.append(("load-\(size.label)", kind.name, hits[k])) }
         if size.label == "4k" {
+            // Hot records: Zipf(0.9) over the same keys, where kept descriptors pay off.
+            let skewed = zipfProbes(over: keys, exponent: 0.9, count: size.n, seed: 9)
+            let zipf = try interleavedLoads(stores, probes: skewed, repeats: repeats, expectedBytes: size.bytes)
+            for (k, kind) in kinds.enumerated() { lines.append(("load-4k-zipf", kind.name, zipf[k])) }
             let misses = (0 ..< size.n).map { "missing-\($0)" }
             let missed = try interleavedLoads(stores, probes: misses, repeats: repeats, expectedBytes: nil)
             for (k, kind) in kinds.enumerated() { lines.append(("load-miss", kind.name, missed[k])) }

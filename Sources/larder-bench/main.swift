@@ -14,6 +14,9 @@ let usage = """
       --help         print this help
 
     suites: \(suites.map(\.name).joined(separator: ", ")) (all when none is named)
+
+    LARDER_BENCH_OPEN_FILES=N sets DiskCacheOptions.maximumOpenFiles of the larder stores of the
+    disk and concurrency suites (default: the cache's own default).
     """
 
 /// Writes a line to standard error.

@@ -92,6 +92,8 @@ extension DiskCache {
         // clear their temporary files (the store failed with ENOENT) and be changed behind its
         // back (found by `larder-stress soak`, which reopens its disk cache under load).
         finishChanges()
+        // Reads still under way close what they use when they give it back.
+        records.descriptors?.retireAll(closing: true)
         var events: [CacheEvent] = []
         collectionGate.withLock { _ in
             events += writeBackAccessTimes()

@@ -83,6 +83,8 @@ extension DiskCache {
             // restarts, so no entry of the deleted folder lands in the new index, and none of the
             // new folder's is lost.
             withEveryKeyLock {
+                // Kept descriptors are of the deleted folder's files.
+                records.descriptors?.retireAll()
                 root.adopt(freshRoot)
                 var ignored: [CacheEvent] = []
                 let (names, listedEverything) = listRecordNames(events: &ignored)

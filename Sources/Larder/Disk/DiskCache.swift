@@ -70,7 +70,7 @@ public final class DiskCache: Sendable {
     package init(options: DiskCacheOptions, systemCalls: SystemCalls) throws(CacheError) {
         try options.validate()
         // Every path below resolves beneath a descriptor of the root (see `FileIO`).
-        let (layout, io) = try Self.openFolder(options: options, systemCalls: systemCalls)
+        var (layout, io) = try Self.openFolder(options: options, systemCalls: systemCalls)
         let lock = options.isReadOnly ? nil : try DirectoryLock(path: layout.lockPath, io: io, sharedWithGroup: options.sharing == .group)
         let folder: FolderFacts
         do {
@@ -81,10 +81,14 @@ public final class DiskCache: Sendable {
             throw error
         }
         let rootInfo = try? io.info(atPath: layout.root)
+        // Only a writer keeps record files open: it owns the folder, so it knows when one changes.
+        let descriptors =
+            options.isReadOnly || options.maximumOpenFiles == 0 ? nil : DescriptorCache(limit: options.maximumOpenFiles, calls: systemCalls)
+        if let descriptors { io.relievesDescriptorExhaustion = { descriptors.relieve() } }
         self.options = options
         self.layout = layout.with(folder.layout)
         self.io = io
-        self.records = RecordFile(io: io, maximumPayloadSize: options.maximumRecordSize)
+        self.records = RecordFile(io: io, maximumPayloadSize: options.maximumRecordSize, descriptors: descriptors)
         self.blockSize = max(512, rootInfo?.blockSize ?? 4096)
         self.expiryRule = ExpiryRule(defaultExpiration: options.effectiveDefaultExpiration)
         self.state = LarderMutex(State())
@@ -292,7 +296,8 @@ public final class DiskCache: Sendable {
             let result: RecordReadResult
             do throws(Errno) {
                 result = try records.read(
-                    path, verifyPayload: options.verifiesPayloadChecksum, expectedKey: key, expectedFileSize: expectedFileSize)
+                    path, verifyPayload: options.verifiesPayloadChecksum, expectedKey: key, expectedFileSize: expectedFileSize,
+                    keptAs: name)
             } catch {
                 throw CacheError(.ioFailure, "cannot read the record", key: key, path: path, errno: error.rawValue)
             }
@@ -486,11 +491,18 @@ public final class DiskCache: Sendable {
     }
 
     /// Runs `body`, which changes the record file `name` on disk and in the index, holding its
-    /// key lock, with the index snapshot withdrawn first (see ``changingRecords(_:)``).
+    /// key lock, with the index snapshot withdrawn first (see ``changingRecords(_:)``). The file's
+    /// kept descriptor, if any, is retired before the lock is released, whether `body` succeeded
+    /// or not, so that no later read uses a descriptor of a file `body` replaced or removed.
     /// - Returns: What `body` returned, or `nil` when the cache is closing (`body` did not run).
     @discardableResult
     func changingRecord<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T? {
-        try changingRecords { () throws(E) -> T in try keyLocks.withLock(forKey: name, body) }
+        try changingRecords { () throws(E) -> T in
+            try keyLocks.withLock(forKey: name) { () throws(E) -> T in
+                defer { records.descriptors?.retire(name) }
+                return try body()
+            }
+        }
     }
 
     /// The error of a change refused because ``close()`` has begun.
@@ -575,6 +587,7 @@ public final class DiskCache: Sendable {
                     _ = try? io.unlink(path)
                 }
             }
+            records.descriptors?.retire(name)
             state.withLock { $0.recordCorruptRemoval(name, countsAsMiss: countsAsMiss) }
         }
         return .corruptRecordRemoved(key: key, file: path, reason: reason)
@@ -613,6 +626,7 @@ public final class DiskCache: Sendable {
         if outcome.expired {
             changingRecords {
                 if !options.isReadOnly { _ = try? io.unlink(path) }
+                records.descriptors?.retire(name)
                 state.withLock { $0.forget(name) }
             }
             return nil

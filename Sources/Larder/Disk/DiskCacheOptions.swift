@@ -145,6 +145,33 @@ public struct DiskCacheOptions: Sendable {
     /// cache's own, as SPTPersistentCache's `maxConcurrentOperations` default). Synchronous
     /// calls run on the caller's thread and are not counted.
     public var maximumConcurrentOperations: Int = 0
+    /// The most record files the cache keeps open between reads, so that a hit on a recently read
+    /// record costs one `fstat` and one `pread` instead of an open, a read and a close (0: every
+    /// read opens and closes its file). A record's file is kept from its second read within about
+    /// the last 4 × this many reads that opened a file (so that records read once, and loops over
+    /// more records than the bound, cost nothing extra), and an approximation of the least
+    /// recently read goes first past the bound.
+    ///
+    /// The default, ``defaultMaximumOpenFiles``, is an eighth of the process's descriptor limit
+    /// (`RLIMIT_NOFILE`'s soft limit) at most 256, so that a cache never takes much of what the
+    /// application may open: 128 under Linux's usual limit of 1,024, 32 under the 256 of an app on
+    /// Apple platforms. Should opens fail with `EMFILE` or `ENFILE` all the same, the cache closes
+    /// the descriptors it keeps, halves its bound (growing it back slowly) and opens again, so
+    /// that a full descriptor table never fails a call the cache would otherwise answer.
+    ///
+    /// The cache owns its folder: every store, removal, collection, import or wipe of a record
+    /// retires its descriptor before it returns, so that no read sees a file it replaced; a
+    /// record removed or replaced behind the cache's back is noticed on its next read (its kept
+    /// file has no name any more) and read afresh. A read-only cache keeps no file open, since
+    /// another process changes its folder.
+    public var maximumOpenFiles: Int = DiskCacheOptions.defaultMaximumOpenFiles
+
+    /// The default of ``maximumOpenFiles``: `RLIMIT_NOFILE`'s soft limit divided by 8, at most
+    /// 256 (and 256 when the limit is unlimited or cannot be read).
+    public static var defaultMaximumOpenFiles: Int {
+        guard let soft = FileIO.descriptorLimit() else { return 256 }
+        return min(256, soft / 8)
+    }
 
     /// Creates options for a cache in `directory`, every other setting at its default.
     public init(directory: URL) {
@@ -206,6 +233,7 @@ public struct DiskCacheOptions: Sendable {
         guard maximumConcurrentOperations >= 0 else {
             throw fail("maximumConcurrentOperations must be 0 (no limit) or positive, not \(maximumConcurrentOperations)")
         }
+        guard maximumOpenFiles >= 0 else { throw fail("maximumOpenFiles must be 0 (none) or positive, not \(maximumOpenFiles)") }
         guard !name.isEmpty, !name.utf8.contains(0) else { throw fail("name must be a non-empty string without NUL bytes") }
         guard garbageCollectionInterval.isFinite, garbageCollectionInterval > 0 else {
             throw fail("garbageCollectionInterval must be a positive number of seconds, not \(garbageCollectionInterval)")

@@ -38,9 +38,13 @@ package struct RecordFile: Sendable {
     /// claiming more is `.corrupt(.tooLarge)` and nothing is allocated for it.
     package let maximumPayloadSize: Int
 
-    package init(io: FileIO, maximumPayloadSize: Int = 1 << 30) {
+    /// Descriptors kept open between reads of hot records (`nil`: every read opens its file).
+    package let descriptors: DescriptorCache?
+
+    package init(io: FileIO, maximumPayloadSize: Int = 1 << 30, descriptors: DescriptorCache? = nil) {
         self.io = io
         self.maximumPayloadSize = maximumPayloadSize
+        self.descriptors = descriptors
     }
 
     /// The stored key: `expected` itself when the bytes spell it (no new string), `nil` when they
@@ -90,6 +94,9 @@ package struct RecordFile: Sendable {
     ///   - expectedFileSize: The file's length as the caller last saw it (the index's, from when
     ///     the cache wrote or read it). A file that still has that length is one the cache wrote
     ///     or has read, and is read without the sparse-file check.
+    ///   - name: The record's file name, under which a read of a known length (`expectedFileSize`)
+    ///     reuses or keeps its descriptor in ``descriptors``; the caller holds the name's key lock
+    ///     (see ``DescriptorCache``). `nil`: the file is opened and closed.
     /// - Returns: The record, `.missing`, or `.corrupt` with the reason. Allocates no more than
     ///   the file's real length, whatever its header claims, and nothing for a payload above
     ///   ``maximumPayloadSize`` or a file that claims far more bytes than its blocks hold
@@ -97,12 +104,18 @@ package struct RecordFile: Sendable {
     /// - Throws: ``Errno`` for failures other than a missing or malformed file.
     package func read(
         _ path: String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil,
-        expectedFileSize: Int? = nil
+        expectedFileSize: Int? = nil, keptAs name: String? = nil
     ) throws(Errno) -> RecordReadResult {
         if readPayload, let hint = expectedFileSize, hint >= RecordHeader.size,
             hint - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize
         {
-            return try readKnownLength(path, hint, verifyPayload: verifyPayload, expectedKey: expectedKey)
+            if let name, let descriptors, let fd = descriptors.lend(name) {
+                defer { descriptors.giveBack(fd, for: name) }
+                if let result = try readKept(fd, hint, verifyPayload: verifyPayload, expectedKey: expectedKey) { return result }
+                // Removed, replaced or resized behind the cache's back: open whatever is there now.
+                descriptors.retire(name)
+            }
+            return try readKnownLength(path, hint, verifyPayload: verifyPayload, expectedKey: expectedKey, keptAs: name)
         }
         return try withRecordFile(path) { (fd, info) throws(Errno) in
             try read(
@@ -115,15 +128,18 @@ package struct RecordFile: Sendable {
     /// cache wrote or read. Exactly that many bytes back proves the file still has that length,
     /// and that it is a regular file (a positioned read of a FIFO fails with `ESPIPE`, of a
     /// folder with `EISDIR`), so no `fstat` is needed. Anything else starts over with one.
-    private func readKnownLength(_ path: String, _ length: Int, verifyPayload: Bool, expectedKey: String?) throws(Errno) -> RecordReadResult
-    {
+    /// A valid record read is offered to ``descriptors`` under `name`, which may keep its descriptor.
+    private func readKnownLength(
+        _ path: String, _ length: Int, verifyPayload: Bool, expectedKey: String?, keptAs name: String?
+    ) throws(Errno) -> RecordReadResult {
         let fd: Int32
         do {
             fd = try io.open(path, O_RDONLY)
         } catch {
             return try Self.failedOpen(error)
         }
-        defer { io.close(fd) }
+        var isKept = false
+        defer { if !isKept { io.close(fd) } }
         guard let memory = RawMemory.allocate(length + 1) else { throw .noMemory }
         let got: Int
         do {
@@ -134,14 +150,40 @@ package struct RecordFile: Sendable {
             throw error
         }
         if got == length {
-            return try parse(
+            let result = try parse(
                 memory, count: length, of: fd, fileSize: length, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey)
+            if case .record = result, let name, let descriptors { isKept = descriptors.keep(fd, as: name) }
+            return result
         }
         RawMemory.free(memory)
         let info = try io.info(fd)
         guard info.kind == .regular else { return .corrupt(.notARegularFile) }
         return try read(
             fd: fd, info: info, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey, expectedFileSize: nil)
+    }
+
+    /// A read of a known length through a kept descriptor: one `fstat`, which proves the file still
+    /// has a name (a link count above 0: not removed or renamed over since it was kept) and that
+    /// length, then one `pread`. (The cache's own changes retire the descriptor first; this
+    /// catches the ones behind its back.)
+    /// - Returns: The record, or `.corrupt`; `nil` when the file is not the one kept any more.
+    private func readKept(_ fd: Int32, _ length: Int, verifyPayload: Bool, expectedKey: String?) throws(Errno) -> RecordReadResult? {
+        let info = try io.info(fd)
+        guard info.linkCount > 0, info.size == length else { return nil }
+        guard let memory = RawMemory.allocate(length) else { throw .noMemory }
+        let got: Int
+        do {
+            got = try io.pread(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: length), at: 0)
+        } catch {
+            RawMemory.free(memory)
+            throw error
+        }
+        guard got == length else {
+            RawMemory.free(memory)
+            return nil
+        }
+        return try parse(
+            memory, count: length, of: fd, fileSize: length, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey)
     }
 
     /// Checks a record file the way ``read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:)``

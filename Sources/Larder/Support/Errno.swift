@@ -50,6 +50,10 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     package static let noSuchDeviceOrAddress = Errno(ENXIO)
     /// `EROFS`: a read-only file system.
     package static let readOnlyFileSystem = Errno(EROFS)
+    /// `EMFILE`: the process has as many descriptors open as its limit (`RLIMIT_NOFILE`) allows.
+    package static let tooManyOpenFiles = Errno(EMFILE)
+    /// `ENFILE`: the system's table of open files is full.
+    package static let fileTableFull = Errno(ENFILE)
     /// `EXDEV`: a path that leaves the cache's root (the value `openat2` gives for `RESOLVE_BENEATH`).
     package static let escapesRoot = Errno(EXDEV)
     /// A file Larder opened is not a regular file (a FIFO, a socket, a device, a folder).

@@ -34,6 +34,11 @@ package struct FileIO: Sendable {
     /// `fchmod`, whatever the umask (for caches shared with a group).
     package var forcesModes = false
 
+    /// Called when an open fails with `EMFILE` or `ENFILE`, to close descriptors its owner keeps
+    /// open for speed (a ``DiskCache``'s kept record files); returns whether it closed any, in
+    /// which case the open is retried once. `nil`: the failure is thrown at once.
+    package var relievesDescriptorExhaustion: (@Sendable () -> Bool)?
+
     package init(calls: SystemCalls = .live) { self.calls = calls }
 
     /// The flags every open gets: never follow a link at the last component, never block on a
@@ -48,6 +53,17 @@ package struct FileIO: Sendable {
             if result != -1 { return result }
             let error = errno
             if error != EINTR { throw Errno(error) }
+        }
+    }
+
+    /// ``retrying(_:)`` for a call that opens a descriptor: when it fails with `EMFILE` or
+    /// `ENFILE` and ``relievesDescriptorExhaustion`` closed some, it is tried once more.
+    private func opening(_ body: () -> Int32) throws(Errno) -> Int32 {
+        do {
+            return try retrying(body)
+        } catch let error where error == .tooManyOpenFiles || error == .fileTableFull {
+            guard let relieve = relievesDescriptorExhaustion, relieve() else { throw error }
+            return try retrying(body)
         }
     }
 
@@ -87,7 +103,7 @@ package struct FileIO: Sendable {
         var directory = root.fd
         defer { if directory != root.fd { close(directory) } }
         for component in components {
-            let next = try retrying {
+            let next = try opening {
                 calls.openat(directory, component, O_RDONLY | O_DIRECTORY | Self.safetyFlags, 0)
             }
             if directory != root.fd { close(directory) }
@@ -108,7 +124,7 @@ package struct FileIO: Sendable {
             if relative.utf8.contains(UInt8(ascii: "/")) {
                 let relative = String(relative)
                 do {
-                    let fd = try retrying { calls.openBeneath(root.fd, relative, flags | Self.safetyFlags, mode) }
+                    let fd = try opening { calls.openBeneath(root.fd, relative, flags | Self.safetyFlags, mode) }
                     if forcesModes, flags & O_CREAT != 0 { _ = calls.fchmod(fd, mode) }
                     return fd
                 } catch let error where error.rawValue == ENOSYS || error.rawValue == EPERM {
@@ -117,7 +133,7 @@ package struct FileIO: Sendable {
             }
         }
         let fd = try resolving(path) { (directory, name) throws(Errno) in
-            try retrying { calls.openat(directory, name, flags | Self.safetyFlags, mode) }
+            try opening { calls.openat(directory, name, flags | Self.safetyFlags, mode) }
         }
         if forcesModes, flags & O_CREAT != 0 { _ = calls.fchmod(fd, mode) }
         return fd
@@ -391,6 +407,19 @@ package struct FileIO: Sendable {
     package static func parentFolder(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// The process's soft limit on open descriptors (`RLIMIT_NOFILE`), or `nil` when it is
+    /// unlimited or cannot be read.
+    package static func descriptorLimit() -> Int? {
+        var limit = rlimit()
+        #if canImport(Glibc)
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        #else
+        let resource = RLIMIT_NOFILE
+        #endif
+        guard getrlimit(resource, &limit) == 0, limit.rlim_cur != rlim_t.max else { return nil }
+        return Int(clamping: limit.rlim_cur)
     }
 
     /// `fsync` on a folder, so that the entries created, renamed or removed in it survive a power loss.

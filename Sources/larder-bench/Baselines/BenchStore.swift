@@ -21,6 +21,10 @@ final class LarderStore: BenchStore, Sendable {
     init(directory: String, verifiesPayloadChecksum: Bool = true) throws {
         var options = DiskCacheOptions(directory: URL(fileURLWithPath: directory, isDirectory: true))
         options.verifiesPayloadChecksum = verifiesPayloadChecksum
+        // For experiments with the bound of kept descriptors (default: the cache's own).
+        if let value = ProcessInfo.processInfo.environment["LARDER_BENCH_OPEN_FILES"], let limit = Int(value) {
+            options.maximumOpenFiles = limit
+        }
         cache = try DiskCache(options: options)
     }
 

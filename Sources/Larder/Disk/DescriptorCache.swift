@@ -1,0 +1,250 @@
+/// Descriptors of recently read record files, kept open so that a hit on a hot record costs one
+/// `fstat` and one `pread` instead of an open, a read and a close (``DiskCacheOptions/maximumOpenFiles``).
+///
+/// Keyed by record file name and owned by one writable ``DiskCache``, which owns its folder. What
+/// keeps a kept descriptor right:
+/// - The cache retires a name's descriptor under that name's key lock whenever it replaces or
+///   removes the file (a store, an import, a removal, a collection, a corrupt or expired record),
+///   so that no read, which holds the same lock, sees the file a change replaced. Header rewrites
+///   in place (lock counts, access times) change the same inode, which a kept descriptor reads.
+/// - A read checks the kept descriptor's link count and length first (`fstat`): a file removed or
+///   renamed over behind the cache's back (the system purging a caches folder) is not read.
+/// - A descriptor in use is lent, not handed over: retiring or evicting it while a read uses it
+///   closes it when that read gives it back, never under it. Reads use `pread`, so readers of one
+///   descriptor share no file offset.
+///
+/// The bound is soft under descriptor exhaustion: ``relieve()`` closes every idle descriptor and
+/// halves the bound when an open fails with `EMFILE` or `ENFILE` (``FileIO`` calls it, then
+/// retries the open once), and the bound grows back by one every ``regrowthInterval`` kept
+/// descriptors.
+package final class DescriptorCache: Sendable {
+    /// A kept descriptor.
+    private struct Entry {
+        var fd: Int32
+        /// Reads using it now.
+        var users: Int
+        /// Its place in ``State/slots``.
+        var place: Int
+    }
+
+    /// A kept descriptor's name and last use, in an array that eviction samples without hashing.
+    private struct Slot {
+        var name: String
+        /// The value of ``State/tick`` at its last use: the smaller, the less recently used.
+        var lastUse: UInt64
+    }
+
+    private struct State {
+        /// The kept descriptors, by record file name.
+        var entries: [String: Entry] = [:]
+        /// The kept names with their last uses, in no order, for sampling victims in O(1).
+        var slots: [Slot] = []
+        /// Descriptors retired or evicted while in use, with their users: closed by the last.
+        var draining: [Int32: Int] = [:]
+        var tick: UInt64 = 0
+        /// The bound now: ``limit``, or less after descriptor exhaustion.
+        var bound: Int
+        /// Kept descriptors since the bound last grew or shrank.
+        var keptSinceChange = 0
+        /// Set by ``retireAll(closing:)`` when the cache closes: nothing is kept from then on.
+        var isClosed = false
+        /// xorshift64 state for picking eviction candidates.
+        var random: UInt64 = 0x9E37_79B9_7F4A_7C15
+        /// The doorkeeper: tags of names offered lately, in buckets of 4 (0: none).
+        var seen: [UInt64]
+    }
+
+    /// The most descriptors kept (``DiskCacheOptions/maximumOpenFiles``).
+    package let limit: Int
+    private let closeCall: @Sendable (Int32) -> Int32
+    private let state: LarderMutex<State>
+
+    /// Candidates sampled per eviction; the least recently used of them goes (Redis's
+    /// approximated LRU: O(1) per eviction, close to exact LRU at 8 samples).
+    static let evictionSamples = 8
+    /// Kept descriptors between two steps of regrowth after exhaustion shrank the bound.
+    static let regrowthInterval = 16
+
+    /// A cache keeping up to `limit` descriptors, closed with `calls.close`.
+    package init(limit: Int, calls: SystemCalls) {
+        self.limit = max(0, limit)
+        closeCall = calls.close
+        var slots = 64
+        while slots < 4 * limit { slots <<= 1 }
+        state = LarderMutex(State(bound: max(0, limit), seen: [UInt64](repeating: 0, count: slots)))
+    }
+
+    deinit {
+        // No read is under way (each holds the cache): every descriptor left goes.
+        let fds = state.withLock { s in Array(s.entries.values.map(\.fd)) + Array(s.draining.keys) }
+        for fd in fds { _ = closeCall(fd) }
+    }
+
+    /// The descriptor kept for `name`, lent to the caller until ``giveBack(_:for:)``; `nil` when none is kept.
+    package func lend(_ name: String) -> Int32? {
+        state.withLock { s in
+            guard let i = s.entries.index(forKey: name) else { return nil }
+            s.tick &+= 1
+            s.entries.values[i].users += 1
+            s.slots[s.entries.values[i].place].lastUse = s.tick
+            return s.entries.values[i].fd
+        }
+    }
+
+    /// Gives back a descriptor ``lend(_:)`` lent; closes it when it was retired or evicted meanwhile
+    /// and this was its last user.
+    package func giveBack(_ fd: Int32, for name: String) {
+        let closes = state.withLock { s -> Bool in
+            if let i = s.entries.index(forKey: name), s.entries.values[i].fd == fd {
+                s.entries.values[i].users -= 1
+                return false
+            }
+            // Not kept any more: a descriptor is open, so its number is in `draining` alone.
+            guard let users = s.draining[fd] else { return false }
+            if users > 1 {
+                s.draining[fd] = users - 1
+                return false
+            }
+            s.draining[fd] = nil
+            return true
+        }
+        if closes { _ = closeCall(fd) }
+    }
+
+    /// Keeps `fd`, just opened and read as record file `name`, for later reads, when `name` was
+    /// offered lately too; evicts a less recently used descriptor when the bound is reached.
+    /// Expects the key lock of `name` held, so that no change to the file ran since `fd` was opened.
+    ///
+    /// A doorkeeper admits a name on its second offer within about the last 4 × ``limit`` offers
+    /// (a table of name hashes, as TinyLFU's doorkeeper): records read once, and
+    /// loops over more records than the bound, which no bound of recency would serve, cost a
+    /// table lookup instead of an insertion, an eviction and a close each.
+    /// - Returns: Whether the cache took `fd` (and will close it); when `false` the caller closes
+    ///   it: `name` is new to the doorkeeper, the bound is 0, the cache is closed, or `name`
+    ///   already has one.
+    package func keep(_ fd: Int32, as name: String) -> Bool {
+        let tag = Self.tag(name)
+        var evicted: Int32?
+        let kept = state.withLock { s -> Bool in
+            guard Self.admits(tag, &s.seen) else { return false }
+            guard !s.isClosed, s.entries[name] == nil else { return false }
+            if s.bound < limit {
+                s.keptSinceChange += 1
+                if s.keptSinceChange >= Self.regrowthInterval {
+                    s.keptSinceChange = 0
+                    s.bound += 1
+                }
+            }
+            guard s.bound > 0 else { return false }
+            if s.entries.count >= s.bound { evicted = Self.evictOne(&s) }
+            s.tick &+= 1
+            s.entries[name] = Entry(fd: fd, users: 0, place: s.slots.count)
+            s.slots.append(Slot(name: name, lastUse: s.tick))
+            return true
+        }
+        if let evicted { _ = closeCall(evicted) }
+        return kept
+    }
+
+    /// Stops keeping the descriptor of `name`, closing it now or, when a read uses it, when that
+    /// read gives it back. Does nothing when none is kept.
+    package func retire(_ name: String) {
+        let closing = state.withLock { s in Self.remove(name, from: &s) }
+        if let closing { _ = closeCall(closing) }
+    }
+
+    /// Retires every descriptor (the folder was replaced); with `closing`, keeps none from then on.
+    package func retireAll(closing: Bool = false) {
+        let fds = state.withLock { s -> [Int32] in
+            if closing { s.isClosed = true }
+            var idle: [Int32] = []
+            for slot in s.slots { if let fd = Self.remove(slot.name, from: &s) { idle.append(fd) } }
+            return idle
+        }
+        for fd in fds { _ = closeCall(fd) }
+    }
+
+    /// Closes every idle descriptor and halves the bound, after an open failed with `EMFILE` or
+    /// `ENFILE`. Descriptors in use stay until given back.
+    /// - Returns: Whether a descriptor was closed or will be (so that retrying the open may succeed).
+    package func relieve() -> Bool {
+        let fds = state.withLock { s -> [Int32] in
+            s.bound = s.entries.count / 2
+            s.keptSinceChange = 0
+            var idle: [Int32] = []
+            for slot in s.slots where s.entries[slot.name]?.users == 0 {
+                if let fd = Self.remove(slot.name, from: &s) { idle.append(fd) }
+            }
+            return idle
+        }
+        for fd in fds { _ = closeCall(fd) }
+        return !fds.isEmpty
+    }
+
+    /// Whether a descriptor is kept for `name` (tests).
+    package func isKeeping(_ name: String) -> Bool {
+        state.withLock { $0.entries[name] != nil }
+    }
+
+    /// How many descriptors are kept, and how many retired ones wait for their last user (tests).
+    package var counts: (kept: Int, draining: Int, bound: Int) {
+        state.withLock { s in (s.entries.count, s.draining.count, s.bound) }
+    }
+
+    /// Removes `name`'s entry; returns its descriptor when nobody uses it (to close), else moves
+    /// it to `draining`.
+    private static func remove(_ name: String, from s: inout State) -> Int32? {
+        guard let entry = s.entries.removeValue(forKey: name) else { return nil }
+        let last = s.slots.removeLast()
+        if entry.place < s.slots.count {
+            s.slots[entry.place] = last
+            s.entries[last.name]!.place = entry.place
+        }
+        guard entry.users > 0 else { return entry.fd }
+        s.draining[entry.fd] = entry.users
+        return nil
+    }
+
+    /// A name's doorkeeper tag: its 64-bit FNV-1a hash (deterministic, unlike `hashValue`, so that
+    /// which names share a bucket does not change from run to run), never 0.
+    private static func tag(_ name: String) -> UInt64 {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        return hash == 0 ? 1 : hash
+    }
+
+    /// Whether the doorkeeper saw `tag` lately; records it when not. The table is split into
+    /// buckets of 4 tags (picked by the tag's high bits), each replaced in turn (by its low bits
+    /// and the slot's contents), so that two names meeting in one bucket do not shut each other out.
+    private static func admits(_ tag: UInt64, _ seen: inout [UInt64]) -> Bool {
+        let buckets = seen.count / 4
+        let base = Int((tag >> 32) % UInt64(buckets)) * 4
+        for way in 0 ..< 4 where seen[base + way] == tag { return true }
+        // Replace the first empty way, else one chosen by the tag.
+        var victim = Int(tag & 3)
+        for way in 0 ..< 4 where seen[base + way] == 0 {
+            victim = way
+            break
+        }
+        seen[base + victim] = tag
+        return false
+    }
+
+    /// Evicts the least recently used of a few sampled entries; returns its descriptor when idle.
+    private static func evictOne(_ s: inout State) -> Int32? {
+        guard !s.slots.isEmpty else { return nil }
+        var victim = 0
+        var oldest = UInt64.max
+        for _ in 0 ..< evictionSamples {
+            s.random ^= s.random << 13
+            s.random ^= s.random >> 7
+            s.random ^= s.random << 17
+            let place = Int(s.random % UInt64(s.slots.count))
+            if s.slots[place].lastUse < oldest {
+                oldest = s.slots[place].lastUse
+                victim = place
+            }
+        }
+        return remove(s.slots[victim].name, from: &s)
+    }
+}
