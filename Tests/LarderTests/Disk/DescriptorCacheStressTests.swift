@@ -32,7 +32,8 @@ struct DescriptorCacheStressTests {
         let log = CloseLog()
         let cache = DescriptorCache(limit: 1, calls: log.calls)
         func openFile(_ name: String) -> Int32 {
-            FileManager.default.createFile(atPath: dir.url.appendingPathComponent(name).path, contents: Data([1]))
+            let made = FileManager.default.createFile(atPath: dir.url.appendingPathComponent(name).path, contents: Data([1]))
+            #expect(made)
             return open(dir.url.appendingPathComponent(name).path, O_RDONLY | O_CLOEXEC)
         }
         let a = openFile("a")
