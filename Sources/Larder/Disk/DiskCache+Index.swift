@@ -15,34 +15,38 @@ extension DiskCache {
     /// every record's header when there is no snapshot. Runs on ``ioQueue`` at open.
     func buildIndex() {
         var events: [CacheEvent] = []
-        var snapshot: [IndexEntry]?
+        var snapshot: DiskIndex?
         if let bytes = try? io.readFile(layout.snapshotPath, limit: 1 << 31) {
-            snapshot = IndexSnapshot.decode(bytes, keyEncoding: options.keyEncoding)
+            snapshot = IndexSnapshot.decodeIndex(bytes, keyEncoding: options.keyEncoding)
             // A snapshot is only trusted once: a crash from now on must not leave a stale one.
             if !options.isReadOnly {
                 snapshotGate.withLock { gate in withdrawSnapshot(&gate) }
             }
         }
         let (names, listedEverything) = listRecordNames(events: &events)
-        var entries: [IndexEntry] = []
-        entries.reserveCapacity(names.count)
-        var unknown: [String] = []
-        if let snapshot {
-            var onDisk = Set(names)
-            for entry in snapshot where onDisk.remove(entry.name) != nil {
-                entries.append(entry)
+        let count: Int
+        if var snapshot {
+            // Reconciled with the folders: entries without a file go, files without an entry are read.
+            var seen = [Bool](repeating: false, count: snapshot.slots.count)
+            var unknown: [String] = []
+            for name in names {
+                if let slot = snapshot.slot(of: name) { seen[Int(slot)] = true } else { unknown.append(name) }
             }
-            unknown = Array(onDisk)
+            for slot in seen.indices where !seen[slot] && snapshot.slots[slot].flags.contains(.occupied) {
+                snapshot.removeSlot(Int32(slot))
+            }
+            let (scanned, suspects) = scanHeaders(unknown)
+            if scanned.isEmpty {
+                count = state.withLock { $0.finishBuild(loaded: snapshot, suspects: suspects, listedEverything: listedEverything) }
+            } else {
+                let entries = (snapshot.entriesLeastRecentFirst + scanned).sorted { $0.lastAccessMs < $1.lastAccessMs }
+                count = state.withLock { $0.finishBuild(entries: entries, suspects: suspects, listedEverything: listedEverything) }
+            }
         } else {
-            unknown = names
+            let (scanned, suspects) = scanHeaders(names)
+            let entries = scanned.sorted { $0.lastAccessMs < $1.lastAccessMs }
+            count = state.withLock { $0.finishBuild(entries: entries, suspects: suspects, listedEverything: listedEverything) }
         }
-        let (scanned, suspects) = scanHeaders(unknown)
-        if snapshot == nil {
-            entries = scanned.sorted { $0.lastAccessMs < $1.lastAccessMs }
-        } else if !scanned.isEmpty {
-            entries = (entries + scanned).sorted { $0.lastAccessMs < $1.lastAccessMs }
-        }
-        let count = state.withLock { $0.finishBuild(entries: entries, suspects: suspects, listedEverything: listedEverything) }
         events.append(.indexReady(recordCount: count))
         if !options.isReadOnly, !isClosed.load(ordering: .acquiring), isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
             // Reopened over its limits (smaller limits, or files added behind its back): expired
