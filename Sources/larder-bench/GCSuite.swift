@@ -19,7 +19,7 @@ import Larder
 //   unmeasured. Both implementations delete, so both pay the same unlinks.
 
 func runGCSuite(_ context: BenchContext) throws {
-    let sizes = context.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]
+    let sizes = context.sizes ?? (context.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000])
     let repeats = context.quick ? 3 : 5
     let directory = try BenchDirectory("gc")
     defer { directory.remove() }

@@ -23,30 +23,35 @@ extension DiskCache {
                 snapshotGate.withLock { gate in withdrawSnapshot(&gate) }
             }
         }
-        let (names, listedEverything) = listRecordNames(events: &events)
-        let count: Int
-        if var snapshot {
-            // Reconciled with the folders: entries without a file go, files without an entry are read.
-            var seen = [Bool](repeating: false, count: snapshot.slots.count)
+        // Listed a folder at a time, so that no list of every name is held: with a snapshot, each
+        // name is checked off against it; without, each folder's headers are read at once.
+        var loaded = snapshot ?? DiskIndex()
+        var seen = [Bool](repeating: false, count: snapshot?.slots.count ?? 0)
+        var suspects: Set<String> = []
+        var scannedAny = false
+        let listedEverything = listRecordNames(events: &events) { names in
             var unknown: [String] = []
-            for name in names {
-                if let slot = snapshot.slot(of: name) { seen[Int(slot)] = true } else { unknown.append(name) }
-            }
-            for slot in seen.indices where !seen[slot] && snapshot.slots[slot].flags.contains(.occupied) {
-                snapshot.removeSlot(Int32(slot))
-            }
-            let (scanned, suspects) = scanHeaders(unknown)
-            if scanned.isEmpty {
-                count = state.withLock { $0.finishBuild(loaded: snapshot, suspects: suspects, listedEverything: listedEverything) }
+            if snapshot != nil {
+                for name in names {
+                    if let slot = loaded.slot(of: name), Int(slot) < seen.count { seen[Int(slot)] = true } else { unknown.append(name) }
+                }
             } else {
-                let entries = (snapshot.entriesLeastRecentFirst + scanned).sorted { $0.lastAccessMs < $1.lastAccessMs }
-                count = state.withLock { $0.finishBuild(entries: entries, suspects: suspects, listedEverything: listedEverything) }
+                unknown = names
             }
-        } else {
-            let (scanned, suspects) = scanHeaders(names)
-            let entries = scanned.sorted { $0.lastAccessMs < $1.lastAccessMs }
-            count = state.withLock { $0.finishBuild(entries: entries, suspects: suspects, listedEverything: listedEverything) }
+            let (scanned, unreadable) = scanHeaders(unknown)
+            for entry in scanned where !loaded.contains(entry.name) { loaded.upsert(entry) }
+            scannedAny = scannedAny || !scanned.isEmpty
+            suspects.formUnion(unreadable)
         }
+        if snapshot != nil {
+            // Entries without a file go.
+            for slot in seen.indices where !seen[slot] && loaded.slots[slot].flags.contains(.occupied) {
+                loaded.removeSlot(Int32(slot))
+            }
+        }
+        // Headers read: the least recently used first, by their last access.
+        if scannedAny { loaded.sortByLastAccess() }
+        let count = state.withLock { $0.finishBuild(loaded: loaded, suspects: suspects, listedEverything: listedEverything) }
         events.append(.indexReady(recordCount: count))
         if !options.isReadOnly, !isClosed.load(ordering: .acquiring), isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
             // Reopened over its limits (smaller limits, or files added behind its back): expired
@@ -89,11 +94,19 @@ extension DiskCache {
     /// The file names of every record on disk (``DiskLayout/recordNames(io:)``), and whether the
     /// list is complete; an unreadable root is reported as an event and reads as empty, incomplete.
     func listRecordNames(events: inout [CacheEvent]) -> (names: [String], isComplete: Bool) {
+        var names: [String] = []
+        let isComplete = listRecordNames(events: &events) { names += $0 }
+        return (names, isComplete)
+    }
+
+    /// ``listRecordNames(events:)`` a folder at a time (``DiskLayout/recordNames(io:_:)``).
+    /// - Returns: Whether the list is complete.
+    func listRecordNames(events: inout [CacheEvent], _ body: ([String]) -> Void) -> Bool {
         do {
-            return try layout.recordNames(io: io)
+            return try layout.recordNames(io: io, body)
         } catch {
             events.append(.ioError(operation: "list", path: layout.root, errno: error.rawValue))
-            return ([], false)
+            return false
         }
     }
 

@@ -316,6 +316,22 @@ struct DiskIndex: Sendable {
         count -= 1
     }
 
+    /// Orders the LRU list by last access, least recent first (an index built from headers).
+    /// - Complexity: O(*n* log *n*).
+    mutating func sortByLastAccess() {
+        var order: [Int32] = []
+        order.reserveCapacity(count)
+        var slot = head
+        while slot >= 0 {
+            order.append(slot)
+            slot = slots[Int(slot)].next
+        }
+        order.sort { slots[Int($0)].lastAccessMs < slots[Int($1)].lastAccessMs }
+        head = -1
+        tail = -1
+        for slot in order { appendToTail(slot) }
+    }
+
     // MARK: - Traversal
 
     /// Entries from least to most recently used, stopping when `body` returns `false`.
