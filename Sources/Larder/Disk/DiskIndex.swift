@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the index knows of one record: the value ``DiskIndex`` takes and gives back. The index
 /// itself keeps no `IndexEntry`: it packs each into a ``DiskIndex/Slot`` and the byte arena.
 struct IndexEntry: Sendable {
@@ -509,7 +511,7 @@ struct DiskIndex: Sendable {
             byName.find(hash: hash) { slot in
                 let s = slots[Int(slot)]
                 return s.flags.contains(.hexName) == packed.isHex && Int(s.nameLength) == packed.bytes.count
-                    && bytes[s.arenaOffset ..< s.arenaOffset + Int(s.nameLength)].elementsEqual(packed.bytes)
+                    && Self.equal(bytes.baseAddress! + s.arenaOffset, packed.bytes)
             }
         }
     }
@@ -519,9 +521,14 @@ struct DiskIndex: Sendable {
         return arena.withUnsafeBytes { bytes in
             byKey.find(hash: hash) { slot in
                 let range = Self.keyRange(of: slots[Int(slot)])
-                return range.count == key.count && bytes[range].elementsEqual(key)
+                return range.count == key.count && (key.isEmpty || Self.equal(bytes.baseAddress! + range.lowerBound, key))
             }
         }
+    }
+
+    /// Whether the bytes at `stored` are those of `bytes` (not empty).
+    private static func equal(_ stored: UnsafeRawPointer, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        memcmp(stored, bytes.baseAddress!, bytes.count) == 0
     }
 
     /// Where a slot's key lies in the arena (empty for none).
@@ -606,7 +613,7 @@ struct DiskIndex: Sendable {
     /// Builds the tables from the slots (after ``IndexSnapshot`` filled them): the first entry
     /// with a name wins, and later ones with the same name are removed.
     /// - Complexity: O(*n*).
-    mutating func buildTables(keepingFirstOf order: [Int32]) {
+    mutating func buildTables(keepingFirstOf order: Range<Int32>) {
         byName = SlotTable(capacity: SlotTable.capacity(for: count))
         byKey = SlotTable(capacity: SlotTable.capacity(for: count))
         unmappedCount = 0
@@ -640,10 +647,10 @@ struct DiskIndex: Sendable {
 
     /// Fills the index from slots in least-recently-used order (the arena offsets refer to
     /// `arena`), linking and counting them; ``buildTables(keepingFirstOf:)`` follows.
-    mutating func load(slots loaded: [Slot], arena bytes: [UInt8]) {
-        slots = loaded
-        arena = bytes
-        count = loaded.count
+    mutating func load(slots loaded: consuming [Slot], arena bytes: consuming [UInt8]) {
+        slots = consume loaded
+        arena = consume bytes
+        count = slots.count
         totalSize = 0
         lockedSize = 0
         for i in slots.indices {
@@ -653,7 +660,7 @@ struct DiskIndex: Sendable {
         }
         head = slots.isEmpty ? -1 : 0
         tail = slots.isEmpty ? -1 : Int32(slots.count - 1)
-        buildTables(keepingFirstOf: (0 ..< Int32(slots.count)).map { $0 })
+        buildTables(keepingFirstOf: 0 ..< Int32(slots.count))
     }
 
     // MARK: - Private: totals and links

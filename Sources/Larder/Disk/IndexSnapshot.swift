@@ -115,7 +115,7 @@ enum IndexSnapshot {
         }
         if spoofed { slots.removeAll { $0.flags.isEmpty } }
         var index = DiskIndex()
-        index.load(slots: slots, arena: arena)
+        index.load(slots: consume slots, arena: arena)
         return index
     }
 
