@@ -29,7 +29,13 @@ extension DiskCache {
         var seen = [Bool](repeating: false, count: snapshot?.slots.count ?? 0)
         var suspects: Set<String> = []
         var scannedAny = false
-        let listedEverything = listRecordNames(events: &events) { names in
+        let listedEverything = listRecordNames(events: &events) { names, folders in
+            if snapshot == nil, loaded.slots.isEmpty, !names.isEmpty {
+                // Room for about as many records in every folder as in the first, so that the
+                // index does not grow (copying and leaving freed buffers resident) as it fills.
+                let estimate = min(names.count * folders * 5 / 4, 1 << 21)
+                loaded.reserveCapacity(estimate, arenaBytes: estimate * (names[0].utf8.count == 64 ? 32 + 16 : names[0].utf8.count))
+            }
             var unknown: [String] = []
             if snapshot != nil {
                 for name in names {
@@ -95,13 +101,13 @@ extension DiskCache {
     /// list is complete; an unreadable root is reported as an event and reads as empty, incomplete.
     func listRecordNames(events: inout [CacheEvent]) -> (names: [String], isComplete: Bool) {
         var names: [String] = []
-        let isComplete = listRecordNames(events: &events) { names += $0 }
+        let isComplete = listRecordNames(events: &events) { batch, _ in names += batch }
         return (names, isComplete)
     }
 
     /// ``listRecordNames(events:)`` a folder at a time (``DiskLayout/recordNames(io:_:)``).
     /// - Returns: Whether the list is complete.
-    func listRecordNames(events: inout [CacheEvent], _ body: ([String]) -> Void) -> Bool {
+    func listRecordNames(events: inout [CacheEvent], _ body: (_ names: [String], _ folders: Int) -> Void) -> Bool {
         do {
             return try layout.recordNames(io: io, body)
         } catch {

@@ -111,13 +111,11 @@ struct DiskIndex: Sendable {
 
     init() {}
 
-    /// Room for `capacity` records without growing.
+    /// Room for `capacity` records and `arenaBytes` of names and keys without growing the slots
+    /// and the arena (reserved, not touched: what is never filled costs no resident memory).
     mutating func reserveCapacity(_ capacity: Int, arenaBytes: Int) {
         slots.reserveCapacity(capacity)
         arena.reserveCapacity(arenaBytes)
-        if SlotTable.capacity(for: capacity) > byName.buckets.count {
-            rebuildTables(minimumCapacity: capacity)
-        }
     }
 
     // MARK: - Lookups
