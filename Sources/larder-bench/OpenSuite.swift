@@ -70,8 +70,9 @@ func runOpenSuite(_ context: BenchContext) throws {
 /// Runs `--index-memory` in a child process; returns the bytes per record and the open's time.
 private func runIndexMemoryChild(_ folder: String, n: Int) throws -> (bytesPerRecord: Int, ns: Double) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0].hasPrefix("/")
-        ? CommandLine.arguments[0] : FileManager.default.currentDirectoryPath + "/" + CommandLine.arguments[0])
+    process.executableURL = URL(
+        fileURLWithPath: CommandLine.arguments[0].hasPrefix("/")
+            ? CommandLine.arguments[0] : FileManager.default.currentDirectoryPath + "/" + CommandLine.arguments[0])
     process.arguments = ["--index-memory", folder, String(n)]
     let pipe = Pipe()
     process.standardOutput = pipe

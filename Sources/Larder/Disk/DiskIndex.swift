@@ -441,9 +441,11 @@ struct DiskIndex: Sendable {
     private mutating func appendKey(_ key: String, of slot: Int32) {
         let s = slots[Int(slot)]
         var key = key
-        let isName = !s.flags.contains(.hexName) && key.withUTF8 { utf8 in
-            arena.withUnsafeBytes { $0[s.arenaOffset ..< s.arenaOffset + Int(s.nameLength)].elementsEqual(utf8) }
-        }
+        let isName =
+            !s.flags.contains(.hexName)
+            && key.withUTF8 { utf8 in
+                arena.withUnsafeBytes { $0[s.arenaOffset ..< s.arenaOffset + Int(s.nameLength)].elementsEqual(utf8) }
+            }
         if isName {
             slots[Int(slot)].keyLength = 0
             slots[Int(slot)].flags.insert(.keyIsName)

@@ -69,7 +69,8 @@ enum IndexSnapshot {
                     let s = slots[Int(slot)]
                     let length = storedLength(s)
                     guard length > 0 else { continue }
-                    out.baseAddress!.advanced(by: offset).copyMemory(from: bytes.baseAddress!.advanced(by: s.arenaOffset), byteCount: length)
+                    out.baseAddress!.advanced(by: offset).copyMemory(
+                        from: bytes.baseAddress!.advanced(by: s.arenaOffset), byteCount: length)
                     offset += length
                 }
             }
