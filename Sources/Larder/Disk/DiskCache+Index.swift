@@ -45,7 +45,11 @@ extension DiskCache {
                 unknown = names
             }
             let (scanned, unreadable) = scanHeaders(unknown)
-            for entry in scanned where !loaded.contains(entry.name) { loaded.upsert(entry) }
+            for entry in scanned where !loaded.contains(entry.name) {
+                loaded.upsert(entry)
+                // It may take a slot a repeated name left free: not one to drop below.
+                if let slot = loaded.slot(of: entry.name), Int(slot) < seen.count { seen[Int(slot)] = true }
+            }
             scannedAny = scannedAny || !scanned.isEmpty
             suspects.formUnion(unreadable)
         }
