@@ -67,6 +67,8 @@ struct BenchContext {
             print(
                 pad(suite, 8) + pad(name, 14) + pad(impl, 18) + pad("n=\(n)", 12) + pad("bytes=\(bytes)", 12) + "\(rounded) ns/op" + fields)
         }
+        // Each row reaches a file or a pipe as it is printed, not when the run ends.
+        fflush(nil)
     }
 
     private func pad(_ text: String, _ width: Int) -> String {

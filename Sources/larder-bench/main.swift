@@ -23,6 +23,17 @@ func printError(_ message: String) {
     _ = line.withCString { write(2, $0, strlen($0)) }
 }
 
+// `--gc-once FOLDER N`: see `runGCOnce`.
+if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--gc-once", let n = Int(CommandLine.arguments[3]) {
+    do {
+        try runGCOnce(CommandLine.arguments[2], n: n, context: BenchContext(quick: false, json: false))
+        exit(0)
+    } catch {
+        printError("larder-bench: \(error)")
+        exit(1)
+    }
+}
+
 // The child process `open/index-memory` runs: `--index-memory FOLDER N`.
 if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--index-memory", let n = Int(CommandLine.arguments[3]) {
     do {
