@@ -19,7 +19,7 @@ import Larder
 //   unmeasured. Both implementations delete, so both pay the same unlinks.
 
 func runGCSuite(_ context: BenchContext) throws {
-    let sizes = context.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]
+    let sizes = context.sizes ?? (context.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000])
     let repeats = context.quick ? 3 : 5
     let directory = try BenchDirectory("gc")
     defer { directory.remove() }
@@ -70,6 +70,42 @@ func runGCSuite(_ context: BenchContext) throws {
             suite: "gc", case: "prune-1pct", impl: "directory-scan", n: n, bytes: CacheFixture.recordBytes, nsPerOp: median(samples))
         removeTree(folder)
     }
+}
+
+/// `--gc-once FOLDER N`: the gc suite's two cases on an existing fixture of N records (as the
+/// open suite leaves one), with 2 measured rounds of larder and 1 of directory-scan; for sizes
+/// whose full suite takes too long on a busy machine. Prints one row per case.
+func runGCOnce(_ folder: String, n: Int, context: BenchContext) throws {
+    let clock = ManualClock(now: CacheFixture.startTime + Double(n))
+    let victimCount = n / 100
+    let gauge = VolumeGauge()
+    let cache = try DiskCache(options: CacheFixture.options(folder, clock: clock, keepsFree: true), systemCalls: gauge.systemCalls)
+    let total = cache.totalSize
+    let payload = randomPayload(CacheFixture.recordBytes, seed: 1024)
+    var samples: [Double] = []
+    for round in 0 ... 2 {
+        gauge.setShort(by: total / 100)
+        let start = monotonicNanoseconds()
+        let report = try cache.collectGarbage()
+        let elapsed = monotonicNanoseconds() - start
+        gauge.setPlenty()
+        guard report.removed.count == victimCount else { throw BenchError("removed \(report.removed.count), expected \(victimCount)") }
+        if round > 0 { samples.append(Double(elapsed)) }
+        clock.advance(by: 10)
+        for removal in report.removed { try cache.store(payload, forKey: removal.key!) }
+    }
+    cache.close()
+    context.report(suite: "gc", case: "prune-1pct", impl: "larder", n: n, bytes: CacheFixture.recordBytes, nsPerOp: median(samples))
+    let firstPass = try directoryScan(folder, victimCount: victimCount)
+    var saved: [(path: String, bytes: [UInt8])] = []
+    for victim in firstPass { saved.append((victim, try readWholeFile(victim))) }
+    let start = monotonicNanoseconds()
+    let removed = try directoryScan(folder, victimCount: victimCount, unlinking: true)
+    let elapsed = monotonicNanoseconds() - start
+    try restore(saved)
+    guard removed.count == victimCount else { throw BenchError("directory-scan removed \(removed.count), expected \(victimCount)") }
+    context.report(
+        suite: "gc", case: "prune-1pct", impl: "directory-scan", n: n, bytes: CacheFixture.recordBytes, nsPerOp: Double(elapsed))
 }
 
 /// SPT's size-limit pass over a cache folder: every record's header and size, sorted by update

@@ -18,6 +18,8 @@ struct BenchContext {
     var redis: String? = nil
     /// The folder of `*.u32` traces the hitratio suite replays (`--traces`); `nil` for the default.
     var traces: String? = nil
+    /// The record counts of the open and gc suites (`--sizes`); `nil` for their defaults.
+    var sizes: [Int]? = nil
 
     /// The traces folder: `--traces`, else `../shared/traces` from the current folder (the package
     /// root, in a checkout beside `shared/`), else the shared traces found from the source tree.
@@ -65,6 +67,8 @@ struct BenchContext {
             print(
                 pad(suite, 8) + pad(name, 14) + pad(impl, 18) + pad("n=\(n)", 12) + pad("bytes=\(bytes)", 12) + "\(rounded) ns/op" + fields)
         }
+        // Each row reaches a file or a pipe as it is printed, not when the run ends.
+        fflush(nil)
     }
 
     private func pad(_ text: String, _ width: Int) -> String {

@@ -14,9 +14,16 @@ import Larder
 //   is rebuilt from every record's header.
 // Each round opens, measures, waits for the index, and closes (unmeasured). Files are in the
 // page cache (a warm restart of the app, not a cold boot).
+//
+// `index-memory`: the resident memory the open cache holds per record (the "bytes" field), in a
+// child process of this one (`--index-memory FOLDER N`), so that no memory freed by building the
+// fixture is reused: its resident size (`/proc/self/statm`) before `init` (after a cache of 100
+// records was opened and closed, so that the libraries and threads any cache starts are
+// counted out), then once the index is ready; the time is that of the open. With the
+// snapshot, and without (the index built from the headers).
 
 func runOpenSuite(_ context: BenchContext) throws {
-    let sizes = context.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]
+    let sizes = context.sizes ?? (context.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000])
     let repeats = context.quick ? 3 : 5
     let directory = try BenchDirectory("open")
     defer { directory.remove() }
@@ -50,7 +57,70 @@ func runOpenSuite(_ context: BenchContext) throws {
                 }
                 context.report(suite: "open", case: name, impl: impl, n: n, bytes: CacheFixture.recordBytes, nsPerOp: median(samples))
             }
+            if !keepsSnapshot { unlink(snapshot) }
+            let measured = try runIndexMemoryChild(folder, n: n)
+            context.report(suite: "open", case: "index-memory", impl: impl, n: n, bytes: measured.bytesPerRecord, nsPerOp: measured.ns)
+            // Reopened once more, so the next impl finds a snapshot again.
+            try DiskCache(options: options).close()
         }
         removeTree(folder)
     }
+}
+
+/// Runs `--index-memory` in a child process; returns the bytes per record and the open's time.
+private func runIndexMemoryChild(_ folder: String, n: Int) throws -> (bytesPerRecord: Int, ns: Double) {
+    let process = Process()
+    process.executableURL = URL(
+        fileURLWithPath: CommandLine.arguments[0].hasPrefix("/")
+            ? CommandLine.arguments[0] : FileManager.default.currentDirectoryPath + "/" + CommandLine.arguments[0])
+    process.arguments = ["--index-memory", folder, String(n)]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let fields = String(decoding: output, as: UTF8.self).split(whereSeparator: \.isWhitespace)
+    guard process.terminationStatus == 0, fields.count == 2, let bytes = Int(fields[0]), let ns = Double(fields[1]) else {
+        throw BenchError("index-memory child failed: \(String(decoding: output, as: UTF8.self))")
+    }
+    return (bytes, ns)
+}
+
+/// The resident set size of this process, in bytes.
+private func residentBytes() throws -> Int {
+    let text = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8)
+    let fields = text.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { throw BenchError("cannot read /proc/self/statm") }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// Opens the cache of `n` records in `folder` (with whatever snapshot it has), waits for its
+/// index, and returns "bytes-per-record ns" for the child's standard output.
+func measureIndexMemory(_ folder: String, n: Int) throws -> String {
+    let clock = ManualClock(now: CacheFixture.startTime + Double(n))
+    let options = CacheFixture.options(folder, clock: clock)
+    // Libraries and threads a first cache starts (a constant) are not the index: a cache of
+    // 100 records is opened, used and closed first.
+    let warmUp = try BenchDirectory("index-memory-warm-up")
+    defer { warmUp.remove() }
+    _ = try CacheFixture.build(warmUp.path, n: 100)
+    let small = try DiskCache(options: CacheFixture.options(warmUp.path, clock: clock))
+    guard small.count == 100, try small.value(forKey: CacheFixture.key(7)) != nil else { throw BenchError("warm-up cache") }
+    small.close()
+    let before = try residentBytes()
+    let start = monotonicNanoseconds()
+    let cache = try DiskCache(options: options)
+    guard cache.totalSize > 0, cache.count == n else { throw BenchError("index holds \(cache.count) records, expected \(n)") }
+    let elapsed = monotonicNanoseconds() - start
+    var after = try residentBytes()
+    if ProcessInfo.processInfo.environment["LARDER_BENCH_TRIM"] != nil {
+        printError("untrimmed: \((after - before) / n) bytes per record")
+        if let trim = dlsym(nil, "malloc_trim") {
+            _ = unsafeBitCast(trim, to: (@convention(c) (Int) -> Int32).self)(0)
+        }
+        after = try residentBytes()
+    }
+    // Closed, so that the snapshot is there again for the next open.
+    cache.close()
+    return "\((after - before) / n) \(elapsed)"
 }

@@ -5,12 +5,13 @@ import Darwin
 #endif
 
 let usage = """
-    usage: larder-bench [--json] [--quick] [--redis HOST:PORT] [--traces DIR] [suite ...]
+    usage: larder-bench [--json] [--quick] [--redis HOST:PORT] [--traces DIR] [--sizes N,...] [suite ...]
 
       --json         print one JSON object per line
       --quick        use smaller sizes
       --redis        the Redis server of the remote suite (which skips without it)
       --traces DIR   the folder of *.u32 traces for hitratio (default ../shared/traces)
+      --sizes N,...  the record counts of the open and gc suites (e.g. 100000,1000000)
       --help         print this help
 
     suites: \(suites.map(\.name).joined(separator: ", ")) (all when none is named)
@@ -23,6 +24,39 @@ let usage = """
 func printError(_ message: String) {
     let line = message + "\n"
     _ = line.withCString { write(2, $0, strlen($0)) }
+}
+
+// `--gc-once FOLDER N`: see `runGCOnce`.
+if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--gc-once", let n = Int(CommandLine.arguments[3]) {
+    do {
+        try runGCOnce(CommandLine.arguments[2], n: n, context: BenchContext(quick: false, json: false))
+        exit(0)
+    } catch {
+        printError("larder-bench: \(error)")
+        exit(1)
+    }
+}
+
+// The child process `open/index-memory` runs: `--index-memory FOLDER N`.
+if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--index-memory", let n = Int(CommandLine.arguments[3]) {
+    do {
+        print(try measureIndexMemory(CommandLine.arguments[2], n: n))
+        exit(0)
+    } catch {
+        printError("larder-bench: \(error)")
+        exit(1)
+    }
+}
+
+// `--build-fixture FOLDER N`: the open suite's closed cache of N records, kept for `--index-memory`.
+if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--build-fixture", let n = Int(CommandLine.arguments[3]) {
+    do {
+        _ = try CacheFixture.build(CommandLine.arguments[2], n: n)
+        exit(0)
+    } catch {
+        printError("larder-bench: \(error)")
+        exit(1)
+    }
 }
 
 var context = BenchContext(quick: false, json: false)
@@ -38,6 +72,14 @@ while let argument = remaining.popFirst() {
         context.traces = folder
     case _ where argument.hasPrefix("--traces="):
         context.traces = String(argument.dropFirst("--traces=".count))
+    case "--sizes":
+        guard let list = remaining.popFirst(), case let sizes = list.split(separator: ",").compactMap({ Int($0) }), !sizes.isEmpty,
+            sizes.allSatisfy({ $0 >= 100 })
+        else {
+            printError("larder-bench: --sizes needs counts of at least 100, such as 100000,1000000\n\(usage)")
+            exit(2)
+        }
+        context.sizes = sizes
     case "--json": context.json = true
     case "--redis":
         guard let address = remaining.popFirst() else {

@@ -251,10 +251,10 @@ extension DiskCache {
         let now = options.clock.now
         var next: Int? = 0
         while let start = next {
-            var candidates: [IndexEntry] = []
-            next = state.withLock { s in
-                s.index.forEachInSlots(from: start, batch: Self.collectionBatch * 16) { entry in
-                    if isExpired(entry, now: now) { candidates.append(entry) }
+            let candidates: [IndexEntry]
+            (candidates, next) = state.withLock { s in
+                s.index.entriesInSlots(from: start, batch: Self.collectionBatch * 16) { lockCount, ttl, updateTime in
+                    expiryRule.isExpired(lockCount: lockCount, ttl: ttl, anchor: updateTime, now: now)
                 }
             }
             for candidate in candidates {

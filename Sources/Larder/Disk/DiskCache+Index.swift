@@ -15,34 +15,53 @@ extension DiskCache {
     /// every record's header when there is no snapshot. Runs on ``ioQueue`` at open.
     func buildIndex() {
         var events: [CacheEvent] = []
-        var snapshot: [IndexEntry]?
+        var snapshot: DiskIndex?
         if let bytes = try? io.readFile(layout.snapshotPath, limit: 1 << 31) {
-            snapshot = IndexSnapshot.decode(bytes, keyEncoding: options.keyEncoding)
+            snapshot = IndexSnapshot.decodeIndex(bytes, keyEncoding: options.keyEncoding)
             // A snapshot is only trusted once: a crash from now on must not leave a stale one.
             if !options.isReadOnly {
                 snapshotGate.withLock { gate in withdrawSnapshot(&gate) }
             }
         }
-        let (names, listedEverything) = listRecordNames(events: &events)
-        var entries: [IndexEntry] = []
-        entries.reserveCapacity(names.count)
-        var unknown: [String] = []
-        if let snapshot {
-            var onDisk = Set(names)
-            for entry in snapshot where onDisk.remove(entry.name) != nil {
-                entries.append(entry)
+        // Listed a folder at a time, so that no list of every name is held: with a snapshot, each
+        // name is checked off against it; without, each folder's headers are read at once.
+        var loaded = snapshot ?? DiskIndex()
+        var seen = [Bool](repeating: false, count: snapshot?.slots.count ?? 0)
+        var suspects: Set<String> = []
+        var scannedAny = false
+        let listedEverything = listRecordNames(events: &events) { names, folders in
+            if snapshot == nil, loaded.slots.isEmpty, !names.isEmpty {
+                // Room for about as many records in every folder as in the first, so that the
+                // index does not grow (copying and leaving freed buffers resident) as it fills.
+                let estimate = min(names.count * folders * 5 / 4, 1 << 21)
+                loaded.reserveCapacity(estimate, arenaBytes: estimate * (names[0].utf8.count == 64 ? 32 + 16 : names[0].utf8.count))
             }
-            unknown = Array(onDisk)
-        } else {
-            unknown = names
+            var unknown: [String] = []
+            if snapshot != nil {
+                for name in names {
+                    if let slot = loaded.slot(of: name), Int(slot) < seen.count { seen[Int(slot)] = true } else { unknown.append(name) }
+                }
+            } else {
+                unknown = names
+            }
+            let (scanned, unreadable) = scanHeaders(unknown)
+            for entry in scanned where !loaded.contains(entry.name) {
+                loaded.upsert(entry)
+                // It may take a slot a repeated name left free: not one to drop below.
+                if let slot = loaded.slot(of: entry.name), Int(slot) < seen.count { seen[Int(slot)] = true }
+            }
+            scannedAny = scannedAny || !scanned.isEmpty
+            suspects.formUnion(unreadable)
         }
-        let (scanned, suspects) = scanHeaders(unknown)
-        if snapshot == nil {
-            entries = scanned.sorted { $0.lastAccessMs < $1.lastAccessMs }
-        } else if !scanned.isEmpty {
-            entries = (entries + scanned).sorted { $0.lastAccessMs < $1.lastAccessMs }
+        if snapshot != nil {
+            // Entries without a file go.
+            for slot in seen.indices where !seen[slot] && loaded.slots[slot].flags.contains(.occupied) {
+                loaded.removeSlot(Int32(slot))
+            }
         }
-        let count = state.withLock { $0.finishBuild(entries: entries, suspects: suspects, listedEverything: listedEverything) }
+        // Headers read: the least recently used first, by their last access.
+        if scannedAny { loaded.sortByLastAccess() }
+        let count = state.withLock { $0.finishBuild(loaded: loaded, suspects: suspects, listedEverything: listedEverything) }
         events.append(.indexReady(recordCount: count))
         if !options.isReadOnly, !isClosed.load(ordering: .acquiring), isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
             // Reopened over its limits (smaller limits, or files added behind its back): expired
@@ -85,11 +104,19 @@ extension DiskCache {
     /// The file names of every record on disk (``DiskLayout/recordNames(io:)``), and whether the
     /// list is complete; an unreadable root is reported as an event and reads as empty, incomplete.
     func listRecordNames(events: inout [CacheEvent]) -> (names: [String], isComplete: Bool) {
+        var names: [String] = []
+        let isComplete = listRecordNames(events: &events) { batch, _ in names += batch }
+        return (names, isComplete)
+    }
+
+    /// ``listRecordNames(events:)`` a folder at a time (``DiskLayout/recordNames(io:_:)``).
+    /// - Returns: Whether the list is complete.
+    func listRecordNames(events: inout [CacheEvent], _ body: (_ names: [String], _ folders: Int) -> Void) -> Bool {
         do {
-            return try layout.recordNames(io: io)
+            return try layout.recordNames(io: io, body)
         } catch {
             events.append(.ioError(operation: "list", path: layout.root, errno: error.rawValue))
-            return ([], false)
+            return false
         }
     }
 

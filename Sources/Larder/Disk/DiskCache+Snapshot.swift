@@ -45,10 +45,12 @@ extension DiskCache {
             // Changes register under this lock before they touch a record, so with none in
             // flight the index holds every change that reached the disk.
             guard gate.changesInFlight == 0 else { return .skipped }
-            let entries: [IndexEntry]? = state.withLock { s in s.isIndexReady ? s.index.entriesLeastRecentFirst : nil }
-            guard let entries else { return .skipped }
+            // A copy that shares the index's storage (encoded outside the cache's lock; a change
+            // meanwhile copies the storage it changes).
+            let index: DiskIndex? = state.withLock { s in s.isIndexReady ? s.index : nil }
+            guard let index else { return .skipped }
             do throws(Errno) {
-                try io.writeFileAtomically(layout.snapshotPath, IndexSnapshot.encode(entries))
+                try io.writeFileAtomically(layout.snapshotPath, IndexSnapshot.encode(index))
                 gate.isOnDisk = true
                 if sync {
                     // After the rename: the file's bytes, then the folder entry that names it.

@@ -70,7 +70,7 @@ extension DiskCache {
 
         /// Corrects the lock count of an entry whose header says otherwise.
         mutating func correctLockCount(of name: String, to lockCount: UInt32) {
-            index.modify(name) { $0.lockCount = lockCount }
+            index.setLockCount(name, lockCount)
         }
 
         /// Records a use of `entry` (a read or a touch): the entry becomes the most recently
@@ -79,18 +79,8 @@ extension DiskCache {
         mutating func recordUse(_ entry: IndexEntry, vouching contents: RecordContents, tracksAccess: Bool) {
             var becameDirty = tracksAccess
             if let slot = index.slot(of: entry.name) {
-                index.modify(slot: slot, moveToMostRecent: true) { current in
-                    // Field by field: the entry's list links are the index's own.
-                    if current.key == nil { current.key = entry.key }
-                    current.diskSize = entry.diskSize
-                    current.fileSize = contents.vouchedFileSize(previous: current.fileSize)
-                    current.updateTime = entry.updateTime
-                    current.lastAccessMs = entry.lastAccessMs
-                    current.ttl = entry.ttl
-                    current.lockCount = entry.lockCount
-                    becameDirty = tracksAccess && !current.isAccessDirty
-                    if tracksAccess { current.isAccessDirty = true }
-                }
+                becameDirty = index.recordUse(
+                    slot: slot, from: entry, fileSize: { contents.vouchedFileSize(previous: $0) }, marksAccessDirty: tracksAccess)
             } else {
                 var fresh = entry
                 fresh.fileSize = contents.vouchedFileSize(previous: 0)
@@ -104,7 +94,7 @@ extension DiskCache {
 
         /// Marks an entry's access times as written to its header.
         mutating func markAccessClean(_ name: String) {
-            index.modify(name) { $0.isAccessDirty = false }
+            index.setAccessDirty(name, false)
         }
 
         /// Takes the names queued for write-back; reads that dirty an entry meanwhile queue it again.
@@ -144,6 +134,25 @@ extension DiskCache {
         mutating func finishBuild(entries: [IndexEntry], suspects found: Set<String>, listedEverything: Bool) -> Int {
             let fresh = touchedDuringBuild.isEmpty ? entries : entries.filter { !touchedDuringBuild.contains($0.name) }
             index.prependOlder(fresh)
+            return finishBuild(suspects: found, listedEverything: listedEverything)
+        }
+
+        /// Merges an index loaded from the snapshot (and reconciled with the folders), deferring
+        /// to names changed meanwhile, which stay the most recently used; marks the index ready.
+        /// - Returns: The number of records indexed.
+        /// - Complexity: O(*m*) for the *m* names changed during the build.
+        mutating func finishBuild(loaded: consuming DiskIndex, suspects found: Set<String>, listedEverything: Bool) -> Int {
+            var merged = loaded
+            for name in touchedDuringBuild { merged.remove(name) }
+            index.forEachLeastRecentFirst { entry in
+                merged.upsert(entry)
+                return true
+            }
+            index = merged
+            return finishBuild(suspects: found, listedEverything: listedEverything)
+        }
+
+        private mutating func finishBuild(suspects found: Set<String>, listedEverything: Bool) -> Int {
             suspects = found.subtracting(touchedDuringBuild)
             touchedDuringBuild = []
             isIndexReady = true

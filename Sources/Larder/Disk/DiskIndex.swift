@@ -1,4 +1,7 @@
-/// What the index knows of one record.
+import Foundation
+
+/// What the index knows of one record: the value ``DiskIndex`` takes and gives back. The index
+/// itself keeps no `IndexEntry`: it packs each into a ``DiskIndex/Slot`` and the byte arena.
 struct IndexEntry: Sendable {
     /// The record's file name.
     var name: String
@@ -12,16 +15,13 @@ struct IndexEntry: Sendable {
     var updateTime: UInt64
     /// The last use, in milliseconds since the epoch.
     var lastAccessMs: UInt64
-    /// Time to live in seconds, 0 for the default.
+    /// Time to live in seconds, 0 for the default (at most ``RecordHeader/maximumTTL``, which
+    /// every source of entries clamps to; the index keeps 32 bits of it).
     var ttl: UInt64
     /// The lock count.
     var lockCount: UInt32
     /// Whether `updateTime` or `lastAccessMs` is newer than the record's header.
     var isAccessDirty = false
-
-    // Links of the least-recently-used list, as slot numbers (-1 for none).
-    fileprivate var previous: Int32 = -1
-    fileprivate var next: Int32 = -1
 
     init(
         name: String, key: String?, diskSize: Int, fileSize: Int = 0, updateTime: UInt64, lastAccessMs: UInt64, ttl: UInt64,
@@ -39,77 +39,216 @@ struct IndexEntry: Sendable {
     }
 }
 
-/// The in-memory index of every record: a dictionary from file name to a slot in contiguous
-/// storage, a second from original key to slot (so a load of a known key needs no hashing of
-/// it into a file name), the slots linked in least-recently-used order, and running totals.
+/// The in-memory index of every record, compact: one 64-byte ``Slot`` per record in contiguous
+/// storage, the names and keys in one byte arena (a name of 64 lowercase hex digits, as every
+/// SHA-256 name is, kept as its 32 bytes; a key equal to its name not kept twice), two
+/// open-addressing tables of slot numbers (by name and by original key, so a load of a known
+/// key needs no hashing of it into a file name), the slots linked in least-recently-used
+/// order, and running totals. About 130 bytes a record at 100,000 records with keys of a dozen
+/// bytes (`open/index-memory` in BENCHMARKS.md).
 ///
-/// Every operation is O(1) except where noted; no per-entry class allocation.
+/// Every operation is O(1) (amortized, for growth and arena compaction) except where noted; no
+/// allocation per entry.
 struct DiskIndex: Sendable {
-    private var slots: [IndexEntry] = []
+    /// One record's fixed-width fields.
+    struct Slot: Sendable {
+        /// Where the record's name, then its key, start in the arena.
+        var arenaOffset: Int
+        var diskSize: Int
+        var fileSize: Int
+        var updateTime: UInt64
+        var lastAccessMs: UInt64
+        /// The key's length in the arena; ``noKey`` for none, and 0 (with ``Flags/keyIsName``)
+        /// when the key is the name.
+        var keyLength: UInt32
+        var lockCount: UInt32
+        var ttl: UInt32
+        // Links of the least-recently-used list, as slot numbers (-1 for none).
+        var previous: Int32
+        var next: Int32
+        /// The name's length in the arena (32 for a packed hex name).
+        var nameLength: UInt16
+        var flags: Flags
+
+        static let free = Slot(
+            arenaOffset: 0, diskSize: 0, fileSize: 0, updateTime: 0, lastAccessMs: 0, keyLength: 0, lockCount: 0, ttl: 0,
+            previous: -1, next: -1, nameLength: 0, flags: [])
+    }
+
+    /// A slot's flags.
+    struct Flags: OptionSet, Sendable {
+        let rawValue: UInt8
+        /// The slot holds a record.
+        static let occupied = Flags(rawValue: 1)
+        /// The name is 64 lowercase hex digits, kept as the 32 bytes they spell.
+        static let hexName = Flags(rawValue: 2)
+        /// The key is the name (verbatim encoding); the arena holds it once.
+        static let keyIsName = Flags(rawValue: 4)
+        /// The entry's access times are newer than its header's.
+        static let accessDirty = Flags(rawValue: 8)
+    }
+
+    static let noKey = UInt32.max
+
+    private(set) var slots: [Slot] = []
+    private(set) var arena: [UInt8] = []
+    /// Arena bytes no slot refers to any more; reclaimed when they outweigh the live ones.
+    private var arenaGarbage = 0
     private var freeSlots: [Int32] = []
-    private var positions: [String: Int32] = [:]
-    private var keyPositions: [String: Int32] = [:]
-    /// Entries the key dictionary does not hold: no key known, or a key another entry claims.
+    private var byName = SlotTable()
+    private var byKey = SlotTable()
+    /// Entries the key table does not hold: no key known, or a key another entry claims.
     private(set) var unmappedCount = 0
-    private var head: Int32 = -1  // least recently used
-    private var tail: Int32 = -1  // most recently used
+    private(set) var head: Int32 = -1  // least recently used
+    private(set) var tail: Int32 = -1  // most recently used
 
     /// Bytes on disk, over every record.
     private(set) var totalSize = 0
     /// Bytes on disk, over locked records.
     private(set) var lockedSize = 0
-
     /// The number of records.
-    var count: Int { positions.count }
+    private(set) var count = 0
+
+    init() {}
+
+    /// Room for `capacity` records and `arenaBytes` of names and keys without growing the slots
+    /// and the arena (reserved, not touched: what is never filled costs no resident memory).
+    mutating func reserveCapacity(_ capacity: Int, arenaBytes: Int) {
+        slots.reserveCapacity(capacity)
+        arena.reserveCapacity(arenaBytes)
+    }
+
+    // MARK: - Lookups
 
     /// The entry for a file name.
     subscript(name: String) -> IndexEntry? {
-        guard let slot = positions[name] else { return nil }
-        return slots[Int(slot)]
+        guard let slot = slot(of: name) else { return nil }
+        return self[slot: slot]
     }
 
-    func contains(_ name: String) -> Bool { positions[name] != nil }
+    func contains(_ name: String) -> Bool { slot(of: name) != nil }
 
     /// The slot that holds a name's entry, for several operations on it with one lookup.
-    func slot(of name: String) -> Int32? { positions[name] }
+    func slot(of name: String) -> Int32? {
+        PackedName.with(name) { packed in findName(packed).slot }
+    }
 
     /// The slot that holds the entry stored under an original key.
-    func slot(forKey key: String) -> Int32? { keyPositions[key] }
+    func slot(forKey key: String) -> Int32? {
+        var key = key
+        return key.withUTF8 { findKey(UnsafeRawBufferPointer($0)).slot }
+    }
 
     /// The entry in a slot returned by ``slot(of:)``.
-    subscript(slot slot: Int32) -> IndexEntry { slots[Int(slot)] }
+    subscript(slot slot: Int32) -> IndexEntry { Self.entry(slots[Int(slot)], in: arena) }
+
+    /// The file name of the entry in a slot.
+    func name(atSlot slot: Int32) -> String { Self.name(slots[Int(slot)], in: arena) }
+
+    /// The original key of the entry in a slot, if known.
+    func key(atSlot slot: Int32) -> String? { Self.key(slots[Int(slot)], in: arena) }
+
+    /// The entry a slot describes, its bytes in `arena`.
+    static func entry(_ s: Slot, in arena: [UInt8]) -> IndexEntry {
+        IndexEntry(
+            name: name(s, in: arena), key: key(s, in: arena), diskSize: s.diskSize, fileSize: s.fileSize, updateTime: s.updateTime,
+            lastAccessMs: s.lastAccessMs, ttl: UInt64(s.ttl), lockCount: s.lockCount, isAccessDirty: s.flags.contains(.accessDirty))
+    }
+
+    static func name(_ s: Slot, in arena: [UInt8]) -> String {
+        arena.withUnsafeBytes { bytes in
+            let stored = UnsafeRawBufferPointer(rebasing: bytes[s.arenaOffset ..< s.arenaOffset + Int(s.nameLength)])
+            return s.flags.contains(.hexName) ? PackedName.hex(stored) : String(decoding: stored, as: UTF8.self)
+        }
+    }
+
+    static func key(_ s: Slot, in arena: [UInt8]) -> String? {
+        if s.flags.contains(.keyIsName) { return name(s, in: arena) }
+        guard s.keyLength != noKey else { return nil }
+        let start = s.arenaOffset + Int(s.nameLength)
+        return arena.withUnsafeBytes { String(decoding: $0[start ..< start + Int(s.keyLength)], as: UTF8.self) }
+    }
+
+    /// Packs entries into slots (in order, unlinked) and their arena, as ``IndexSnapshot``
+    /// writes them; names are not checked for repeats.
+    static func pack(_ entries: [IndexEntry]) -> (slots: [Slot], arena: [UInt8]) {
+        var index = DiskIndex()
+        for entry in entries {
+            var s = Slot.free
+            PackedName.with(entry.name) { packed in
+                s.arenaOffset = index.arena.count
+                s.nameLength = UInt16(packed.bytes.count)
+                s.flags = packed.isHex ? [.occupied, .hexName] : [.occupied]
+                index.arena.append(contentsOf: packed.bytes)
+            }
+            s.keyLength = noKey
+            s.diskSize = entry.diskSize
+            s.updateTime = entry.updateTime
+            s.lastAccessMs = entry.lastAccessMs
+            s.ttl = UInt32(clamping: entry.ttl)
+            s.lockCount = entry.lockCount
+            index.slots.append(s)
+            if let key = entry.key { index.appendKey(key, of: Int32(index.slots.count - 1)) }
+        }
+        return (index.slots, index.arena)
+    }
+
+    /// The file length known for the entry in a slot (0 when unknown).
+    func fileSize(atSlot slot: Int32) -> Int { slots[Int(slot)].fileSize }
+
+    /// The update time of a name's entry.
+    func updateTime(of name: String) -> UInt64? {
+        slot(of: name).map { slots[Int($0)].updateTime }
+    }
+
+    // MARK: - Changes
 
     /// Changes the entry in a slot returned by ``slot(of:)``; `moveToMostRecent` also records a use.
-    /// The name must not change.
+    /// The name must not change; the key may only be set where there was none.
     mutating func modify(slot: Int32, moveToMostRecent: Bool, _ body: (inout IndexEntry) -> Void) {
-        account(slots[Int(slot)], sign: -1)
-        let oldKey = slots[Int(slot)].key
-        if oldKey == nil { unmapKey(of: slot) }
-        body(&slots[Int(slot)])
-        if oldKey == nil { mapKey(of: slot) }
-        precondition(oldKey == nil || slots[Int(slot)].key == oldKey, "an entry's key does not change")
-        account(slots[Int(slot)], sign: 1)
+        var entry = self[slot: slot]
+        let (oldName, oldKey) = (entry.name, entry.key)
+        body(&entry)
+        precondition(entry.name == oldName, "an entry's name does not change")
+        precondition(oldKey == nil || entry.key == oldKey, "an entry's key does not change")
+        if oldKey == nil, let key = entry.key { setKey(key, of: slot) }
+        setFields(of: slot, from: entry)
         if moveToMostRecent, slot != tail {
             unlink(slot)
             appendToTail(slot)
         }
     }
 
+    /// Records a use of the entry in a slot (a read or a touch) and makes it the most recently
+    /// used: the fields a header vouches for, a key where none was known, and `fileSize` as
+    /// `vouch` computes it from the entry's present one.
+    /// - Returns: Whether the entry's access times became dirty (they were clean before).
+    mutating func recordUse(
+        slot: Int32, from entry: IndexEntry, fileSize vouch: (Int) -> Int, marksAccessDirty: Bool
+    ) -> Bool {
+        if slots[Int(slot)].keyLength == Self.noKey, !slots[Int(slot)].flags.contains(.keyIsName), let key = entry.key {
+            setKey(key, of: slot)
+        }
+        let wasDirty = slots[Int(slot)].flags.contains(.accessDirty)
+        var updated = entry
+        updated.fileSize = vouch(slots[Int(slot)].fileSize)
+        updated.isAccessDirty = wasDirty || marksAccessDirty
+        setFields(of: slot, from: updated)
+        if slot != tail {
+            unlink(slot)
+            appendToTail(slot)
+        }
+        return marksAccessDirty && !wasDirty
+    }
+
     /// Inserts or replaces an entry and makes it the most recently used.
     mutating func upsert(_ entry: IndexEntry) {
-        if let slot = positions[entry.name] {
-            account(slots[Int(slot)], sign: -1)
-            unmapKey(of: slot)
+        if let slot = slot(of: entry.name) {
+            replace(slot: slot, with: entry)
             unlink(slot)
-            slots[Int(slot)] = entry
-            account(entry, sign: 1)
-            mapKey(of: slot)
             appendToTail(slot)
         } else {
-            let slot = allocate(entry)
-            positions[entry.name] = slot
-            account(entry, sign: 1)
-            mapKey(of: slot)
+            let slot = insert(entry)
             appendToTail(slot)
         }
     }
@@ -118,11 +257,8 @@ struct DiskIndex: Sendable {
     /// Names already present are skipped.
     /// - Complexity: O(*m*) for *m* entries.
     mutating func prependOlder(_ entries: [IndexEntry]) {
-        for entry in entries.reversed() where positions[entry.name] == nil {
-            let slot = allocate(entry)
-            positions[entry.name] = slot
-            account(entry, sign: 1)
-            mapKey(of: slot)
+        for entry in entries.reversed() where !contains(entry.name) {
+            let slot = insert(entry)
             slots[Int(slot)].next = head
             slots[Int(slot)].previous = -1
             if head >= 0 { slots[Int(head)].previous = slot } else { tail = slot }
@@ -133,44 +269,78 @@ struct DiskIndex: Sendable {
     /// Replaces an entry without moving it in the LRU order; an absent one is inserted as the
     /// least recently used.
     mutating func replaceKeepingPosition(_ entry: IndexEntry) {
-        guard let slot = positions[entry.name] else { return prependOlder([entry]) }
-        account(slots[Int(slot)], sign: -1)
-        unmapKey(of: slot)
-        let (previous, next) = (slots[Int(slot)].previous, slots[Int(slot)].next)
-        slots[Int(slot)] = entry
-        slots[Int(slot)].previous = previous
-        slots[Int(slot)].next = next
-        account(entry, sign: 1)
-        mapKey(of: slot)
+        guard let slot = slot(of: entry.name) else { return prependOlder([entry]) }
+        replace(slot: slot, with: entry)
     }
 
     /// Changes an entry in place, if there is one; `moveToMostRecent` also records a use.
     mutating func modify(_ name: String, moveToMostRecent: Bool = false, _ body: (inout IndexEntry) -> Void) {
-        guard let slot = positions[name] else { return }
+        guard let slot = slot(of: name) else { return }
         modify(slot: slot, moveToMostRecent: moveToMostRecent, body)
+    }
+
+    /// Sets or clears the access-dirty flag of a name's entry.
+    mutating func setAccessDirty(_ name: String, _ isDirty: Bool) {
+        guard let slot = slot(of: name) else { return }
+        if isDirty { slots[Int(slot)].flags.insert(.accessDirty) } else { slots[Int(slot)].flags.remove(.accessDirty) }
+    }
+
+    /// Sets the lock count of a name's entry.
+    mutating func setLockCount(_ name: String, _ lockCount: UInt32) {
+        guard let slot = slot(of: name) else { return }
+        account(slot, sign: -1)
+        slots[Int(slot)].lockCount = lockCount
+        account(slot, sign: 1)
     }
 
     /// Removes an entry, returning it.
     @discardableResult
     mutating func remove(_ name: String) -> IndexEntry? {
-        guard let slot = positions.removeValue(forKey: name) else { return nil }
-        let entry = slots[Int(slot)]
-        account(entry, sign: -1)
-        unmapKey(of: slot)
-        unlink(slot)
-        slots[Int(slot)] = IndexEntry(name: "", key: nil, diskSize: 0, updateTime: 0, lastAccessMs: 0, ttl: 0, lockCount: 0)
-        freeSlots.append(slot)
+        guard let slot = slot(of: name) else { return nil }
+        let entry = self[slot: slot]
+        removeSlot(slot)
         return entry
     }
+
+    /// Removes the entry in a slot.
+    mutating func removeSlot(_ slot: Int32) {
+        account(slot, sign: -1)
+        unmapKey(of: slot)
+        let found = PackedName.stored(slots[Int(slot)], in: arena) { packed in findName(packed) }
+        precondition(found.slot == slot, "a slot's name maps to another slot")
+        byName.remove(at: found.bucket)
+        unlink(slot)
+        discardArenaBytes(of: slot)
+        slots[Int(slot)] = .free
+        freeSlots.append(slot)
+        count -= 1
+    }
+
+    /// Orders the LRU list by last access, least recent first (an index built from headers).
+    /// - Complexity: O(*n* log *n*).
+    mutating func sortByLastAccess() {
+        var order: [Int32] = []
+        order.reserveCapacity(count)
+        var slot = head
+        while slot >= 0 {
+            order.append(slot)
+            slot = slots[Int(slot)].next
+        }
+        order.sort { slots[Int($0)].lastAccessMs < slots[Int($1)].lastAccessMs }
+        head = -1
+        tail = -1
+        for slot in order { appendToTail(slot) }
+    }
+
+    // MARK: - Traversal
 
     /// Entries from least to most recently used, stopping when `body` returns `false`.
     /// - Complexity: O(*k*) for the *k* entries visited.
     func forEachLeastRecentFirst(_ body: (IndexEntry) -> Bool) {
         var slot = head
         while slot >= 0 {
-            let entry = slots[Int(slot)]
-            if !body(entry) { return }
-            slot = entry.next
+            if !body(self[slot: slot]) { return }
+            slot = slots[Int(slot)].next
         }
     }
 
@@ -186,52 +356,319 @@ struct DiskIndex: Sendable {
         return result
     }
 
-    /// Visits the entries in slots `range` (for passes that take the lock a batch at a time);
-    /// returns the next slot to visit, or `nil` at the end.
+    /// The entries in slots `start ..< start + batch` that `isMatch` selects by their lock
+    /// count, ttl and update time (for passes that take the lock a batch at a time), and the
+    /// next slot to visit, or `nil` at the end. Only the selected entries are built.
     /// - Complexity: O(*batch*).
-    func forEachInSlots(from start: Int, batch: Int, _ body: (IndexEntry) -> Void) -> Int? {
-        var slot = start
+    func entriesInSlots(
+        from start: Int, batch: Int, where isMatch: (_ lockCount: UInt32, _ ttl: UInt64, _ updateTime: UInt64) -> Bool
+    ) -> (entries: [IndexEntry], next: Int?) {
+        var selected: [IndexEntry] = []
         let end = min(slots.count, start + batch)
-        while slot < end {
-            let entry = slots[slot]
-            if !entry.name.isEmpty, positions[entry.name] == Int32(slot) { body(entry) }
-            slot += 1
+        for slot in start ..< max(start, end) {
+            let s = slots[slot]
+            if s.flags.contains(.occupied), isMatch(s.lockCount, UInt64(s.ttl), s.updateTime) { selected.append(self[slot: Int32(slot)]) }
         }
-        return end < slots.count ? end : nil
+        return (selected, end < slots.count ? end : nil)
     }
 
-    // MARK: - Private
+    // MARK: - Private: slots
 
-    private mutating func allocate(_ entry: IndexEntry) -> Int32 {
-        if let slot = freeSlots.popLast() {
-            slots[Int(slot)] = entry
-            return slot
+    private mutating func insert(_ entry: IndexEntry) -> Int32 {
+        let slot: Int32
+        if let free = freeSlots.popLast() {
+            slot = free
+        } else {
+            precondition(slots.count < Int(Int32.max), "the index holds at most 2^31 - 1 records")
+            slot = Int32(slots.count)
+            slots.append(.free)
         }
-        slots.append(entry)
-        return Int32(slots.count - 1)
+        PackedName.with(entry.name) { packed in
+            slots[Int(slot)].arenaOffset = arena.count
+            slots[Int(slot)].nameLength = UInt16(packed.bytes.count)
+            slots[Int(slot)].flags = packed.isHex ? [.occupied, .hexName] : [.occupied]
+            arena.append(contentsOf: packed.bytes)
+        }
+        growTablesIfNeeded()
+        let found = PackedName.stored(slots[Int(slot)], in: arena) { findName($0) }
+        precondition(found.slot == nil, "a name is inserted once")
+        byName.insert(slot, at: found.bucket)
+        slots[Int(slot)].keyLength = Self.noKey
+        slots[Int(slot)].previous = -1
+        slots[Int(slot)].next = -1
+        count += 1
+        if let key = entry.key { appendKey(key, of: slot) }
+        mapKey(of: slot)
+        setFields(of: slot, from: entry)
+        return slot
     }
 
-    /// Adds a slot's key to the key dictionary (or counts it as unmapped).
+    /// Replaces the fields and key of a present entry; its name and place stay.
+    private mutating func replace(slot: Int32, with entry: IndexEntry) {
+        if entry.key != key(atSlot: slot) {
+            unmapKey(of: slot)
+            discardKeyBytes(of: slot)
+            if let key = entry.key { appendKey(key, of: slot) }
+            mapKey(of: slot)
+        }
+        setFields(of: slot, from: entry)
+    }
+
+    /// Gives a keyless entry its key.
+    private mutating func setKey(_ key: String, of slot: Int32) {
+        unmapKey(of: slot)
+        discardKeyBytes(of: slot)
+        appendKey(key, of: slot)
+        mapKey(of: slot)
+    }
+
+    private mutating func setFields(of slot: Int32, from entry: IndexEntry) {
+        account(slot, sign: -1)
+        slots[Int(slot)].diskSize = entry.diskSize
+        slots[Int(slot)].fileSize = entry.fileSize
+        slots[Int(slot)].updateTime = entry.updateTime
+        slots[Int(slot)].lastAccessMs = entry.lastAccessMs
+        slots[Int(slot)].ttl = UInt32(clamping: entry.ttl)
+        slots[Int(slot)].lockCount = entry.lockCount
+        if entry.isAccessDirty { slots[Int(slot)].flags.insert(.accessDirty) } else { slots[Int(slot)].flags.remove(.accessDirty) }
+        account(slot, sign: 1)
+    }
+
+    // MARK: - Private: the arena
+
+    /// Puts a key in the arena after the slot's name: in place when the name ends the arena,
+    /// else with the name copied to the end first (the old copy becomes garbage).
+    private mutating func appendKey(_ key: String, of slot: Int32) {
+        let s = slots[Int(slot)]
+        var key = key
+        let isName =
+            !s.flags.contains(.hexName)
+            && key.withUTF8 { utf8 in
+                arena.withUnsafeBytes { $0[s.arenaOffset ..< s.arenaOffset + Int(s.nameLength)].elementsEqual(utf8) }
+            }
+        if isName {
+            slots[Int(slot)].keyLength = 0
+            slots[Int(slot)].flags.insert(.keyIsName)
+            return
+        }
+        let nameEnd = s.arenaOffset + Int(s.nameLength)
+        if nameEnd != arena.count {
+            let offset = arena.count
+            let nameBytes = Array(arena[s.arenaOffset ..< nameEnd])
+            arena.append(contentsOf: nameBytes)
+            arenaGarbage += Int(s.nameLength)
+            slots[Int(slot)].arenaOffset = offset
+        }
+        let length = key.utf8.count
+        precondition(length < Int(Self.noKey), "a key is shorter than 4 GiB")
+        arena.append(contentsOf: key.utf8)
+        slots[Int(slot)].keyLength = UInt32(length)
+    }
+
+    /// Marks a slot's key bytes as garbage and the slot keyless.
+    private mutating func discardKeyBytes(of slot: Int32) {
+        let s = slots[Int(slot)]
+        if s.keyLength != Self.noKey, !s.flags.contains(.keyIsName) { arenaGarbage += Int(s.keyLength) }
+        slots[Int(slot)].keyLength = Self.noKey
+        slots[Int(slot)].flags.remove(.keyIsName)
+    }
+
+    private mutating func discardArenaBytes(of slot: Int32) {
+        discardKeyBytes(of: slot)
+        arenaGarbage += Int(slots[Int(slot)].nameLength)
+        if arenaGarbage > 4096, arenaGarbage > arena.count / 2 { compactArena() }
+    }
+
+    private static func storedKeyLength(_ s: Slot) -> Int {
+        s.keyLength == noKey || s.flags.contains(.keyIsName) ? 0 : Int(s.keyLength)
+    }
+
+    /// Copies the live bytes to a new arena, in slot order, and shrinks the free list's slack.
+    /// - Complexity: O(*n*); amortized over the removals that made the garbage.
+    private mutating func compactArena() {
+        var live = 0
+        for s in slots where s.flags.contains(.occupied) { live += Int(s.nameLength) + Self.storedKeyLength(s) }
+        var fresh: [UInt8] = []
+        fresh.reserveCapacity(live)
+        arena.withUnsafeBytes { old in
+            for slot in slots.indices where slots[slot].flags.contains(.occupied) {
+                let s = slots[slot]
+                let length = Int(s.nameLength) + Self.storedKeyLength(s)
+                let offset = fresh.count
+                fresh.append(contentsOf: old[s.arenaOffset ..< s.arenaOffset + length])
+                slots[slot].arenaOffset = offset
+            }
+        }
+        arena = fresh
+        arenaGarbage = 0
+    }
+
+    // MARK: - Private: the tables
+
+    private func findName(_ packed: PackedName) -> (slot: Int32?, bucket: Int) {
+        let hash = packed.hashValue
+        return arena.withUnsafeBytes { bytes in
+            byName.find(hash: hash) { slot in
+                let s = slots[Int(slot)]
+                return s.flags.contains(.hexName) == packed.isHex && Int(s.nameLength) == packed.bytes.count
+                    && Self.equal(bytes.baseAddress! + s.arenaOffset, packed.bytes)
+            }
+        }
+    }
+
+    private func findKey(_ key: UnsafeRawBufferPointer) -> (slot: Int32?, bucket: Int) {
+        let hash = Self.keyHash(key)
+        return arena.withUnsafeBytes { bytes in
+            byKey.find(hash: hash) { slot in
+                let range = Self.keyRange(of: slots[Int(slot)])
+                return range.count == key.count && (key.isEmpty || Self.equal(bytes.baseAddress! + range.lowerBound, key))
+            }
+        }
+    }
+
+    /// Whether the bytes at `stored` are those of `bytes` (not empty).
+    private static func equal(_ stored: UnsafeRawPointer, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        memcmp(stored, bytes.baseAddress!, bytes.count) == 0
+    }
+
+    /// Where a slot's key lies in the arena (empty for none).
+    static func keyRange(of s: Slot) -> Range<Int> {
+        if s.flags.contains(.keyIsName) { return s.arenaOffset ..< s.arenaOffset + Int(s.nameLength) }
+        if s.keyLength == Self.noKey { return 0 ..< 0 }
+        let start = s.arenaOffset + Int(s.nameLength)
+        return start ..< start + Int(s.keyLength)
+    }
+
+    private func hasKey(_ s: Slot) -> Bool { s.keyLength != Self.noKey || s.flags.contains(.keyIsName) }
+
+    static func keyHash(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var hasher = Hasher()
+        hasher.combine(bytes: bytes)
+        return hasher.finalize()
+    }
+
+    private func keyHash(ofSlot slot: Int32) -> Int {
+        let range = Self.keyRange(of: slots[Int(slot)])
+        return arena.withUnsafeBytes { Self.keyHash(UnsafeRawBufferPointer(rebasing: $0[range])) }
+    }
+
+    private func nameHash(ofSlot slot: Int32) -> Int {
+        PackedName.stored(slots[Int(slot)], in: arena) { $0.hashValue }
+    }
+
+    /// Adds a slot's key to the key table (or counts it as unmapped).
     private mutating func mapKey(of slot: Int32) {
-        guard let key = slots[Int(slot)].key, keyPositions[key] == nil else {
+        guard hasKey(slots[Int(slot)]) else {
             unmappedCount += 1
             return
         }
-        keyPositions[key] = slot
-    }
-
-    /// Takes a slot's key out of the key dictionary (or out of the unmapped count).
-    private mutating func unmapKey(of slot: Int32) {
-        if let key = slots[Int(slot)].key, keyPositions[key] == slot {
-            keyPositions[key] = nil
+        let found = arena.withUnsafeBytes { bytes in
+            findKey(UnsafeRawBufferPointer(rebasing: bytes[Self.keyRange(of: slots[Int(slot)])]))
+        }
+        guard found.slot == nil else {
+            unmappedCount += 1
+            return
+        }
+        if byKey.needsGrowth {
+            rebuildTables(minimumCapacity: count)
+            let bucket = arena.withUnsafeBytes { bytes in
+                findKey(UnsafeRawBufferPointer(rebasing: bytes[Self.keyRange(of: slots[Int(slot)])])).bucket
+            }
+            byKey.insert(slot, at: bucket)
         } else {
-            unmappedCount -= 1
+            byKey.insert(slot, at: found.bucket)
         }
     }
 
-    private mutating func account(_ entry: IndexEntry, sign: Int) {
-        totalSize += sign * entry.diskSize
-        if entry.lockCount > 0 { lockedSize += sign * entry.diskSize }
+    /// Takes a slot's key out of the key table (or out of the unmapped count).
+    private mutating func unmapKey(of slot: Int32) {
+        if hasKey(slots[Int(slot)]) {
+            let found = arena.withUnsafeBytes { bytes in
+                findKey(UnsafeRawBufferPointer(rebasing: bytes[Self.keyRange(of: slots[Int(slot)])]))
+            }
+            if found.slot == slot {
+                byKey.remove(at: found.bucket)
+                return
+            }
+        }
+        unmappedCount -= 1
+    }
+
+    private mutating func growTablesIfNeeded() {
+        if byName.needsGrowth { rebuildTables(minimumCapacity: count + 1) }
+    }
+
+    /// Builds both tables again for `minimumCapacity` records, without tombstones.
+    /// - Complexity: O(*n*).
+    private mutating func rebuildTables(minimumCapacity: Int) {
+        let capacity = SlotTable.capacity(for: max(minimumCapacity, count))
+        var names = SlotTable(capacity: capacity)
+        var keys = SlotTable(capacity: capacity)
+        for slot in byName.buckets where slot >= 0 { names.insertNew(slot, hash: nameHash(ofSlot: slot)) }
+        for slot in byKey.buckets where slot >= 0 { keys.insertNew(slot, hash: keyHash(ofSlot: slot)) }
+        byName = names
+        byKey = keys
+    }
+
+    /// Builds the tables from the slots (after ``IndexSnapshot`` filled them): the first entry
+    /// with a name wins, and later ones with the same name are removed.
+    /// - Complexity: O(*n*).
+    mutating func buildTables(keepingFirstOf order: Range<Int32>) {
+        byName = SlotTable(capacity: SlotTable.capacity(for: count))
+        byKey = SlotTable(capacity: SlotTable.capacity(for: count))
+        unmappedCount = 0
+        var duplicates: [Int32] = []
+        for slot in order {
+            let found = PackedName.stored(slots[Int(slot)], in: arena) { findName($0) }
+            guard found.slot == nil else {
+                duplicates.append(slot)
+                continue
+            }
+            byName.insert(slot, at: found.bucket)
+            if hasKey(slots[Int(slot)]) {
+                let key = arena.withUnsafeBytes { bytes in
+                    findKey(UnsafeRawBufferPointer(rebasing: bytes[Self.keyRange(of: slots[Int(slot)])]))
+                }
+                if key.slot == nil { byKey.insert(slot, at: key.bucket) } else { unmappedCount += 1 }
+            } else {
+                unmappedCount += 1
+            }
+        }
+        for slot in duplicates {
+            // Not in the name table: unlinked and freed by hand.
+            account(slot, sign: -1)
+            unlink(slot)
+            arenaGarbage += Int(slots[Int(slot)].nameLength) + Self.storedKeyLength(slots[Int(slot)])
+            slots[Int(slot)] = .free
+            freeSlots.append(slot)
+            count -= 1
+        }
+    }
+
+    /// Fills the index from slots in least-recently-used order (the arena offsets refer to
+    /// `arena`), linking and counting them; ``buildTables(keepingFirstOf:)`` follows.
+    mutating func load(slots loaded: consuming [Slot], arena bytes: consuming [UInt8]) {
+        slots = consume loaded
+        arena = consume bytes
+        count = slots.count
+        totalSize = 0
+        lockedSize = 0
+        for i in slots.indices {
+            slots[i].previous = Int32(i) - 1
+            slots[i].next = i + 1 < slots.count ? Int32(i + 1) : -1
+            account(Int32(i), sign: 1)
+        }
+        head = slots.isEmpty ? -1 : 0
+        tail = slots.isEmpty ? -1 : Int32(slots.count - 1)
+        buildTables(keepingFirstOf: 0 ..< Int32(slots.count))
+    }
+
+    // MARK: - Private: totals and links
+
+    private mutating func account(_ slot: Int32, sign: Int) {
+        let s = slots[Int(slot)]
+        totalSize += sign * s.diskSize
+        if s.lockCount > 0 { lockedSize += sign * s.diskSize }
     }
 
     private mutating func unlink(_ slot: Int32) {
@@ -252,7 +689,7 @@ struct DiskIndex: Sendable {
 }
 
 extension DiskIndex {
-    /// Checks the list links and totals against the dictionary; traps on a mismatch.
+    /// Checks the list links, totals and tables; traps on a mismatch.
     /// - Complexity: O(*n*). Called by tests.
     func _checkInvariants() {
         var seen = 0
@@ -261,22 +698,171 @@ extension DiskIndex {
         var previous: Int32 = -1
         var slot = head
         while slot >= 0 {
-            let entry = slots[Int(slot)]
-            precondition(entry.previous == previous, "broken back link at \(entry.name)")
-            precondition(positions[entry.name] == slot, "list entry \(entry.name) not in the dictionary")
-            size += entry.diskSize
-            if entry.lockCount > 0 { locked += entry.diskSize }
+            let s = slots[Int(slot)]
+            let name = name(atSlot: slot)
+            precondition(s.flags.contains(.occupied), "a free slot in the list")
+            precondition(s.previous == previous, "broken back link at \(name)")
+            precondition(self.slot(of: name) == slot, "list entry \(name) not in the name table")
+            size += s.diskSize
+            if s.lockCount > 0 { locked += s.diskSize }
             seen += 1
-            precondition(seen <= positions.count, "cycle in the LRU list")
+            precondition(seen <= count, "cycle in the LRU list")
             previous = slot
-            slot = entry.next
+            slot = s.next
         }
         precondition(previous == tail, "tail does not end the list")
-        precondition(seen == positions.count, "list has \(seen) entries, dictionary \(positions.count)")
+        precondition(seen == count, "list has \(seen) entries, count is \(count)")
         precondition(size == totalSize && locked == lockedSize, "totals drifted")
-        for (key, slot) in keyPositions {
-            precondition(slots[Int(slot)].key == key && positions[slots[Int(slot)].name] == slot, "key \(key) maps to a wrong slot")
+        precondition(byName.count == count, "name table holds \(byName.count), count is \(count)")
+        for slot in byKey.buckets where slot >= 0 {
+            let key = key(atSlot: slot)
+            precondition(key != nil && self.slot(forKey: key!) == slot, "key \(key ?? "-") maps to a wrong slot")
         }
-        precondition(keyPositions.count + unmappedCount == positions.count, "key dictionary and unmapped count disagree")
+        precondition(byKey.count + unmappedCount == count, "key table and unmapped count disagree")
+    }
+}
+
+/// A file name as the index keeps it: 64 lowercase hex digits as the 32 bytes they spell, any
+/// other name as its UTF-8 bytes.
+struct PackedName {
+    var isHex: Bool
+    var bytes: UnsafeRawBufferPointer
+
+    var hashValue: Int {
+        var hasher = Hasher()
+        hasher.combine(isHex)
+        hasher.combine(bytes: bytes)
+        return hasher.finalize()
+    }
+
+    /// Calls `body` with `name` packed.
+    static func with<T>(_ name: String, _ body: (PackedName) -> T) -> T {
+        var name = name
+        return name.withUTF8 { utf8 in
+            withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { digest in
+                if unhex(UnsafeRawBufferPointer(utf8), into: digest) {
+                    return body(PackedName(isHex: true, bytes: UnsafeRawBufferPointer(digest)))
+                }
+                return body(PackedName(isHex: false, bytes: UnsafeRawBufferPointer(utf8)))
+            }
+        }
+    }
+
+    /// Calls `body` with a slot's name as stored in `arena`.
+    static func stored<T>(_ s: DiskIndex.Slot, in arena: [UInt8], _ body: (PackedName) -> T) -> T {
+        arena.withUnsafeBytes { bytes in
+            body(
+                PackedName(
+                    isHex: s.flags.contains(.hexName),
+                    bytes: UnsafeRawBufferPointer(rebasing: bytes[s.arenaOffset ..< s.arenaOffset + Int(s.nameLength)])))
+        }
+    }
+
+    /// Writes the 32 bytes 64 lowercase hex digits spell; `false` for anything else.
+    static func unhex(_ text: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard text.count == 64 else { return false }
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0") ... UInt8(ascii: "9"): c &- UInt8(ascii: "0")
+            case UInt8(ascii: "a") ... UInt8(ascii: "f"): c &- UInt8(ascii: "a") &+ 10
+            default: nil
+            }
+        }
+        for i in 0 ..< 32 {
+            guard let high = value(text[2 * i]), let low = value(text[2 * i + 1]) else { return false }
+            out[i] = high << 4 | low
+        }
+        return true
+    }
+
+    /// The 64 lowercase hex digits of 32 bytes.
+    static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            for (i, byte) in bytes.enumerated() {
+                out[2 * i] = digits.utf8Start[Int(byte >> 4)]
+                out[2 * i + 1] = digits.utf8Start[Int(byte & 0xF)]
+            }
+            return bytes.count * 2
+        }
+    }
+}
+
+/// An open-addressing table of slot numbers (linear probing, tombstones), hashed and compared
+/// by its owner (``DiskIndex``), which keeps the names and keys: 4 bytes a bucket, at most 3/4
+/// of the buckets in use.
+struct SlotTable: Sendable {
+    static let empty: Int32 = -1
+    static let tombstone: Int32 = -2
+
+    private(set) var buckets: [Int32]
+    private(set) var count = 0
+    private var used = 0  // entries and tombstones
+
+    init(capacity: Int = 0) {
+        buckets = capacity == 0 ? [] : [Int32](repeating: Self.empty, count: capacity)
+    }
+
+    /// The power of two that holds `count` entries at most 3/4 full (8 at least).
+    static func capacity(for count: Int) -> Int {
+        var capacity = 8
+        while capacity / 4 * 3 <= count { capacity *= 2 }
+        return capacity
+    }
+
+    var needsGrowth: Bool { buckets.isEmpty || used + 1 > buckets.count / 4 * 3 }
+
+    /// The slot `matches` accepts among those filed under `hash`, with its bucket; else `nil`
+    /// and the bucket to insert into (the first tombstone on the way, or the empty bucket that
+    /// ended the search; -1 in an empty table).
+    func find(hash: Int, matches: (Int32) -> Bool) -> (slot: Int32?, bucket: Int) {
+        guard !buckets.isEmpty else { return (nil, -1) }
+        let mask = buckets.count - 1
+        var bucket = hash & mask
+        var insertion = -1
+        while true {
+            let slot = buckets[bucket]
+            if slot == Self.empty { return (nil, insertion >= 0 ? insertion : bucket) }
+            if slot == Self.tombstone {
+                if insertion < 0 { insertion = bucket }
+            } else if matches(slot) {
+                return (slot, bucket)
+            }
+            bucket = (bucket + 1) & mask
+        }
+    }
+
+    func isInsertable(_ bucket: Int) -> Bool {
+        bucket >= 0 && buckets[bucket] < 0
+    }
+
+    /// Files `slot` in a bucket ``find(hash:matches:)`` returned for insertion.
+    mutating func insert(_ slot: Int32, at bucket: Int) {
+        precondition(buckets[bucket] < 0, "insertion into a used bucket")
+        if buckets[bucket] == Self.empty { used += 1 }
+        buckets[bucket] = slot
+        count += 1
+    }
+
+    /// Files a slot known absent (rebuilding).
+    mutating func insertNew(_ slot: Int32, hash: Int) {
+        let mask = buckets.count - 1
+        var bucket = hash & mask
+        while buckets[bucket] != Self.empty { bucket = (bucket + 1) & mask }
+        buckets[bucket] = slot
+        count += 1
+        used += 1
+    }
+
+    mutating func remove(at bucket: Int) {
+        let mask = buckets.count - 1
+        count -= 1
+        // A tombstone only where the probe sequence goes on.
+        if buckets[(bucket + 1) & mask] == Self.empty {
+            buckets[bucket] = Self.empty
+            used -= 1
+        } else {
+            buckets[bucket] = Self.tombstone
+        }
     }
 }

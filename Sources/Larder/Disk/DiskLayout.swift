@@ -123,25 +123,40 @@ package struct DiskLayout: Sendable {
     /// - Complexity: One directory listing per shard folder; no file is opened.
     package func recordNames(io: FileIO) throws(Errno) -> (names: [String], isComplete: Bool) {
         var names: [String] = []
+        let isComplete = try recordNames(io: io) { batch, _ in names += batch }
+        return (names, isComplete)
+    }
+
+    /// ``recordNames(io:)`` a folder at a time: `body` gets the names in each shard folder, then
+    /// those in the root, so that no list of every name is held (the index build's peak
+    /// memory), with the number of folders there are to list (for an estimate of the total).
+    /// - Returns: Whether every folder could be listed.
+    package func recordNames(io: FileIO, _ body: (_ names: [String], _ folders: Int) -> Void) throws(Errno) -> Bool {
+        var rootNames: [String] = []
         var isComplete = true
-        for entry in try io.listDirectory(root) where !Self.isReserved(entry.name) {
+        let entries = try io.listDirectory(root).filter { !Self.isReserved($0.name) }
+        let folders = 1 + entries.count { shard(for: $0.name) == $0.name && $0.isDirectory != false }
+        for entry in entries {
             guard let shard = shard(for: entry.name) else {
-                if entry.isDirectory != true { names.append(entry.name) }
+                if entry.isDirectory != true { rootNames.append(entry.name) }
                 continue
             }
             guard shard == entry.name, entry.isDirectory != false else { continue }
             do throws(Errno) {
+                var names: [String] = []
                 for file in try io.listDirectory(root + "/" + entry.name)
                 where Self.shard(for: file.name) == entry.name && !Self.isReserved(file.name) {
                     names.append(file.name)
                 }
+                body(names, folders)
             } catch let error where error == .notADirectory || error == .tooManySymbolicLinks {
                 // A shard-named file (or a link) at the root, not a shard folder.
             } catch {
                 isComplete = false
             }
         }
-        return (names, isComplete)
+        body(rootNames, folders)
+        return isComplete
     }
 
     /// The layout a folder without metadata shows: ``FolderLayout/flat`` when a file (not a

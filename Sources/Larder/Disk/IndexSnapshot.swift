@@ -1,20 +1,47 @@
 /// The persisted index: every entry in least-recently-used order, so a reopened cache knows its
-/// records, totals and LRU order without reading each header.
+/// records, totals and LRU order without reading each header. Version 2 is a near-binary image
+/// of ``DiskIndex``'s slots and arena, loaded with one pass and no allocation per entry.
 ///
-/// Layout (little-endian): magic "LRDX", version u32 (1), count u32, then per entry:
-/// name length u16, name, key length u32 (`0xFFFF_FFFF` for none), key, diskSize u64,
-/// updateTime u64, lastAccessMs u64, ttl u64, lockCount u32; last, a CRC-32 of everything before it.
+/// Layout (little-endian): magic "LRDX", version u32 (2), count u32, arena length u64; then
+/// per entry, 39 bytes: flags u8 (2: the name is 64 hex digits kept as 32 bytes; 4: the key is
+/// the name), name length u16, key length u32 (`0xFFFF_FFFF` for none), diskSize u64,
+/// updateTime u64, lastAccessMs u64, ttl u32, lockCount u32; then the arena: each entry's name
+/// then key bytes, in entry order; last, a CRC-32 of everything before it. Version 1 snapshots
+/// (and any other) are ignored: the index is then rebuilt from the headers.
 enum IndexSnapshot {
     static let magic: UInt32 = 0x5844_524C  // "LRDX"
-    static let version: UInt32 = 1
+    static let version: UInt32 = 2
+    static let headerSize = 20
+    static let entrySize = 39
 
-    /// Encodes entries, least recently used first.
+    /// Encodes an index, least recently used first.
     /// - Complexity: O(*n*); one allocation of the exact size, written in place.
-    static func encode(_ entries: [IndexEntry]) -> [UInt8] {
-        var total = 12 + 4
-        for entry in entries {
-            total += 2 + entry.name.utf8.count + 4 + (entry.key?.utf8.count ?? 0) + 8 * 4 + 4
+    static func encode(_ index: DiskIndex) -> [UInt8] {
+        var order: [Int32] = []
+        order.reserveCapacity(index.count)
+        var slot = index.head
+        while slot >= 0 {
+            order.append(slot)
+            slot = index.slots[Int(slot)].next
         }
+        return encode(index.slots, order: order, arena: index.arena)
+    }
+
+    /// Encodes entries in their order (least recently used first); repeated names are kept,
+    /// as a damaged or crafted snapshot may hold them.
+    static func encode(_ entries: [IndexEntry]) -> [UInt8] {
+        let (slots, arena) = DiskIndex.pack(entries)
+        return encode(slots, order: (0 ..< Int32(slots.count)).map { $0 }, arena: arena)
+    }
+
+    private static func storedLength(_ s: DiskIndex.Slot) -> Int {
+        Int(s.nameLength) + (s.keyLength == DiskIndex.noKey || s.flags.contains(.keyIsName) ? 0 : Int(s.keyLength))
+    }
+
+    private static func encode(_ slots: [DiskIndex.Slot], order: [Int32], arena: [UInt8]) -> [UInt8] {
+        var arenaLength = 0
+        for slot in order { arenaLength += storedLength(slots[Int(slot)]) }
+        let total = headerSize + order.count * entrySize + arenaLength + 4
         return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
             let out = UnsafeMutableRawBufferPointer(buffer)
             var offset = 0
@@ -22,30 +49,30 @@ enum IndexSnapshot {
                 out.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
                 offset += MemoryLayout<T>.size
             }
-            func put(_ text: String) {
-                var text = text
-                text.withUTF8 { utf8 in
-                    out.baseAddress!.advanced(by: offset).copyMemory(from: utf8.baseAddress!, byteCount: utf8.count)
-                    offset += utf8.count
-                }
-            }
             put(magic)
             put(version)
-            put(UInt32(entries.count))
-            for entry in entries {
-                put(UInt16(entry.name.utf8.count))
-                if !entry.name.isEmpty { put(entry.name) }
-                if let key = entry.key {
-                    put(UInt32(key.utf8.count))
-                    if !key.isEmpty { put(key) }
-                } else {
-                    put(UInt32.max)
+            put(UInt32(order.count))
+            put(UInt64(arenaLength))
+            for slot in order {
+                let s = slots[Int(slot)]
+                put(s.flags.intersection([.hexName, .keyIsName]).rawValue)
+                put(s.nameLength)
+                put(s.keyLength)
+                put(UInt64(s.diskSize))
+                put(s.updateTime)
+                put(s.lastAccessMs)
+                put(s.ttl)
+                put(s.lockCount)
+            }
+            arena.withUnsafeBytes { bytes in
+                for slot in order {
+                    let s = slots[Int(slot)]
+                    let length = storedLength(s)
+                    guard length > 0 else { continue }
+                    out.baseAddress!.advanced(by: offset).copyMemory(
+                        from: bytes.baseAddress!.advanced(by: s.arenaOffset), byteCount: length)
+                    offset += length
                 }
-                put(UInt64(entry.diskSize))
-                put(entry.updateTime)
-                put(entry.lastAccessMs)
-                put(entry.ttl)
-                put(entry.lockCount)
             }
             put(CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[0 ..< offset])))
             count = offset
@@ -57,7 +84,8 @@ enum IndexSnapshot {
     /// The largest total the entries may claim (2^62 bytes), so that no sum the index keeps overflows.
     static let maximumTotalSize = 1 << 62
 
-    /// Decodes a snapshot, or returns `nil` when it is damaged or of another version.
+    /// Decodes a snapshot into entries, or returns `nil` when it is damaged or of another version.
+    /// Repeated names are kept (``decodeIndex(_:keyEncoding:)`` keeps the first).
     ///
     /// A snapshot is a file in the cache folder, so nothing in it is trusted: sizes are bounded
     /// (``maximumEntrySize`` each, ``maximumTotalSize`` summed with checked arithmetic, else the
@@ -66,64 +94,108 @@ enum IndexSnapshot {
     /// dropped (its record is then read from its header like any unknown file), so a crafted
     /// snapshot cannot make one key answer with another key's file.
     static func decode(_ bytes: [UInt8], keyEncoding: KeyEncoding? = nil) -> [IndexEntry]? {
-        guard var entries = decodeUnchecked(bytes) else { return nil }
-        var total = 0
-        for entry in entries {
-            let (sum, overflow) = total.addingReportingOverflow(entry.diskSize)
-            guard !overflow, sum <= maximumTotalSize else { return nil }
-            total = sum
+        guard let (slots, arena) = decodeSlots(bytes) else { return nil }
+        return slots.compactMap { s in
+            if let keyEncoding, !keyMapsToName(s, arena: arena, keyEncoding) { return nil }
+            return DiskIndex.entry(s, in: arena)
         }
-        if let keyEncoding {
-            entries.removeAll { entry in
-                guard let key = entry.key else { return false }
-                if case .verbatim = keyEncoding { return key != entry.name }
-                return (try? keyEncoding.fileName(for: key)) != entry.name
-            }
-        }
-        return entries
     }
 
-    private static func decodeUnchecked(_ bytes: [UInt8]) -> [IndexEntry]? {
-        guard bytes.count >= 16 else { return nil }
-        return bytes.withUnsafeBytes { buffer -> [IndexEntry]? in
+    /// Decodes a snapshot into an index (the first entry of a repeated name kept), or returns
+    /// `nil` when it is damaged or of another version; entries whose key does not map to their
+    /// name under `keyEncoding` are dropped (see ``decode(_:keyEncoding:)``).
+    /// - Complexity: O(*n*), with one SHA-256 of each key under ``KeyEncoding/sha256``.
+    static func decodeIndex(_ bytes: [UInt8], keyEncoding: KeyEncoding) -> DiskIndex? {
+        guard let decoded = decodeSlots(bytes) else { return nil }
+        var slots = decoded.slots
+        let arena = decoded.arena
+        var spoofed = false
+        for i in slots.indices where !keyMapsToName(slots[i], arena: arena, keyEncoding) {
+            slots[i].flags = []
+            spoofed = true
+        }
+        if spoofed { slots.removeAll { $0.flags.isEmpty } }
+        var index = DiskIndex()
+        index.load(slots: consume slots, arena: arena)
+        return index
+    }
+
+    /// Whether a slot's key, if any, maps to its name under `keyEncoding`.
+    private static func keyMapsToName(_ s: DiskIndex.Slot, arena: [UInt8], _ keyEncoding: KeyEncoding) -> Bool {
+        guard s.keyLength != DiskIndex.noKey || s.flags.contains(.keyIsName) else { return true }
+        switch keyEncoding {
+        case .verbatim:
+            return s.flags.contains(.keyIsName)
+        case .sha256:
+            guard s.flags.contains(.hexName) else { return false }
+            let range = DiskIndex.keyRange(of: s)
+            return arena.withUnsafeBytes { bytes in
+                withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { digest in
+                    SHA256Hash.digest(UnsafeRawBufferPointer(rebasing: bytes[range]), into: digest)
+                    return UnsafeRawBufferPointer(digest).elementsEqual(bytes[s.arenaOffset ..< s.arenaOffset + 32])
+                }
+            }
+        case .custom:
+            guard let key = DiskIndex.key(s, in: arena) else { return true }
+            return (try? keyEncoding.fileName(for: key)) == DiskIndex.name(s, in: arena)
+        }
+    }
+
+    /// The slots (in order, unlinked) and arena a snapshot holds, checked and clamped.
+    private static func decodeSlots(_ bytes: [UInt8]) -> (slots: [DiskIndex.Slot], arena: [UInt8])? {
+        guard bytes.count >= headerSize + 4 else { return nil }
+        return bytes.withUnsafeBytes { buffer -> (slots: [DiskIndex.Slot], arena: [UInt8])? in
             let body = UnsafeRawBufferPointer(rebasing: buffer[0 ..< buffer.count - 4])
             let crc = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: buffer.count - 4, as: UInt32.self))
             guard CRC32.checksum(body) == crc else { return nil }
-            var offset = 0
-            func get<T: FixedWidthInteger>(_: T.Type) -> T? {
-                guard offset + MemoryLayout<T>.size <= body.count else { return nil }
-                defer { offset += MemoryLayout<T>.size }
-                return T(littleEndian: body.loadUnaligned(fromByteOffset: offset, as: T.self))
+            func load<T: FixedWidthInteger>(_ offset: Int, _: T.Type) -> T {
+                T(littleEndian: body.loadUnaligned(fromByteOffset: offset, as: T.self))
             }
-            func string(_ length: Int) -> String? {
-                guard length >= 0, offset + length <= body.count else { return nil }
-                defer { offset += length }
-                return String(decoding: UnsafeRawBufferPointer(rebasing: body[offset ..< offset + length]), as: UTF8.self)
-            }
-            guard get(UInt32.self) == magic, get(UInt32.self) == version, let count = get(UInt32.self) else { return nil }
-            var entries: [IndexEntry] = []
-            // Each entry takes at least 42 bytes: a count the bytes cannot hold reserves no more than they can.
-            entries.reserveCapacity(min(Int(count), body.count / 42))
-            for _ in 0 ..< count {
-                guard let nameLength = get(UInt16.self), let name = string(Int(nameLength)),
-                    let keyLength = get(UInt32.self)
+            guard load(0, UInt32.self) == magic, load(4, UInt32.self) == version else { return nil }
+            let count = Int(load(8, UInt32.self))
+            let arenaLength = load(12, UInt64.self)
+            // The sizes must add up to the bytes there are, before anything is reserved.
+            let (entriesBytes, overflow) = count.multipliedReportingOverflow(by: entrySize)
+            guard !overflow, arenaLength <= UInt64(body.count),
+                headerSize + entriesBytes + Int(arenaLength) == body.count
+            else { return nil }
+            let arenaStart = headerSize + entriesBytes
+            var slots: [DiskIndex.Slot] = []
+            slots.reserveCapacity(count)
+            var arenaOffset = 0
+            var total = 0
+            for i in 0 ..< count {
+                let at = headerSize + i * entrySize
+                let flags = DiskIndex.Flags(rawValue: load(at, UInt8.self))
+                let nameLength = load(at + 1, UInt16.self)
+                let keyLength = load(at + 3, UInt32.self)
+                let diskSize = load(at + 7, UInt64.self)
+                guard flags.subtracting([.hexName, .keyIsName]).isEmpty, nameLength > 0,
+                    !flags.contains(.hexName) || nameLength == 32,
+                    !flags.contains(.keyIsName) || (keyLength == 0 && !flags.contains(.hexName)),
+                    diskSize <= maximumEntrySize
                 else { return nil }
-                var key: String?
-                if keyLength != UInt32.max {
-                    guard let k = string(Int(keyLength)) else { return nil }
-                    key = k
-                }
-                guard let diskSize = get(UInt64.self), let updateTime = get(UInt64.self),
-                    let lastAccessMs = get(UInt64.self), let ttl = get(UInt64.self),
-                    let lockCount = get(UInt32.self), diskSize <= maximumEntrySize
-                else { return nil }
-                entries.append(
-                    IndexEntry(
-                        name: name, key: key, diskSize: Int(diskSize), updateTime: min(updateTime, RecordHeader.maximumTimestamp),
-                        lastAccessMs: min(lastAccessMs, RecordHeader.maximumTimestamp * 1000),
-                        ttl: min(ttl, RecordHeader.maximumTTL), lockCount: lockCount))
+                let (sum, overflow) = total.addingReportingOverflow(Int(diskSize))
+                guard !overflow, sum <= maximumTotalSize else { return nil }
+                total = sum
+                var s = DiskIndex.Slot.free
+                s.arenaOffset = arenaOffset
+                s.nameLength = nameLength
+                s.keyLength = keyLength
+                s.flags = flags.union(.occupied)
+                s.diskSize = Int(diskSize)
+                s.updateTime = min(load(at + 15, UInt64.self), RecordHeader.maximumTimestamp)
+                s.lastAccessMs = min(load(at + 23, UInt64.self), RecordHeader.maximumTimestamp * 1000)
+                s.ttl = UInt32(min(UInt64(load(at + 31, UInt32.self)), RecordHeader.maximumTTL))
+                s.lockCount = load(at + 35, UInt32.self)
+                let stored = storedLength(s)
+                guard stored <= Int(arenaLength) - arenaOffset else { return nil }
+                arenaOffset += stored
+                slots.append(s)
             }
-            return offset == body.count ? entries : nil
+            guard arenaOffset == Int(arenaLength) else { return nil }
+            let arena = [UInt8](UnsafeRawBufferPointer(rebasing: body[arenaStart ..< arenaStart + Int(arenaLength)]))
+            return (slots, arena)
         }
     }
 }

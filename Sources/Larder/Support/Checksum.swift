@@ -44,7 +44,7 @@ package enum SHA256Hash {
     }
 
     /// Writes the 32-byte digest of `bytes` into the first 32 bytes of `output`.
-    private static func digest(_ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+    package static func digest(_ bytes: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
         #if canImport(CryptoKit)
         for (i, byte) in CryptoKit.SHA256.hash(data: bytes).enumerated() { output[i] = byte }
         #else

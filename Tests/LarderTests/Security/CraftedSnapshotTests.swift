@@ -71,6 +71,30 @@ import Testing
         #expect(IndexSnapshot.decode(bytes, keyEncoding: encoding)?.map(\.key) == ["other"])
     }
 
+    /// A snapshot that repeats a name and lists a file that is gone, beside files it does not
+    /// list: the index holds each file once, and only the files there are.
+    @Test func repeatedNamesAndFilesBesideTheSnapshotAreReconciled() throws {
+        let fixture = HostileFixture("larder-snapshot")
+        defer { fixture.remove() }
+        let cache = try DiskCache(options: fixture.options())
+        for key in ["a1", "b2", "c3", "d4"] { try cache.store(Data(key.utf8), forKey: key) }
+        cache.close()
+        let entry = { (name: String) in
+            IndexEntry(name: name, key: name, diskSize: 4096, updateTime: 1_700_000_000, lastAccessMs: 0, ttl: 0, lockCount: 0)
+        }
+        Self.writeSnapshot([entry("a1"), entry("a1"), entry("a1"), entry("zz-gone"), entry("b2")], in: fixture.root)
+        for readOnly in [true, false] {
+            let reopened = try DiskCache(options: fixture.options(readOnly: readOnly))
+            #expect(try reopened.keys(withPrefix: "", includingExpired: true).sorted() == ["a1", "b2", "c3", "d4"])
+            #expect(reopened.count == 4)
+            for key in ["a1", "b2", "c3", "d4"] { #expect(try reopened.record(forKey: key)?.data == Data(key.utf8)) }
+            #expect(try reopened.record(forKey: "zz-gone") == nil)
+            reopened.state.withLock { $0.index._checkInvariants() }
+            reopened.close()
+            Self.writeSnapshot([entry("a1"), entry("a1"), entry("a1"), entry("zz-gone"), entry("b2")], in: fixture.root)
+        }
+    }
+
     @Test func sparseSnapshotIsNotRead() throws {
         let fixture = HostileFixture("larder-snapshot")
         defer { fixture.remove() }
