@@ -18,6 +18,10 @@ struct BenchContext {
     var redis: String? = nil
     /// The folder of `*.u32` traces the hitratio suite replays (`--traces`); `nil` for the default.
     var traces: String? = nil
+    /// Replay the synthetic traces instead of the folder's (`hitratio --synthetic`).
+    var synthetic = false
+    /// Replay the reference simulators too (`--references`; always with `--synthetic`).
+    var references = false
 
     /// The traces folder: `--traces`, else `../shared/traces` from the current folder (the package
     /// root, in a checkout beside `shared/`), else the shared traces found from the source tree.

@@ -5,12 +5,15 @@ import Darwin
 #endif
 
 let usage = """
-    usage: larder-bench [--json] [--quick] [--redis HOST:PORT] [--traces DIR] [suite ...]
+    usage: larder-bench [--json] [--quick] [--redis HOST:PORT] [--traces DIR] [--synthetic] [--references] [suite ...]
 
       --json         print one JSON object per line
       --quick        use smaller sizes
       --redis        the Redis server of the remote suite (which skips without it)
       --traces DIR   the folder of *.u32 traces for hitratio (default ../shared/traces)
+      --synthetic    hitratio replays its synthetic traces (loops, scans, drift, phases, Zipf,
+                     concatenations of the recorded traces) instead, with --references
+      --references   hitratio also replays its reference simulators (clock, sieve, s3fifo, arc, 2q)
       --help         print this help
 
     suites: \(suites.map(\.name).joined(separator: ", ")) (all when none is named)
@@ -36,6 +39,8 @@ while let argument = remaining.popFirst() {
     case _ where argument.hasPrefix("--traces="):
         context.traces = String(argument.dropFirst("--traces=".count))
     case "--json": context.json = true
+    case "--synthetic": context.synthetic = true
+    case "--references": context.references = true
     case "--redis":
         guard let address = remaining.popFirst() else {
             printError("larder-bench: --redis needs HOST:PORT\n\(usage)")
