@@ -65,10 +65,14 @@ extension EvictionOrder {
                 back &+= 1
                 continue
             }
-            let target = _bucket(for: entries[Int(slot)].evictionLink.stamp)
+            let stamp = entries[Int(slot)].evictionLink.stamp
+            let age = UInt64(UInt32(truncatingIfNeeded: clock) &- stamp)
+            // Bucket starts grow from the oldest bucket to the newest: when the next newer bucket
+            // began after the stamp, the entry belongs here (the common case, without a scan).
+            let newer = (bucket &+ 1) % Self.bucketCount
+            let target = bucket == newestBucket || clock &- bucketStarts[newer] < age ? bucket : _bucket(for: stamp)
             if _bucketAge(target) <= _bucketAge(bucket) {
                 _ = takeReference(slot, in: &entries)
-                let age = UInt64(UInt32(truncatingIfNeeded: clock) &- entries[Int(slot)].evictionLink.stamp)
                 candidateAge = candidateAge &- candidateAge / 16 &+ age / 16
                 return slot
             }
@@ -81,6 +85,7 @@ extension EvictionOrder {
     @inlinable
     mutating func _linkToWindow<E: EvictionEntry>(_ slot: Int32, bucket: Int, in entries: inout [E]) {
         Self.link(slot, to: &buckets[bucket], number: Self.window, in: &entries)
+        entries[Int(slot)].evictionLink.bucket = UInt8(truncatingIfNeeded: bucket)
         window.count &+= 1
     }
 
@@ -90,9 +95,16 @@ extension EvictionOrder {
         let previous = entries[Int(slot)].evictionLink.previous
         let next = entries[Int(slot)].evictionLink.next
         if previous == -1 || next == -1 {
-            for i in buckets.indices {
-                if buckets[i].head == slot { buckets[i].head = next }
-                if buckets[i].tail == slot { buckets[i].tail = previous }
+            let hint = Int(entries[Int(slot)].evictionLink.bucket)
+            if (previous != -1 || buckets[hint].head == slot) && (next != -1 || buckets[hint].tail == slot) {
+                // The bucket it was linked to still holds it (a splice may have moved it on).
+                if previous == -1 { buckets[hint].head = next }
+                if next == -1 { buckets[hint].tail = previous }
+            } else {
+                for i in buckets.indices {
+                    if buckets[i].head == slot { buckets[i].head = next }
+                    if buckets[i].tail == slot { buckets[i].tail = previous }
+                }
             }
         }
         if previous != -1 { entries[Int(previous)].evictionLink.next = next }

@@ -12,6 +12,9 @@ struct EvictionLink {
     /// TinyLFU's clock (``EvictionOrder/clock``, its low 32 bits) at the entry's last use or
     /// insertion: where its window entry belongs in the window's recency buckets.
     @usableFromInline var stamp: UInt32
+    /// The window bucket the entry was linked to: where to unlink it, unless a splice has since
+    /// moved it to the next bucket (then its bucket is found by scanning the buckets' ends).
+    @usableFromInline var bucket: UInt8 = 0
 
     @inlinable
     init(previous: Int32 = -1, next: Int32 = -1, queue: UInt8 = 0, marks: UInt8 = 0, stamp: UInt32 = 0) {
@@ -210,9 +213,15 @@ struct EvictionOrder {
         let link = entries[Int(new)].evictionLink
         let inBucket = link.queue == Self.window && policy.kind == .tinyLFU
         if inBucket && (link.previous == -1 || link.next == -1) {
-            for i in buckets.indices {
-                if buckets[i].head == old { buckets[i].head = new }
-                if buckets[i].tail == old { buckets[i].tail = new }
+            let hint = Int(link.bucket)
+            if (link.previous != -1 || buckets[hint].head == old) && (link.next != -1 || buckets[hint].tail == old) {
+                if link.previous == -1 { buckets[hint].head = new }
+                if link.next == -1 { buckets[hint].tail = new }
+            } else {
+                for i in buckets.indices {
+                    if buckets[i].head == old { buckets[i].head = new }
+                    if buckets[i].tail == old { buckets[i].tail = new }
+                }
             }
         }
         if link.previous == -1 {
