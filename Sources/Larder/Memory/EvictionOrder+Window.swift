@@ -32,6 +32,7 @@ extension EvictionOrder {
         buckets[oldest] = Queue()
         bucketStarts[oldest] = clock
         newestBucket = oldest
+        emptyOldBuckets = max(0, emptyOldBuckets &- 1)
     }
 
     /// Which bucket an entry with `stamp` belongs in: the newest one that began at or before it.
@@ -57,12 +58,11 @@ extension EvictionOrder {
     @inlinable
     mutating func _windowVictim<E: EvictionEntry>(in entries: inout [E]) -> Int32 {
         _advanceBucketIfDue(in: &entries)
-        var back = 1
         while true {
-            let bucket = (newestBucket &+ back) % Self.bucketCount
+            let bucket = (newestBucket &+ 1 &+ emptyOldBuckets) % Self.bucketCount
             let slot = buckets[bucket].head
             if slot == -1 {
-                back &+= 1
+                emptyOldBuckets &+= 1
                 continue
             }
             let stamp = entries[Int(slot)].evictionLink.stamp
@@ -85,6 +85,7 @@ extension EvictionOrder {
     @inlinable
     mutating func _linkToWindow<E: EvictionEntry>(_ slot: Int32, bucket: Int, in entries: inout [E]) {
         Self.link(slot, to: &buckets[bucket], number: Self.window, in: &entries)
+        emptyOldBuckets = min(emptyOldBuckets, _bucketAge(bucket))
         entries[Int(slot)].evictionLink.bucket = UInt8(truncatingIfNeeded: bucket)
         window.count &+= 1
     }

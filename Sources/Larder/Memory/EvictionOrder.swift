@@ -97,6 +97,8 @@ struct EvictionOrder {
     /// The clock at which each bucket's stretch began.
     @usableFromInline var bucketStarts: [UInt64] = []
     @usableFromInline var newestBucket = 0
+    /// How many of the oldest buckets are known to be empty: where the candidate search starts.
+    @usableFromInline var emptyOldBuckets = 0
     /// TinyLFU's clock: one tick per use and per insertion.
     @usableFromInline var clock: UInt64 = 0
     /// A moving average of the window candidates' ages (clock ticks since their last use), which
