@@ -20,6 +20,10 @@ struct BenchContext {
     var traces: String? = nil
     /// The record counts of the open and gc suites (`--sizes`); `nil` for their defaults.
     var sizes: [Int]? = nil
+    /// Replay the synthetic traces instead of the folder's (`hitratio --synthetic`).
+    var synthetic = false
+    /// Replay the reference simulators too (`--references`; always with `--synthetic`).
+    var references = false
 
     /// The traces folder: `--traces`, else `../shared/traces` from the current folder (the package
     /// root, in a checkout beside `shared/`), else the shared traces found from the source tree.

@@ -31,42 +31,93 @@ func replay(_ trace: [UInt32], capacity: Int, policy: EvictionPolicy) -> (misses
 func runHitRatioSuite(_ context: BenchContext) throws {
     let folder = context.tracesFolder
     let files = try Traces.files(in: folder)
-    guard !files.isEmpty else { throw BenchError("no *.u32 traces in \(folder.path)") }
     let expectations = try Traces.expectations(in: folder)
+    var traces: [SyntheticTrace] = []
+    for file in files {
+        let trace = try Traces.load(file)
+        if !trace.isEmpty { traces.append(SyntheticTrace(name: file.deletingPathExtension().lastPathComponent, keys: trace)) }
+    }
+    if context.synthetic {
+        let recorded = Dictionary(traces.map { ($0.name, $0.keys) }, uniquingKeysWith: { first, _ in first })
+        traces = SyntheticTraces.all(recorded: recorded)
+    }
+    guard !traces.isEmpty else { throw BenchError("no *.u32 traces in \(folder.path)") }
+    let references = context.synthetic || context.references
 
     if !context.json {
-        print("hitratio: traces in \(folder.path); misses per policy, and their ratio to lru and to the best")
-        print("online policy in expected.csv (its name in brackets), where it has the cell")
+        print(
+            context.synthetic
+                ? "hitratio: synthetic traces (and concatenations of the recorded ones in \(folder.path))"
+                : "hitratio: traces in \(folder.path)")
+        print("misses per policy, and their ratio to lru and to the best online policy: in expected.csv where it has")
+        print("the cell (its name in brackets), else the best of the reference simulators (clock, sieve, s3fifo, arc, 2q)")
     }
-    for file in files {
-        let name = file.deletingPathExtension().lastPathComponent
-        let trace = try Traces.load(file)
-        guard !trace.isEmpty else { continue }
-        for capacity in Traces.capacities(distinctKeys: Traces.distinctKeys(trace)) where capacity > 0 {
-            var lruMisses = 0
-            let cell = expectations.filter { $0.trace == name && $0.capacity == capacity && $0.policy != "Belady" }
-            let best = cell.min { $0.misses < $1.misses }
+    var summary = HitRatioSummary()
+    for trace in traces {
+        for capacity in Traces.capacities(distinctKeys: Traces.distinctKeys(trace.keys)) where capacity > 0 {
+            var rows: [(impl: String, misses: Int, nanoseconds: UInt64)] = []
             for (impl, policy) in hitRatioPolicies {
-                let (misses, nanoseconds) = replay(trace, capacity: capacity, policy: policy)
-                if impl == "lru" { lruMisses = misses }
-                let nsPerOp = (Double(nanoseconds) / Double(trace.count) * 10).rounded() / 10
-                let ratio = Double(misses) / Double(trace.count)
+                let (misses, nanoseconds) = replay(trace.keys, capacity: capacity, policy: policy)
+                rows.append((impl, misses, nanoseconds))
+            }
+            if references {
+                for (impl, misses) in referencePolicies {
+                    let start = monotonicNanoseconds()
+                    let count = misses(trace.keys, capacity)
+                    rows.append((impl, count, monotonicNanoseconds() - start))
+                }
+            }
+            let cell = expectations.filter { $0.trace == trace.name && $0.capacity == capacity && $0.policy != "Belady" }
+            let best: (policy: String, misses: Int)? =
+                cell.min { $0.misses < $1.misses }.map { ($0.policy, $0.misses) }
+                ?? rows.filter { !["tinylfu", "recommended"].contains($0.impl) }.min { $0.misses < $1.misses }.map { ($0.impl, $0.misses) }
+            let lruMisses = rows.first { $0.impl == "lru" }!.misses
+            if let recommended = rows.first(where: { $0.impl == "recommended" }), let best {
+                summary.add(trace.name, capacity: capacity, recommended: recommended.misses, lru: lruMisses, best: best.misses)
+            }
+            for row in rows {
+                let nsPerOp = (Double(row.nanoseconds) / Double(trace.keys.count) * 10).rounded() / 10
+                let ratio = Double(row.misses) / Double(trace.keys.count)
                 if context.json {
                     print(
-                        #"{"suite":"hitratio","case":"\#(name)","impl":"\#(impl)","n":\#(capacity),"bytes":0,"ns_per_op":\#(nsPerOp),"misses":\#(misses),"miss_ratio":\#(String(format: "%.6f", ratio))}"#
+                        #"{"suite":"hitratio","case":"\#(trace.name)","impl":"\#(row.impl)","n":\#(capacity),"bytes":0,"ns_per_op":\#(nsPerOp),"misses":\#(row.misses),"miss_ratio":\#(String(format: "%.6f", ratio))}"#
                     )
                 } else {
-                    var line = pad(name, 16) + pad(impl, 13) + pad("n=\(capacity)", 9) + pad("misses=\(misses)", 16)
+                    var line = pad(trace.name, 16) + pad(row.impl, 13) + pad("n=\(capacity)", 9) + pad("misses=\(row.misses)", 16)
                     line +=
                         pad(String(format: "ratio=%.4f", ratio), 14)
-                        + pad(String(format: "vs-lru=%.3f", Double(misses) / Double(lruMisses)), 14)
+                        + pad(String(format: "vs-lru=%.3f", Double(row.misses) / Double(lruMisses)), 14)
                     if let best {
-                        line += pad(String(format: "vs-best=%.3f", Double(misses) / Double(best.misses)) + " [\(best.policy)]", 28)
+                        line += pad(String(format: "vs-best=%.3f", Double(row.misses) / Double(best.misses)) + " [\(best.policy)]", 28)
                     }
                     print(line + "\(nsPerOp) ns/req")
                 }
             }
         }
+    }
+    if !context.json { summary.print() }
+}
+
+/// The two targets over the cells replayed: recommended's worst cell against LRU, and the
+/// geometric mean of its misses over the best online policy's.
+struct HitRatioSummary {
+    private var worst: (ratio: Double, cell: String) = (0, "")
+    private var logSum = 0.0
+    private var cells = 0
+
+    mutating func add(_ trace: String, capacity: Int, recommended: Int, lru: Int, best: Int) {
+        let vsLRU = Double(recommended) / Double(max(lru, 1))
+        if vsLRU > worst.ratio { worst = (vsLRU, "\(trace) n=\(capacity)") }
+        logSum += log(Double(max(recommended, 1)) / Double(max(best, 1)))
+        cells += 1
+    }
+
+    func print() {
+        guard cells > 0 else { return }
+        Swift.print(
+            String(format: "recommended: worst cell vs lru %.3f", worst.ratio) + " (\(worst.cell)); "
+                + String(format: "geomean vs best %.3f over %d cells", exp(logSum / Double(cells)), cells)
+        )
     }
 }
 

@@ -5,12 +5,16 @@ import Darwin
 #endif
 
 let usage = """
-    usage: larder-bench [--json] [--quick] [--redis HOST:PORT] [--traces DIR] [--sizes N,...] [suite ...]
+    usage: larder-bench [--json] [--quick] [--redis HOST:PORT] [--traces DIR] [--synthetic] [--references]
+                        [--sizes N,...] [suite ...]
 
       --json         print one JSON object per line
       --quick        use smaller sizes
       --redis        the Redis server of the remote suite (which skips without it)
       --traces DIR   the folder of *.u32 traces for hitratio (default ../shared/traces)
+      --synthetic    hitratio replays its synthetic traces (loops, scans, drift, phases, Zipf,
+                     concatenations of the recorded traces) instead, with --references
+      --references   hitratio also replays its reference simulators (clock, sieve, s3fifo, arc, 2q)
       --sizes N,...  the record counts of the open and gc suites (e.g. 100000,1000000)
       --help         print this help
 
@@ -81,6 +85,8 @@ while let argument = remaining.popFirst() {
         }
         context.sizes = sizes
     case "--json": context.json = true
+    case "--synthetic": context.synthetic = true
+    case "--references": context.references = true
     case "--redis":
         guard let address = remaining.popFirst() else {
             printError("larder-bench: --redis needs HOST:PORT\n\(usage)")

@@ -8,10 +8,13 @@ extension EvictionOrder {
         resize(for: capacity)
         let hash = entries[Int(slot)].hash
         insertions &+= 1
+        clock &+= 1
+        _advanceBucketIfDue(in: &entries)
         if sketch.increment(hash) { _countUse(in: &entries) }
         let marks = _tuneWindow(forNewKey: hash, in: &entries)
         link(slot, to: Self.window, in: &entries)
         entries[Int(slot)].evictionLink.marks = marks
+        entries[Int(slot)].evictionLink.stamp = UInt32(truncatingIfNeeded: clock)
     }
 
     @inlinable
@@ -45,16 +48,6 @@ extension EvictionOrder {
     mutating func _tinyLFUSettle<E: EvictionEntry>(capacity: Int, in entries: inout [E]) {
         resize(for: capacity)
         while window.count > windowLimit { _admit(_windowVictim(in: &entries), in: &entries) }
-    }
-
-    /// The window's oldest unreferenced entry; referenced ones go round again with the bit cleared.
-    @inlinable
-    mutating func _windowVictim<E: EvictionEntry>(in entries: inout [E]) -> Int32 {
-        while true {
-            let slot = window.head
-            guard takeReference(slot, in: &entries) else { return slot }
-            move(slot, to: Self.window, in: &entries)
-        }
     }
 
     /// Probation's oldest unreferenced entry; referenced ones are promoted to protected on the way.
@@ -131,18 +124,26 @@ extension EvictionOrder {
     /// Tunes the window for a new key hashing to `hash`, and returns the new entry's marks.
     ///
     /// A key that left the window within the last `capacity / 4` insertions would still be
-    /// cached had the window been that much larger: the window grows by one entry, the key is
-    /// marked returning (it wins its next contest), and protected ages by two entries, so that
-    /// a main area holding yesterday's favourites frees up when the workload moves on. A key
-    /// that left the main area within its last `capacity / 4` evictions argues for a larger main
-    /// area: the window shrinks by one entry.
+    /// cached had the window been that much larger: the window grows, the key is marked
+    /// returning (it wins its next contest), and protected ages by two entries, so that a main
+    /// area holding yesterday's favourites frees up when the workload moves on. A key that left
+    /// the main area within its last `capacity / 4` evictions argues for a larger main area: the
+    /// window shrinks. A step is one entry, and one more for each signal in a row that went the
+    /// same way, up to ``maximumTuningStep``: a steady signal (a working set sliding past a
+    /// cache that should be all window, a workload that changed) moves the window quickly, while
+    /// a mixed one still moves it one entry at a time.
+    /// The most entries one tuning step moves the window by.
+    @inlinable static var maximumTuningStep: Int { 8 }
+
     @inlinable
     mutating func _tuneWindow<E: EvictionEntry>(forNewKey hash: UInt32, in entries: inout [E]) -> UInt8 {
         let leftWindow = windowHistory.take(hash)
         let leftMain = mainHistory.take(hash)
         let horizon = UInt32(truncatingIfNeeded: max(1, capacity / 4))
-        let step = 1 / Double(capacity)
+        let unit = 1 / Double(capacity)
         if let stamp = leftMain, mainEvictions &- stamp < horizon {
+            tuneMomentum = min(tuneMomentum, 0) &- 1
+            let step = unit * Double(min(-tuneMomentum, Self.maximumTuningStep))
             windowFraction = max(0, windowFraction - step)
             let limit = windowLimit
             while window.count > limit { _admit(_windowVictim(in: &entries), in: &entries) }
@@ -150,6 +151,8 @@ extension EvictionOrder {
             return 0
         }
         if let stamp = leftWindow, insertions &- stamp < horizon {
+            tuneMomentum = max(tuneMomentum, 0) &+ 1
+            let step = unit * Double(min(tuneMomentum, Self.maximumTuningStep))
             windowFraction = min(1, windowFraction + step)
             for _ in 0 ..< 2 where protected.count > 0 { _ageProtected(in: &entries) }
             _demoteProtectedOverflow(in: &entries)

@@ -9,13 +9,20 @@ struct EvictionLink {
     /// ``EvictionOrder/referenced`` and ``EvictionOrder/returning`` in the low bits, and TinyLFU's
     /// count of the entry's uses in the high four (see ``EvictionOrder/countUnit``).
     @usableFromInline var marks: UInt8
+    /// TinyLFU's clock (``EvictionOrder/clock``, its low 32 bits) at the entry's last use or
+    /// insertion: where its window entry belongs in the window's recency buckets.
+    @usableFromInline var stamp: UInt32
+    /// The window bucket the entry was linked to: where to unlink it, unless a splice has since
+    /// moved it to the next bucket (then its bucket is found by scanning the buckets' ends).
+    @usableFromInline var bucket: UInt8 = 0
 
     @inlinable
-    init(previous: Int32 = -1, next: Int32 = -1, queue: UInt8 = 0, marks: UInt8 = 0) {
+    init(previous: Int32 = -1, next: Int32 = -1, queue: UInt8 = 0, marks: UInt8 = 0, stamp: UInt32 = 0) {
         self.previous = previous
         self.next = next
         self.queue = queue
         self.marks = marks
+        self.stamp = stamp
     }
 }
 
@@ -41,16 +48,20 @@ protocol EvictionEntry {
 ///   entry's count goes back into it when the entry leaves. An entry's frequency is its count
 ///   plus the sketch's estimate for its key, at most 15; every `20 × capacity` uses, all counts
 ///   and the sketch are halved. New entries enter the *window*; when it is over its share of
-///   the capacity, its oldest unreferenced entry (a referenced one goes round again, bit cleared)
-///   is the *candidate*, and the main area's next victim (the oldest unreferenced entry of
+///   the capacity, its least recently used entry (nearly: see below) is the *candidate*, and the main area's next victim (the oldest unreferenced entry of
 ///   *probation*; a referenced one is promoted to *protected*, whose overflow is demoted back) is
 ///   compared with it: the candidate moves into probation only if its frequency is higher, or if
 ///   it is *returning* (it was refused recently and came back); the loser is evicted. While
 ///   the cache is within its limits, the window's overflow moves into probation without a contest.
+///   A use also writes the entry's *stamp* (a clock of uses and insertions), and the window is kept
+///   as 32 FIFO buckets of consecutive stretches of that clock: its candidate is the head of the
+///   oldest bucket once that entry's stamp says it belongs there (a used one moves to the bucket
+///   of its last use), so the window evicts in nearly LRU order although a use relinks nothing.
 ///   The window's share starts at 1 % and is tuned by two ``EvictionHistory`` tables of keys that
 ///   recently left the window and the main area: a new key found in the window's (seen within the
-///   last `capacity / 4` insertions) grows it by one entry and ages two protected entries, a key found
-///   in the main area's (within its last `capacity / 4` evictions) shrinks it by one.
+///   last `capacity / 4` insertions) grows it and ages two protected entries, a key found in the
+///   main area's (within its last `capacity / 4` evictions) shrinks it; by one entry, and by up to
+///   eight when several signals in a row agree.
 ///
 /// Not thread-safe; ``MemoryCache`` guards it.
 @usableFromInline
@@ -77,8 +88,25 @@ struct EvictionOrder {
     @inlinable static var countUnit: UInt8 { 0x10 }
 
     @usableFromInline let policy: EvictionPolicy
-    /// LRU's recency list, or TinyLFU's admission window.
+    /// LRU's recency list. Under TinyLFU only its `count` is used: the window's entries are in
+    /// `buckets`.
     @usableFromInline var window = Queue()
+    /// TinyLFU's window: a ring of ``bucketCount`` FIFO queues, `newestBucket` the current one and
+    /// the one after it the oldest. Their `count`s are not kept; `window.count` is the total.
+    @usableFromInline var buckets: [Queue] = []
+    /// The clock at which each bucket's stretch began.
+    @usableFromInline var bucketStarts: [UInt64] = []
+    @usableFromInline var newestBucket = 0
+    /// How many of the oldest buckets are known to be empty: where the candidate search starts.
+    @usableFromInline var emptyOldBuckets = 0
+    /// TinyLFU's clock: one tick per use and per insertion.
+    @usableFromInline var clock: UInt64 = 0
+    /// A moving average of the window candidates' ages (clock ticks since their last use), which
+    /// sets the length of a bucket's stretch: the ring spans about twice that age.
+    @usableFromInline var candidateAge: UInt64 = 1024
+    /// How many window-tuning signals in a row went the same way: positive for growth, negative
+    /// for shrinkage. Each step moves the window by that many entries.
+    @usableFromInline var tuneMomentum = 0
     @usableFromInline var probation = Queue()
     @usableFromInline var protected = Queue()
 
@@ -100,6 +128,10 @@ struct EvictionOrder {
     @inlinable
     init(policy: EvictionPolicy) {
         self.policy = policy
+        if policy.kind == .tinyLFU {
+            buckets = [Queue](repeating: Queue(), count: Self.bucketCount)
+            bucketStarts = [UInt64](repeating: 0, count: Self.bucketCount)
+        }
     }
 
     /// The number of entries in the order.
@@ -120,7 +152,9 @@ struct EvictionOrder {
             Self.link(slot, to: &window, number: Self.window, in: &entries)
         } else {
             let marks = entries[Int(slot)].evictionLink.marks
+            clock &+= 1
             entries[Int(slot)].evictionLink.marks = (marks < 0xF0 ? marks &+ Self.countUnit : marks) | Self.referenced
+            entries[Int(slot)].evictionLink.stamp = UInt32(truncatingIfNeeded: clock)
             _countUse(in: &entries)
         }
     }
@@ -179,13 +213,26 @@ struct EvictionOrder {
     @inlinable
     mutating func relocate<E: EvictionEntry>(from old: Int32, to new: Int32, in entries: UnsafeMutableBufferPointer<E>) {
         let link = entries[Int(new)].evictionLink
+        let inBucket = link.queue == Self.window && policy.kind == .tinyLFU
+        if inBucket && (link.previous == -1 || link.next == -1) {
+            let hint = Int(link.bucket)
+            if (link.previous != -1 || buckets[hint].head == old) && (link.next != -1 || buckets[hint].tail == old) {
+                if link.previous == -1 { buckets[hint].head = new }
+                if link.next == -1 { buckets[hint].tail = new }
+            } else {
+                for i in buckets.indices {
+                    if buckets[i].head == old { buckets[i].head = new }
+                    if buckets[i].tail == old { buckets[i].tail = new }
+                }
+            }
+        }
         if link.previous == -1 {
-            Self.setHead(new, of: link.queue, in: &self)
+            if !inBucket { Self.setHead(new, of: link.queue, in: &self) }
         } else {
             entries[Int(link.previous)].evictionLink.next = new
         }
         if link.next == -1 {
-            Self.setTail(new, of: link.queue, in: &self)
+            if !inBucket { Self.setTail(new, of: link.queue, in: &self) }
         } else {
             entries[Int(link.next)].evictionLink.previous = new
         }
@@ -215,6 +262,7 @@ struct EvictionOrder {
     @inlinable
     mutating func relocate<E: EvictionEntry>(to newSlots: [Int32], in entries: inout [E]) {
         Self.relocate(&window, to: newSlots, in: &entries)
+        for i in buckets.indices { Self.relocate(&buckets[i], to: newSlots, in: &entries) }
         Self.relocate(&probation, to: newSlots, in: &entries)
         Self.relocate(&protected, to: newSlots, in: &entries)
     }
@@ -240,15 +288,17 @@ struct EvictionOrder {
         window = Queue()
         probation = Queue()
         protected = Queue()
+        for i in buckets.indices { buckets[i] = Queue() }
     }
 
-    /// The slots in eviction order: LRU from least to most recently used; TinyLFU the window,
-    /// then probation, then protected, each oldest first.
+    /// The slots in eviction order: LRU from least to most recently used; TinyLFU the window's
+    /// buckets from the oldest, then probation, then protected, each oldest first.
     /// - Complexity: O(n).
     func slots<E: EvictionEntry>(in entries: [E]) -> [Int32] {
         var result: [Int32] = []
         result.reserveCapacity(count)
-        for queue in [window, probation, protected] {
+        let windowQueues = policy.kind == .lru ? [window] : (1 ... buckets.count).map { buckets[(newestBucket + $0) % buckets.count] }
+        for queue in windowQueues + [probation, protected] {
             var slot = queue.head
             while slot != -1 {
                 result.append(slot)
@@ -298,6 +348,7 @@ struct EvictionOrder {
     @inlinable
     mutating func link<E: EvictionEntry>(_ slot: Int32, to number: UInt8, in entries: inout [E]) {
         switch number {
+        case Self.window where policy.kind == .tinyLFU: _linkToWindow(slot, bucket: newestBucket, in: &entries)
         case Self.window: Self.link(slot, to: &window, number: number, in: &entries)
         case Self.probation: Self.link(slot, to: &probation, number: number, in: &entries)
         default: Self.link(slot, to: &protected, number: number, in: &entries)
@@ -308,6 +359,7 @@ struct EvictionOrder {
     @inlinable
     mutating func unlink<E: EvictionEntry>(_ slot: Int32, in entries: inout [E]) {
         switch entries[Int(slot)].evictionLink.queue {
+        case Self.window where policy.kind == .tinyLFU: _unlinkFromWindow(slot, in: &entries)
         case Self.window: Self.unlink(slot, from: &window, in: &entries)
         case Self.probation: Self.unlink(slot, from: &probation, in: &entries)
         default: Self.unlink(slot, from: &protected, in: &entries)

@@ -69,26 +69,42 @@ extension EvictionOrder {
     /// Traps if a queue's links, ends, count or entries' queue numbers disagree, or if LRU uses a
     /// queue other than its one list.
     func _checkInvariants<E: EvictionEntry>(_ entries: [E]) {
-        for number in [Self.window, Self.probation, Self.protected] {
+        if policy.kind == .tinyLFU {
+            // The window's entries are linked in its buckets, whose counts are not kept.
+            precondition(window.head == -1 && window.tail == -1, "TinyLFU links its window in buckets")
+            var linked = 0
+            for bucket in buckets {
+                linked += _checkLinks(of: bucket, number: Self.window, atMost: window.count - linked, in: entries)
+            }
+            precondition(linked == window.count, "the window's buckets link \(linked) entries, count \(window.count)")
+        }
+        for number in [Self.window, Self.probation, Self.protected] where number != Self.window || policy.kind == .lru {
             let queue = self[queue: number]
             precondition(policy.kind == .tinyLFU || number == Self.window || queue.count == 0, "LRU uses queue \(number)")
             precondition((queue.head == -1) == (queue.count == 0), "queue \(number): head disagrees with count")
             precondition((queue.tail == -1) == (queue.count == 0), "queue \(number): tail disagrees with count")
-            var seen = 0
-            var previous: Int32 = -1
-            var slot = queue.head
-            while slot != -1 {
-                let link = entries[Int(slot)].evictionLink
-                precondition(link.previous == previous, "broken back link at slot \(slot)")
-                precondition(link.queue == number, "slot \(slot) in queue \(number) says \(link.queue)")
-                precondition(policy.kind == .tinyLFU || link.marks == 0, "LRU slot \(slot) has marks")
-                seen += 1
-                precondition(seen <= queue.count, "cycle in queue \(number)")
-                previous = slot
-                slot = link.next
-            }
-            precondition(previous == queue.tail, "queue \(number): tail is not the last linked slot")
+            let seen = _checkLinks(of: queue, number: number, atMost: queue.count, in: entries)
             precondition(seen == queue.count, "queue \(number) links \(seen) entries, counts \(queue.count)")
         }
+    }
+
+    /// Walks one queue, trapping on a broken back link, a wrong queue number, LRU marks, more than
+    /// `limit` entries (a cycle) or a wrong tail, and returns how many entries it links.
+    func _checkLinks<E: EvictionEntry>(of queue: Queue, number: UInt8, atMost limit: Int, in entries: [E]) -> Int {
+        var seen = 0
+        var previous: Int32 = -1
+        var slot = queue.head
+        while slot != -1 {
+            let link = entries[Int(slot)].evictionLink
+            precondition(link.previous == previous, "broken back link at slot \(slot)")
+            precondition(link.queue == number, "slot \(slot) in queue \(number) says \(link.queue)")
+            precondition(policy.kind == .tinyLFU || link.marks == 0, "LRU slot \(slot) has marks")
+            seen += 1
+            precondition(seen <= limit, "cycle in queue \(number)")
+            previous = slot
+            slot = link.next
+        }
+        precondition(previous == queue.tail, "queue \(number): tail is not the last linked slot")
+        return seen
     }
 }

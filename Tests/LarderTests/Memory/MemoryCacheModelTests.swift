@@ -1,9 +1,10 @@
 @testable import Larder
+import LarderTestSupport
 import Testing
 
 /// A deliberately naive LRU cache: an array in recency order, linear scans everywhere. It spells
 /// out the semantics `MemoryCache` must match exactly.
-private struct ReferenceLRU {
+private struct ReferenceLRU: CacheModel {
     struct Entry {
         var key: Int
         var value: Int
@@ -19,6 +20,7 @@ private struct ReferenceLRU {
     var evicted: [EvictionRecorder<Int, Int>.Event] = []
 
     var keys: [Int] { entries.map(\.key) }
+    var count: Int { entries.count }
     var totalCost: Int { entries.reduce(0) { $0 + $1.cost } }
 
     mutating func value(forKey key: Int, now: Double) -> Int? {
@@ -39,7 +41,6 @@ private struct ReferenceLRU {
         return entry.value
     }
 
-    /// A store; `false` when its expiry is rejected (zero seconds), which changes nothing.
     mutating func store(_ value: Int, forKey key: Int, cost: Int, seconds: Double?, now: Double) -> Bool {
         if let seconds, !(seconds.isFinite && seconds > 0) { return false }
         let deadline = (seconds ?? defaultExpiration).map { now + $0 } ?? .infinity
@@ -51,12 +52,10 @@ private struct ReferenceLRU {
         return true
     }
 
-    /// Whether a live value is stored under `key`; not a use.
     func contains(_ key: Int, now: Double) -> Bool {
         entries.contains { $0.key == key && now < $0.deadline }
     }
 
-    /// Whether a live value was removed.
     mutating func remove(forKey key: Int, now: Double) -> Bool {
         guard let i = entries.firstIndex(where: { $0.key == key }) else { return false }
         let entry = entries.remove(at: i)
@@ -87,8 +86,12 @@ private struct ReferenceLRU {
         while totalCostLimit > 0 && totalCost > totalCostLimit { evictFirst(.costLimit) }
     }
 
-    mutating func trim(count: Int? = nil, cost: Int? = nil, reason: EvictionReason) {
+    mutating func trim(count: Int?, cost: Int?, reason: EvictionReason) {
         while entries.count > (count ?? .max) || totalCost > (cost ?? .max) { evictFirst(reason) }
+    }
+
+    mutating func removeAll() {
+        entries.removeAll()
     }
 }
 
@@ -105,87 +108,16 @@ struct MemoryCacheModelTests {
             evictionHandler: recorder.handler
         )
         var model = ReferenceLRU(countLimit: 8, totalCostLimit: 40, defaultExpiration: defaultExpiration)
-        var rejected = 0
-
-        for step in 0 ..< 100_000 {
-            let key = Int.random(in: 0 ..< 24, using: &random)
-            let now = clock.now
-            let roll = Int.random(in: 0 ..< 1000, using: &random)
-            switch roll {
-            case 0 ..< 350:
-                let got = cache.value(forKey: key)
-                let expected = model.value(forKey: key, now: now)
-                #expect(got == expected, "step \(step): value(forKey: \(key))")
-            case 350 ..< 700:
-                let value = Int.random(in: 0 ..< 1_000_000, using: &random)
-                let cost = Int.random(in: 0 ..< 12, using: &random)
-                // Seconds of 0 are drawn too: rejected with invalidArgument (they used to expire at once).
-                let seconds: Double? = Bool.random(using: &random) ? Double(Int.random(in: 0 ..< 30, using: &random)) : nil
-                let accepted = model.store(value, forKey: key, cost: cost, seconds: seconds, now: now)
-                do {
-                    try cache.store(value, forKey: key, cost: cost, expiry: seconds.map { .seconds($0) } ?? .default)
-                    #expect(accepted, "step \(step): store with \(String(describing: seconds)) s was accepted")
-                } catch {
-                    #expect(!accepted && error.code == .invalidArgument, "step \(step): store threw \(error)")
-                    rejected += 1
-                }
-            case 700 ..< 780:
-                #expect(cache.contains(key) == model.contains(key, now: now), "step \(step): contains")
-                #expect(cache.remove(forKey: key) == model.remove(forKey: key, now: now), "step \(step): remove")
-            case 780 ..< 850:
-                clock.advance(by: Double(Int.random(in: 0 ..< 4, using: &random)))
-            case 850 ..< 870:
-                let count = Int.random(in: 0 ..< 10, using: &random)
-                cache.trim(toCount: count)
-                model.trim(count: count, reason: .trimmed)
-            case 870 ..< 890:
-                let cost = Int.random(in: 0 ..< 40, using: &random)
-                cache.trim(toCost: cost)
-                model.trim(cost: cost, reason: .trimmed)
-            case 890 ..< 920:
-                let limit = Int.random(in: 0 ..< 14, using: &random)
-                cache.countLimit = limit
-                model.countLimit = limit
-                model.enforceLimits()
-            case 920 ..< 950:
-                let limit = Int.random(in: 0 ..< 60, using: &random)
-                cache.totalCostLimit = limit
-                model.totalCostLimit = limit
-                model.enforceLimits()
-            case 950 ..< 970:
-                cache.removeExpired()
-                model.removeExpired(now: now)
-            case 970 ..< 990:
-                let (count, cost) = (model.entries.count / 2, model.totalCost / 2)
-                cache.handleMemoryPressure(.warning)
-                model.trim(count: count, cost: cost, reason: .memoryPressure)
-            case 990 ..< 995:
-                cache.handleMemoryPressure(.critical)
-                model.trim(count: 0, reason: .memoryPressure)
-            default:
-                cache.removeAll()
-                model.entries.removeAll()
-            }
-
-            // Which keys survive, in which order, is the point; totals alone would hide a wrong victim.
-            let keys = cache.keys()
-            if keys != model.keys {
-                Issue.record("step \(step) (roll \(roll), key \(key)): keys \(keys), expected \(model.keys)")
-                return
-            }
-            #expect(cache.count == model.entries.count)
-            #expect(cache.totalCost == model.totalCost)
-            let events = recorder.drain()
-            if events != model.evicted {
-                Issue.record("step \(step): evicted \(events), expected \(model.evicted)")
-                return
-            }
-            model.evicted.removeAll()
-            if cache.statistics != model.statistics {
-                Issue.record("step \(step): statistics \(cache.statistics), expected \(model.statistics)")
-                return
-            }
-        }
+        let rejected = runModelComparison(
+            cache: cache, model: &model, clock: clock, recorder: recorder, random: &random,
+            operations: [
+                (350, .read), (350, .store), (80, .containsThenRemove), (70, .advanceClock),
+                (20, .trimToCount(0 ..< 10)), (20, .trimToCost(0 ..< 40)), (30, .setCountLimit(0 ..< 14)),
+                (30, .setCostLimit(0 ..< 60)), (20, .removeExpired), (20, .pressureWarning), (5, .pressureCritical),
+                (5, .removeAll),
+            ],
+            nextKey: { Int.random(in: 0 ..< 24, using: &$0) }
+        )
         // The run must have exercised the interesting paths, or the comparison proves little.
         #expect(model.statistics.hits > 1_000)
         #expect(model.statistics.totalEvictions > 1_000)

@@ -34,95 +34,29 @@ struct MemoryCacheTinyLFUModelTests {
         )
         var model = ReferenceTinyLFU(
             countLimit: setup.countLimit, totalCostLimit: setup.totalCostLimit, defaultExpiration: defaultExpiration)
+        // Limits move only in the small setups: in the large one they would keep the cache tiny.
         let limitsMove = setup.keySpace <= 40
-
-        for step in 0 ..< 100_000 {
+        let keySpace = setup.keySpace
+        runModelComparison(
+            cache: cache, model: &model, clock: clock, recorder: recorder, random: &random,
+            operations: [
+                (460, .read), (350, .store), (50, .containsThenRemove), (50, .advanceClock),
+                (10, .trimToCount(0 ..< 10)), (10, .trimToCost(0 ..< 40)),
+                (limitsMove && setup.countLimit > 0 ? 15 : 0, .setCountLimit(1 ..< 14)),
+                (limitsMove && setup.totalCostLimit > 0 ? 15 : 0, .setCostLimit(20 ..< 60)),
+                (20, .removeExpired), (15, .pressureWarning), (3, .pressureCritical), (2, .removeAll),
+            ],
             // The smaller of two draws: small keys come up more often, so counts differ.
-            let key = min(Int.random(in: 0 ..< setup.keySpace, using: &random), Int.random(in: 0 ..< setup.keySpace, using: &random))
-            let now = clock.now
-            let roll = Int.random(in: 0 ..< 1000, using: &random)
-            switch roll {
-            case 0 ..< 450:
-                let got = cache.value(forKey: key)
-                let expected = model.value(forKey: key, now: now)
-                #expect(got == expected, "step \(step): value(forKey: \(key))")
-            case 450 ..< 800:
-                let value = Int.random(in: 0 ..< 1_000_000, using: &random)
-                let cost = Int.random(in: 0 ..< 12, using: &random)
-                let seconds: Double? = Bool.random(using: &random) ? Double(Int.random(in: 0 ..< 30, using: &random)) : nil
-                let accepted = model.store(value, forKey: key, cost: cost, seconds: seconds, now: now)
-                do {
-                    try cache.store(value, forKey: key, cost: cost, expiry: seconds.map { .seconds($0) } ?? .default)
-                    #expect(accepted, "step \(step): store was accepted")
-                } catch {
-                    #expect(!accepted && error.code == .invalidArgument, "step \(step): store threw \(error)")
+            nextKey: { min(Int.random(in: 0 ..< keySpace, using: &$0), Int.random(in: 0 ..< keySpace, using: &$0)) },
+            check: { step, model in
+                let fraction = cache.state.withLock { $0.storage.order.windowFraction }
+                guard fraction == model.windowFraction else {
+                    Issue.record("step \(step): window fraction \(fraction), expected \(model.windowFraction)")
+                    return false
                 }
-            case 800 ..< 850:
-                #expect(cache.contains(key) == model.contains(key, now: now), "step \(step): contains")
-                #expect(cache.remove(forKey: key) == model.remove(forKey: key, now: now), "step \(step): remove")
-            case 850 ..< 900:
-                clock.advance(by: Double(Int.random(in: 0 ..< 4, using: &random)))
-            case 900 ..< 910:
-                let count = Int.random(in: 0 ..< 10, using: &random)
-                cache.trim(toCount: count)
-                model.trim(count: count, reason: .trimmed)
-            case 910 ..< 920:
-                let cost = Int.random(in: 0 ..< 40, using: &random)
-                cache.trim(toCost: cost)
-                model.trim(cost: cost, reason: .trimmed)
-            case 920 ..< 935 where limitsMove && setup.countLimit > 0:
-                let limit = Int.random(in: 1 ..< 14, using: &random)
-                cache.countLimit = limit
-                model.countLimit = limit
-                model.enforceLimits()
-            case 935 ..< 950 where limitsMove && setup.totalCostLimit > 0:
-                let limit = Int.random(in: 20 ..< 60, using: &random)
-                cache.totalCostLimit = limit
-                model.totalCostLimit = limit
-                model.enforceLimits()
-            case 950 ..< 970:
-                cache.removeExpired()
-                model.removeExpired(now: now)
-            case 970 ..< 985:
-                let (count, cost) = (model.count / 2, model.totalCost / 2)
-                cache.handleMemoryPressure(.warning)
-                model.trim(count: count, cost: cost, reason: .memoryPressure)
-            case 985 ..< 988:
-                cache.handleMemoryPressure(.critical)
-                model.trim(count: 0, reason: .memoryPressure)
-            case 988 ..< 990:
-                cache.removeAll()
-                model.removeAll()
-            default:
-                let got = cache.value(forKey: key)
-                let expected = model.value(forKey: key, now: now)
-                #expect(got == expected, "step \(step): value(forKey: \(key))")
+                return true
             }
-
-            // Which keys survive, in which queue order, is the point; totals alone would hide a wrong victim.
-            let keys = cache.keys()
-            if keys != model.keys {
-                Issue.record("step \(step) (roll \(roll), key \(key)): keys \(keys), expected \(model.keys)")
-                return
-            }
-            #expect(cache.count == model.count)
-            #expect(cache.totalCost == model.totalCost)
-            let events = recorder.drain()
-            if events != model.evicted {
-                Issue.record("step \(step): evicted \(events), expected \(model.evicted)")
-                return
-            }
-            model.evicted.removeAll()
-            if cache.statistics != model.statistics {
-                Issue.record("step \(step): statistics \(cache.statistics), expected \(model.statistics)")
-                return
-            }
-            let fraction = cache.state.withLock { $0.storage.order.windowFraction }
-            if fraction != model.windowFraction {
-                Issue.record("step \(step): window fraction \(fraction), expected \(model.windowFraction)")
-                return
-            }
-        }
+        )
         // The run must have exercised every decision, or the comparison proves little.
         #expect(model.statistics.hits > 1_000)
         #expect(model.statistics.totalEvictions > 1_000)

@@ -5,7 +5,7 @@
 /// histories kept as plain arrays of small counters. It spells out the decisions `MemoryCache`
 /// must match exactly: which key is the candidate, which the victim, who wins, how the window
 /// moves, and what every other operation does under this policy.
-struct ReferenceTinyLFU {
+struct ReferenceTinyLFU: CacheModel {
     struct Entry {
         var key: Int
         var value: Int
@@ -15,10 +15,17 @@ struct ReferenceTinyLFU {
         var returning = false
         /// Uses counted while cached, 0 through 15.
         var uses = 0
+        var stamp: UInt64 = 0
     }
 
     // Each queue oldest first.
-    var window: [Entry] = []
+    /// The window's buckets, a ring; the one after `newestBucket` is the oldest.
+    var buckets: [[Entry]] = Array(repeating: [], count: 32)
+    var bucketStarts: [UInt64] = Array(repeating: 0, count: 32)
+    var newestBucket = 0
+    var clock: UInt64 = 0
+    var candidateAge: UInt64 = 1024
+    var momentum = 0
     var probation: [Entry] = []
     var protected: [Entry] = []
     var countLimit: Int
@@ -54,6 +61,8 @@ struct ReferenceTinyLFU {
         self.defaultExpiration = defaultExpiration
     }
 
+    var bucketOrder: [Int] { (1 ... 32).map { (newestBucket + $0) % 32 } }
+    var window: [Entry] { bucketOrder.flatMap { buckets[$0] } }
     var all: [Entry] { window + probation + protected }
     var keys: [Int] { all.map(\.key) }
     var count: Int { all.count }
@@ -108,7 +117,7 @@ struct ReferenceTinyLFU {
         usesCounted += 1
         guard usesCounted >= 20 * capacity else { return }
         counters = counters.map { $0 / 2 }
-        for i in window.indices { window[i].uses /= 2 }
+        for b in 0 ..< 32 { for i in buckets[b].indices { buckets[b][i].uses /= 2 } }
         for i in probation.indices { probation[i].uses /= 2 }
         for i in protected.indices { protected[i].uses /= 2 }
         usesCounted /= 2
@@ -154,14 +163,55 @@ struct ReferenceTinyLFU {
 
     // MARK: Queue moves
 
-    /// The window's oldest unreferenced entry, after cycling referenced ones to its end.
-    mutating func windowCandidate() -> Int {
-        while window[0].referenced {
-            var entry = window.removeFirst()
-            entry.referenced = false
-            window.append(entry)
+    /// Starts a new bucket once the newest has spanned a sixteenth of the candidates' recent age;
+    /// the oldest bucket's entries go in front of the next oldest's.
+    mutating func advanceBucketIfDue() {
+        guard clock - bucketStarts[newestBucket] >= max(1, 2 * candidateAge / 32) else { return }
+        let oldest = (newestBucket + 1) % 32
+        let next = (oldest + 1) % 32
+        buckets[next] = buckets[oldest] + buckets[next]
+        buckets[oldest] = []
+        bucketStarts[oldest] = clock
+        newestBucket = oldest
+    }
+
+    /// The newest bucket that began at or before `stamp`.
+    func bucket(for stamp: UInt64) -> Int {
+        let age = UInt64(UInt32(truncatingIfNeeded: clock) &- UInt32(truncatingIfNeeded: stamp))
+        for back in 0 ..< 32 {
+            let b = (newestBucket - back + 32) % 32
+            if clock - bucketStarts[b] >= age { return b }
         }
-        return window[0].key
+        return (newestBucket + 1) % 32
+    }
+
+    /// The window's candidate: the head of the oldest bucket whose head belongs there by its stamp.
+    mutating func windowCandidate() -> Int {
+        advanceBucketIfDue()
+        let order = bucketOrder
+        var position = 0
+        while true {
+            let b = order[position]
+            guard !buckets[b].isEmpty else {
+                position += 1
+                continue
+            }
+            let target = bucket(for: buckets[b][0].stamp)
+            if order.firstIndex(of: target)! <= position {
+                buckets[b][0].referenced = false
+                let age = UInt64(UInt32(truncatingIfNeeded: clock) &- UInt32(truncatingIfNeeded: buckets[b][0].stamp))
+                candidateAge = candidateAge - candidateAge / 16 + age / 16
+                return buckets[b][0].key
+            }
+            buckets[target].append(buckets[b].removeFirst())
+        }
+    }
+
+    mutating func takeFromWindow(_ key: Int) -> Entry? {
+        for b in 0 ..< 32 {
+            if let i = buckets[b].firstIndex(where: { $0.key == key }) { return buckets[b].remove(at: i) }
+        }
+        return nil
     }
 
     mutating func ageProtected() {
@@ -192,8 +242,8 @@ struct ReferenceTinyLFU {
         }
     }
 
-    mutating func admitFirstOfWindow() {
-        var entry = window.removeFirst()
+    mutating func admit(_ key: Int) {
+        var entry = takeFromWindow(key)!
         entry.returning = false
         probation.append(entry)
     }
@@ -204,10 +254,10 @@ struct ReferenceTinyLFU {
         if window.count > windowLimit && hasMain {
             let candidate = windowCandidate()
             let victim = mainVictim()
-            let returning = window[0].returning
+            let returning = entry(candidate)!.returning
             if returning || frequency(candidate) > frequency(victim) {
                 if returning { admittedAsReturning += 1 } else { admittedByFrequency += 1 }
-                admitFirstOfWindow()
+                admit(candidate)
                 return victim
             }
             refused += 1
@@ -219,8 +269,8 @@ struct ReferenceTinyLFU {
     /// Takes `key` out of whichever queue holds it; its count goes back into the sketch.
     mutating func take(_ key: Int) -> (entry: Entry, fromWindow: Bool)? {
         var found: (entry: Entry, fromWindow: Bool)?
-        if let i = window.firstIndex(where: { $0.key == key }) {
-            found = (window.remove(at: i), true)
+        if let entry = takeFromWindow(key) {
+            found = (entry, true)
         } else if let i = probation.firstIndex(where: { $0.key == key }) {
             found = (probation.remove(at: i), false)
         } else if let i = protected.firstIndex(where: { $0.key == key }) {
@@ -249,10 +299,7 @@ struct ReferenceTinyLFU {
     /// Moves the window's overflow into probation, as a cache within its limits does.
     mutating func settle() {
         resize(capacityNow())
-        while window.count > windowLimit {
-            _ = windowCandidate()
-            admitFirstOfWindow()
-        }
+        while window.count > windowLimit { admit(windowCandidate()) }
     }
 
     mutating func enforceLimits() {
@@ -262,7 +309,7 @@ struct ReferenceTinyLFU {
         settle()
     }
 
-    mutating func trim(count target: Int? = nil, cost: Int? = nil, reason: EvictionReason) {
+    mutating func trim(count target: Int?, cost: Int?, reason: EvictionReason) {
         let c = capacityNow()
         while count > (target ?? .max) || totalCost > (cost ?? .max) { evictOne(reason, capacity: c) }
         settle()
@@ -276,17 +323,16 @@ struct ReferenceTinyLFU {
         let leftMain = Self.take(place, from: &mainLeft)
         let horizon = UInt32(max(1, capacity / 4))
         if let stamp = leftMain, mainEvictions &- stamp < horizon {
-            windowFraction = max(0, windowFraction - 1 / Double(capacity))
+            momentum = min(momentum, 0) - 1
+            windowFraction = max(0, windowFraction - Double(min(-momentum, 8)) / Double(capacity))
             windowShrank += 1
-            while window.count > windowLimit {
-                _ = windowCandidate()
-                admitFirstOfWindow()
-            }
+            while window.count > windowLimit { admit(windowCandidate()) }
             demoteProtectedOverflow()
             return false
         }
         if let stamp = leftWindow, insertions &- stamp < horizon {
-            windowFraction = min(1, windowFraction + 1 / Double(capacity))
+            momentum = max(momentum, 0) + 1
+            windowFraction = min(1, windowFraction + Double(min(momentum, 8)) / Double(capacity))
             windowGrew += 1
             for _ in 0 ..< 2 where !protected.isEmpty { ageProtected() }
             demoteProtectedOverflow()
@@ -298,11 +344,14 @@ struct ReferenceTinyLFU {
     // MARK: The cache's operations
 
     mutating func markUsed(_ key: Int) {
+        clock += 1
+        let now = clock
         func use(_ entry: inout Entry) {
             entry.referenced = true
             entry.uses = min(15, entry.uses + 1)
+            entry.stamp = now
         }
-        for i in window.indices where window[i].key == key { use(&window[i]) }
+        for b in 0 ..< 32 { for i in buckets[b].indices where buckets[b][i].key == key { use(&buckets[b][i]) } }
         for i in probation.indices where probation[i].key == key { use(&probation[i]) }
         for i in protected.indices where protected[i].key == key { use(&protected[i]) }
         countedUse()
@@ -339,8 +388,10 @@ struct ReferenceTinyLFU {
         }
         statistics.insertions += 1
         if entry(key) != nil {
-            for i in window.indices where window[i].key == key {
-                (window[i].value, window[i].cost, window[i].deadline) = (value, cost, deadline)
+            for b in 0 ..< 32 {
+                for i in buckets[b].indices where buckets[b][i].key == key {
+                    (buckets[b][i].value, buckets[b][i].cost, buckets[b][i].deadline) = (value, cost, deadline)
+                }
             }
             for i in probation.indices where probation[i].key == key {
                 (probation[i].value, probation[i].cost, probation[i].deadline) = (value, cost, deadline)
@@ -352,9 +403,12 @@ struct ReferenceTinyLFU {
         } else {
             resize(countLimit > 0 ? countLimit : count + 1)
             insertions &+= 1
+            clock += 1
+            advanceBucketIfDue()
             if addToSketch(key, 1) { countedUse() }
             let returning = tuneWindow(for: key)
-            window.append(Entry(key: key, value: value, cost: cost, deadline: deadline, returning: returning))
+            buckets[newestBucket].append(
+                Entry(key: key, value: value, cost: cost, deadline: deadline, returning: returning, stamp: clock))
         }
         enforceLimits()
         return true
@@ -383,7 +437,7 @@ struct ReferenceTinyLFU {
     }
 
     mutating func removeAll() {
-        window = []
+        buckets = Array(repeating: [], count: 32)
         probation = []
         protected = []
     }
