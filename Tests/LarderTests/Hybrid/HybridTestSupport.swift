@@ -8,8 +8,15 @@ import Synchronization
 func hybridOptions(_ directory: URL, clock: ManualClock = ManualClock(now: 1_700_000_000), encoding: KeyEncoding = .sha256)
     -> HybridCacheOptions
 {
-    HybridCacheOptions(disk: testOptions(directory, clock: clock, encoding: encoding))
+    var options = HybridCacheOptions(disk: testOptions(directory, clock: clock, encoding: encoding))
+    // The memory tier responds to pressure (the default), from a center nothing fires: a real
+    // pressure event on a busy test machine would trim memory tiers whose hits the tests count.
+    options.pressureCenter = quietPressure.center
+    return options
 }
+
+/// The pressure center of `hybridOptions`: never fired.
+let quietPressure = DrivenPressure()
 
 /// A payload's bytes from a string.
 func bytes(_ text: String) -> Data { Data(text.utf8) }

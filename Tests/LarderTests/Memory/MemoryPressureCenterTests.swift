@@ -118,7 +118,9 @@ final class DrivenPressure: Sendable {
         let monitor = try #require(MemoryPressureCenter.shared.monitor)
         let hybridDirectory = TemporaryDirectory()
         defer { hybridDirectory.remove() }
-        let hybrid = try HybridCache(options: hybridOptions(hybridDirectory.url))
+        var options = hybridOptions(hybridDirectory.url)
+        options.pressureCenter = .shared
+        let hybrid = try HybridCache(options: options)
         #expect(hybrid.memory.respondsToMemoryPressure)
         #expect(MemoryPressureCenter.shared.monitor === monitor)
         #expect(first.isMonitoringMemoryPressure == monitor.isActive)
