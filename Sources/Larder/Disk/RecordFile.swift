@@ -170,18 +170,7 @@ package struct RecordFile: Sendable {
     private func readKept(_ fd: Int32, _ length: Int, verifyPayload: Bool, expectedKey: String?) throws(Errno) -> RecordReadResult? {
         let info = try io.info(fd)
         guard info.linkCount > 0, info.size == length else { return nil }
-        guard let memory = RawMemory.allocate(length) else { throw .noMemory }
-        let got: Int
-        do {
-            got = try io.pread(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: length), at: 0)
-        } catch {
-            RawMemory.free(memory)
-            throw error
-        }
-        guard got == length else {
-            RawMemory.free(memory)
-            return nil
-        }
+        guard let memory = try readFromStart(fd, length) else { return nil }
         return try parse(
             memory, count: length, of: fd, fileSize: length, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey)
     }
@@ -242,21 +231,29 @@ package struct RecordFile: Sendable {
         }
         // A valid header may still describe a file larger than memory: fail the read with
         // ENOMEM rather than trap in the allocator.
-        guard let memory = RawMemory.allocate(wanted) else { throw .noMemory }
-        let n: Int
+        guard let memory = try readFromStart(fd, wanted) else { return .corrupt(.truncated) }
+        return try parse(
+            memory, count: wanted, of: fd, fileSize: fileSize, readPayload: readPayload, verifyPayload: verifyPayload,
+            expectedKey: expectedKey)
+    }
+
+    /// The first `count` bytes of `fd`, in memory from `RawMemory.allocate(_:)` that the caller
+    /// then owns; `nil` (nothing to free) when fewer bytes arrived.
+    /// - Throws: `Errno.noMemory` when the memory cannot be had, or the read's error.
+    private func readFromStart(_ fd: Int32, _ count: Int) throws(Errno) -> UnsafeMutableRawPointer? {
+        guard let memory = RawMemory.allocate(count) else { throw .noMemory }
+        let got: Int
         do {
-            n = try io.pread(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: wanted), at: 0)
+            got = try io.pread(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: count), at: 0)
         } catch {
             RawMemory.free(memory)
             throw error
         }
-        guard n == wanted else {
+        guard got == count else {
             RawMemory.free(memory)
-            return .corrupt(.truncated)
+            return nil
         }
-        return try parse(
-            memory, count: wanted, of: fd, fileSize: fileSize, readPayload: readPayload, verifyPayload: verifyPayload,
-            expectedKey: expectedKey)
+        return memory
     }
 
     /// Validates and decodes the first `count` bytes of a record file of `fileSize` bytes, read
