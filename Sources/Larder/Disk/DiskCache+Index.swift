@@ -11,57 +11,28 @@ extension DiskCache {
     /// Whether the index holds every record yet.
     public var isIndexReady: Bool { state.withLock { $0.isIndexReady } }
 
-    /// Builds the index: from the snapshot, reconciled with a listing of the folders, or from
-    /// every record's header when there is no snapshot. Runs on ``ioQueue`` at open.
+    /// Builds the index: from the snapshot, reconciled with a listing of the folders whose
+    /// stamps changed since it was written (``FolderStamps``), or from every record's header
+    /// when there is no snapshot. Runs on ``ioQueue`` at open.
     func buildIndex() {
         var events: [CacheEvent] = []
         var snapshot: DiskIndex?
+        var stamps = FolderStamps.none
         if let bytes = try? io.readFile(layout.snapshotPath, limit: 1 << 31) {
             snapshot = IndexSnapshot.decodeIndex(bytes, keyEncoding: options.keyEncoding)
+            if snapshot != nil { stamps = IndexSnapshot.decodeStamps(bytes) ?? .none }
             // A snapshot is only trusted once: a crash from now on must not leave a stale one.
             if !options.isReadOnly {
                 snapshotGate.withLock { gate in withdrawSnapshot(&gate) }
             }
         }
-        // Listed a folder at a time, so that no list of every name is held: with a snapshot, each
-        // name is checked off against it; without, each folder's headers are read at once.
-        var loaded = snapshot ?? DiskIndex()
-        var seen = [Bool](repeating: false, count: snapshot?.slots.count ?? 0)
-        var suspects: Set<String> = []
-        var scannedAny = false
-        let listedEverything = listRecordNames(events: &events) { names, folders in
-            if snapshot == nil, loaded.slots.isEmpty, !names.isEmpty {
-                // Room for about as many records in every folder as in the first, so that the
-                // index does not grow (copying and leaving freed buffers resident) as it fills.
-                let estimate = min(names.count * folders * 5 / 4, 1 << 21)
-                loaded.reserveCapacity(estimate, arenaBytes: estimate * (names[0].utf8.count == 64 ? 32 + 16 : names[0].utf8.count))
-            }
-            var unknown: [String] = []
-            if snapshot != nil {
-                for name in names {
-                    if let slot = loaded.slot(of: name), Int(slot) < seen.count { seen[Int(slot)] = true } else { unknown.append(name) }
-                }
-            } else {
-                unknown = names
-            }
-            let (scanned, unreadable) = scanHeaders(unknown)
-            for entry in scanned where !loaded.contains(entry.name) {
-                loaded.upsert(entry)
-                // It may take a slot a repeated name left free: not one to drop below.
-                if let slot = loaded.slot(of: entry.name), Int(slot) < seen.count { seen[Int(slot)] = true }
-            }
-            scannedAny = scannedAny || !scanned.isEmpty
-            suspects.formUnion(unreadable)
-        }
-        if snapshot != nil {
-            // Entries without a file go.
-            for slot in seen.indices where !seen[slot] && loaded.slots[slot].flags.contains(.occupied) {
-                loaded.removeSlot(Int32(slot))
-            }
-        }
+        // The folders of records an index journal changed would go in `mustList`.
+        var reconciled = reconcile(consume snapshot, stamps: stamps, mustList: [], events: &events)
         // Headers read: the least recently used first, by their last access.
-        if scannedAny { loaded.sortByLastAccess() }
-        let count = state.withLock { $0.finishBuild(loaded: loaded, suspects: suspects, listedEverything: listedEverything) }
+        if reconciled.scannedAny { reconciled.index.sortByLastAccess() }
+        let count = state.withLock {
+            $0.finishBuild(loaded: reconciled.index, suspects: reconciled.suspects, listedEverything: reconciled.listedEverything)
+        }
         events.append(.indexReady(recordCount: count))
         if !options.isReadOnly, !isClosed.load(ordering: .acquiring), isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
             // Reopened over its limits (smaller limits, or files added behind its back): expired
@@ -111,9 +82,12 @@ extension DiskCache {
 
     /// ``listRecordNames(events:)`` a folder at a time (``DiskLayout/recordNames(io:_:)``).
     /// - Returns: Whether the list is complete.
-    func listRecordNames(events: inout [CacheEvent], _ body: (_ names: [String], _ folders: Int) -> Void) -> Bool {
+    func listRecordNames(
+        events: inout [CacheEvent], skipping skip: (_ shard: String) -> Bool = { _ in false },
+        _ body: (_ names: [String], _ folders: Int) -> Void
+    ) -> Bool {
         do {
-            return try layout.recordNames(io: io, body)
+            return try layout.recordNames(io: io, skipping: skip, body)
         } catch {
             events.append(.ioError(operation: "list", path: layout.root, errno: error.rawValue))
             return false

@@ -50,7 +50,9 @@ extension DiskCache {
             let index: DiskIndex? = state.withLock { s in s.isIndexReady ? s.index : nil }
             guard let index else { return .skipped }
             do throws(Errno) {
-                try io.writeFileAtomically(layout.snapshotPath, IndexSnapshot.encode(index))
+                try io.writeFileAtomically(layout.snapshotPath) { created in
+                    IndexSnapshot.encode(index, stamps: folderStamps(reference: .modification(created)))
+                }
                 gate.isOnDisk = true
                 if sync {
                     // After the rename: the file's bytes, then the folder entry that names it.
@@ -64,6 +66,15 @@ extension DiskCache {
                 return .failed(.ioError(operation: "snapshot", path: layout.snapshotPath, errno: error.rawValue))
             }
         }
+    }
+
+    /// The shard folders' stamps now, for a snapshot whose temporary file was created at
+    /// `reference` (on the file system's clock, before the first stamp is taken); none when the
+    /// root cannot be listed. No change to records is under way (the caller holds
+    /// ``snapshotGate`` with none in flight), so each folder holds what the index says of it.
+    func folderStamps(reference: FileTime) -> FolderStamps {
+        guard let stamps = try? layout.shardStamps(io: io) else { return .none }
+        return FolderStamps(reference: reference, byFolder: stamps)
     }
 
     /// Removes the snapshot from disk. Under ``Durability/fsync`` the removal is made durable

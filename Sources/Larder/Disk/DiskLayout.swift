@@ -132,6 +132,15 @@ package struct DiskLayout: Sendable {
     /// memory), with the number of folders there are to list (for an estimate of the total).
     /// - Returns: Whether every folder could be listed.
     package func recordNames(io: FileIO, _ body: (_ names: [String], _ folders: Int) -> Void) throws(Errno) -> Bool {
+        try recordNames(io: io, skipping: { _ in false }, body)
+    }
+
+    /// ``recordNames(io:_:)``, leaving unlisted the shard folders `skip` returns `true` for
+    /// (folders whose names an index snapshot vouches for; see ``FolderStamps``). The root is
+    /// always listed.
+    package func recordNames(
+        io: FileIO, skipping skip: (_ shard: String) -> Bool, _ body: (_ names: [String], _ folders: Int) -> Void
+    ) throws(Errno) -> Bool {
         var rootNames: [String] = []
         var isComplete = true
         let entries = try io.listDirectory(root).filter { !Self.isReserved($0.name) }
@@ -141,7 +150,7 @@ package struct DiskLayout: Sendable {
                 if entry.isDirectory != true { rootNames.append(entry.name) }
                 continue
             }
-            guard shard == entry.name, entry.isDirectory != false else { continue }
+            guard shard == entry.name, entry.isDirectory != false, !skip(shard) else { continue }
             do throws(Errno) {
                 var names: [String] = []
                 for file in try io.listDirectory(root + "/" + entry.name)
@@ -157,6 +166,26 @@ package struct DiskLayout: Sendable {
         }
         body(rootNames, folders)
         return isComplete
+    }
+
+    /// The stamps of every shard folder (``FolderStamp``), by name; empty in the flat layout.
+    /// - Throws: ``Errno`` when the root cannot be listed; a folder that cannot be `stat`ed has no stamp.
+    package func shardStamps(io: FileIO) throws(Errno) -> [String: FolderStamp] {
+        guard folderLayout == .sharded else { return [:] }
+        var stamps: [String: FolderStamp] = [:]
+        for entry in try io.listDirectory(root) where !Self.isReserved(entry.name) && entry.isDirectory != false {
+            guard shard(for: entry.name) == entry.name, let info = try? io.lstat(rootSlash + entry.name),
+                info.st_mode & S_IFMT == S_IFDIR
+            else { continue }
+            stamps[entry.name] = FolderStamp(info)
+        }
+        return stamps
+    }
+
+    /// The stamp of one shard folder now, or `nil` when it cannot be `stat`ed or is not a folder.
+    package func stamp(ofShard shard: String, io: FileIO) -> FolderStamp? {
+        guard let info = try? io.lstat(rootSlash + shard), info.st_mode & S_IFMT == S_IFDIR else { return nil }
+        return FolderStamp(info)
     }
 
     /// The layout a folder without metadata shows: ``FolderLayout/flat`` when a file (not a

@@ -1,22 +1,27 @@
 /// The persisted index: every entry in least-recently-used order, so a reopened cache knows its
-/// records, totals and LRU order without reading each header. Version 2 is a near-binary image
-/// of ``DiskIndex``'s slots and arena, loaded with one pass and no allocation per entry.
+/// records, totals and LRU order without reading each header. Version 3 is a near-binary image
+/// of ``DiskIndex``'s slots and arena, loaded with one pass and no allocation per entry, followed
+/// by the shard folders' stamps (``FolderStamps``), so that an open lists only the folders that
+/// changed since.
 ///
-/// Layout (little-endian): magic "LRDX", version u32 (2), count u32, arena length u64; then
+/// Layout (little-endian): magic "LRDX", version u32 (3), count u32, arena length u64; then
 /// per entry, 39 bytes: flags u8 (2: the name is 64 hex digits kept as 32 bytes; 4: the key is
 /// the name), name length u16, key length u32 (`0xFFFF_FFFF` for none), diskSize u64,
 /// updateTime u64, lastAccessMs u64, ttl u32, lockCount u32; then the arena: each entry's name
-/// then key bytes, in entry order; last, a CRC-32 of everything before it. Version 1 snapshots
-/// (and any other) are ignored: the index is then rebuilt from the headers.
+/// then key bytes, in entry order; then the stamps section: reference seconds i64 and
+/// nanoseconds u32, folder count u32, per folder its name length u8 and name, then modification
+/// and change times (seconds i64, nanoseconds u32 each), inode u64 and size u64; then the stamps
+/// section's length u32; last, a CRC-32 of everything before it. Versions 1 and 2 (and any
+/// other) are ignored: the index is then rebuilt from the headers.
 enum IndexSnapshot {
     static let magic: UInt32 = 0x5844_524C  // "LRDX"
-    static let version: UInt32 = 2
+    static let version: UInt32 = 3
     static let headerSize = 20
     static let entrySize = 39
 
     /// Encodes an index, least recently used first.
     /// - Complexity: O(*n*); one allocation of the exact size, written in place.
-    static func encode(_ index: DiskIndex) -> [UInt8] {
+    static func encode(_ index: DiskIndex, stamps: FolderStamps = .none) -> [UInt8] {
         var order: [Int32] = []
         order.reserveCapacity(index.count)
         var slot = index.head
@@ -24,24 +29,25 @@ enum IndexSnapshot {
             order.append(slot)
             slot = index.slots[Int(slot)].next
         }
-        return encode(index.slots, order: order, arena: index.arena)
+        return encode(index.slots, order: order, arena: index.arena, stamps: stamps)
     }
 
     /// Encodes entries in their order (least recently used first); repeated names are kept,
     /// as a damaged or crafted snapshot may hold them.
-    static func encode(_ entries: [IndexEntry]) -> [UInt8] {
+    static func encode(_ entries: [IndexEntry], stamps: FolderStamps = .none) -> [UInt8] {
         let (slots, arena) = DiskIndex.pack(entries)
-        return encode(slots, order: (0 ..< Int32(slots.count)).map { $0 }, arena: arena)
+        return encode(slots, order: (0 ..< Int32(slots.count)).map { $0 }, arena: arena, stamps: stamps)
     }
 
     private static func storedLength(_ s: DiskIndex.Slot) -> Int {
         Int(s.nameLength) + (s.keyLength == DiskIndex.noKey || s.flags.contains(.keyIsName) ? 0 : Int(s.keyLength))
     }
 
-    private static func encode(_ slots: [DiskIndex.Slot], order: [Int32], arena: [UInt8]) -> [UInt8] {
+    private static func encode(_ slots: [DiskIndex.Slot], order: [Int32], arena: [UInt8], stamps: FolderStamps) -> [UInt8] {
         var arenaLength = 0
         for slot in order { arenaLength += storedLength(slots[Int(slot)]) }
-        let total = headerSize + order.count * entrySize + arenaLength + 4
+        let stampBytes = encode(stamps)
+        let total = headerSize + order.count * entrySize + arenaLength + stampBytes.count + 4 + 4
         return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
             let out = UnsafeMutableRawBufferPointer(buffer)
             var offset = 0
@@ -74,6 +80,11 @@ enum IndexSnapshot {
                     offset += length
                 }
             }
+            stampBytes.withUnsafeBytes { bytes in
+                out.baseAddress!.advanced(by: offset).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            }
+            offset += stampBytes.count
+            put(UInt32(stampBytes.count))
             put(CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[0 ..< offset])))
             count = offset
         }
@@ -154,10 +165,13 @@ enum IndexSnapshot {
             guard load(0, UInt32.self) == magic, load(4, UInt32.self) == version else { return nil }
             let count = Int(load(8, UInt32.self))
             let arenaLength = load(12, UInt64.self)
+            // The stamps section, then its length, end the body; a damaged one damages the whole.
+            guard body.count >= headerSize + 4, decodeStamps(body) != nil else { return nil }
+            let stampsLength = Int(load(body.count - 4, UInt32.self)) + 4
             // The sizes must add up to the bytes there are, before anything is reserved.
             let (entriesBytes, overflow) = count.multipliedReportingOverflow(by: entrySize)
             guard !overflow, arenaLength <= UInt64(body.count),
-                headerSize + entriesBytes + Int(arenaLength) == body.count
+                headerSize + entriesBytes + Int(arenaLength) + stampsLength == body.count
             else { return nil }
             let arenaStart = headerSize + entriesBytes
             var slots: [DiskIndex.Slot] = []
@@ -197,5 +211,77 @@ enum IndexSnapshot {
             let arena = [UInt8](UnsafeRawBufferPointer(rebasing: body[arenaStart ..< arenaStart + Int(arenaLength)]))
             return (slots, arena)
         }
+    }
+
+    // MARK: - Folder stamps
+
+    /// The bytes of the stamps section (without its trailing length), folders in name order.
+    private static func encode(_ stamps: FolderStamps) -> [UInt8] {
+        var out: [UInt8] = []
+        func put<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { out += $0 } }
+        func put(_ time: FileTime) {
+            put(time.seconds)
+            put(time.nanoseconds)
+        }
+        // Names a byte long at most; a shard name is two UTF-16 units, far below it.
+        let folders = stamps.byFolder.filter { $0.key.utf8.count <= Int(UInt8.max) }.sorted { $0.key < $1.key }
+        put(stamps.reference)
+        put(UInt32(folders.count))
+        for (name, stamp) in folders {
+            put(UInt8(name.utf8.count))
+            out += name.utf8
+            put(stamp.modification)
+            put(stamp.change)
+            put(stamp.inode)
+            put(stamp.size)
+        }
+        return out
+    }
+
+    /// The shard folders' stamps a snapshot records, or `nil` when its stamps section is
+    /// malformed. The checksum is not checked here: call it on a snapshot that
+    /// ``decodeIndex(_:keyEncoding:)`` accepted (which calls this too, and rejects a snapshot
+    /// whose stamps section is malformed). A folder named twice keeps its first stamp.
+    static func decodeStamps(_ bytes: [UInt8]) -> FolderStamps? {
+        guard bytes.count >= headerSize + 8 else { return nil }
+        return bytes.withUnsafeBytes { decodeStamps(UnsafeRawBufferPointer(rebasing: $0[0 ..< $0.count - 4])) }
+    }
+
+    /// ``decodeStamps(_:)`` of a snapshot's body (everything before its checksum).
+    private static func decodeStamps(_ body: UnsafeRawBufferPointer) -> FolderStamps? {
+        func load<T: FixedWidthInteger>(_ offset: Int, _: T.Type) -> T {
+            T(littleEndian: body.loadUnaligned(fromByteOffset: offset, as: T.self))
+        }
+        guard body.count >= headerSize + 4 else { return nil }
+        let length = Int(load(body.count - 4, UInt32.self))
+        let end = body.count - 4
+        guard length >= 16, length <= end - headerSize else { return nil }
+        var offset = end - length
+        func time() -> FileTime {
+            defer { offset += 12 }
+            return FileTime(seconds: load(offset, Int64.self), nanoseconds: load(offset + 8, UInt32.self))
+        }
+        let reference = time()
+        let count = Int(load(offset, UInt32.self))
+        offset += 4
+        var byFolder: [String: FolderStamp] = [:]
+        for _ in 0 ..< count {
+            guard end - offset >= 1 else { return nil }
+            let nameLength = Int(load(offset, UInt8.self))
+            offset += 1
+            guard nameLength > 0, end - offset >= nameLength + 40 else { return nil }
+            let name = String(decoding: UnsafeRawBufferPointer(rebasing: body[offset ..< offset + nameLength]), as: UTF8.self)
+            offset += nameLength
+            let modification = time()
+            let change = time()
+            let inode = load(offset, UInt64.self)
+            let size = load(offset + 8, UInt64.self)
+            offset += 16
+            if byFolder[name] == nil {
+                byFolder[name] = FolderStamp(modification: modification, change: change, inode: inode, size: size)
+            }
+        }
+        guard offset == end else { return nil }
+        return FolderStamps(reference: reference, byFolder: byFolder)
     }
 }

@@ -385,10 +385,17 @@ package struct FileIO: Sendable {
     ///   temporary file is synced before the rename (else the rename may reach the disk before
     ///   the bytes, leaving an empty or torn file under `path`) and its folder after.
     package func writeFileAtomically(_ path: String, _ bytes: [UInt8], sync: Bool = false) throws(Errno) {
+        try writeFileAtomically(path, sync: sync) { _ in bytes }
+    }
+
+    /// ``writeFileAtomically(_:_:sync:)`` with bytes made once the temporary file exists, from
+    /// what `fstat` says of it: its times are the file system's clock before `bytes` runs.
+    package func writeFileAtomically(_ path: String, sync: Bool = false, _ bytes: (_ created: stat) -> [UInt8]) throws(Errno) {
         let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
         let fd = try createExclusively(temporary)
         var isOpen = true
         do {
+            let bytes = bytes(try fstat(fd))
             try bytes.withUnsafeBytes { buffer in Result { () throws(Errno) in try write(fd, buffer) } }.get()
             if sync { try fsync(fd) }
             close(fd)
