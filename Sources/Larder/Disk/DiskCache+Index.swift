@@ -31,7 +31,8 @@ extension DiskCache {
         // Headers read: the least recently used first, by their last access.
         if reconciled.scannedAny { reconciled.index.sortByLastAccess() }
         let count = state.withLock {
-            $0.finishBuild(loaded: reconciled.index, suspects: reconciled.suspects, listedEverything: reconciled.listedEverything)
+            $0.foldersVouchedFor = reconciled.foldersVouchedFor
+            return $0.finishBuild(loaded: reconciled.index, suspects: reconciled.suspects, listedEverything: reconciled.listedEverything)
         }
         events.append(.indexReady(recordCount: count))
         if !options.isReadOnly, !isClosed.load(ordering: .acquiring), isOverLimits(effectiveSizeLimit(forceRefresh: true)) {

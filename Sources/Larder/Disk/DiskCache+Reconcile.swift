@@ -14,6 +14,8 @@ extension DiskCache {
         var listedEverything: Bool
         /// Whether any header was read (the index then needs sorting by last access).
         var scannedAny: Bool
+        /// How many shard folders were left unlisted, their stamps unchanged.
+        var foldersVouchedFor: Int
     }
 
     /// Reconciles a snapshot with the files (or, without one, reads every record's header), a
@@ -85,7 +87,9 @@ extension DiskCache {
                 loaded.removeSlot(Int32(slot))
             }
         }
-        return Reconciled(index: loaded, suspects: suspects, listedEverything: listedEverything, scannedAny: scannedAny)
+        return Reconciled(
+            index: loaded, suspects: suspects, listedEverything: listedEverything, scannedAny: scannedAny,
+            foldersVouchedFor: trusted.count)
     }
 
     /// The shard folders of some record names (those at the root have none): the folders

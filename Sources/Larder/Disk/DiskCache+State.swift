@@ -16,6 +16,9 @@ extension DiskCache {
         private(set) var suspects: Set<String> = []
         /// Names stored, removed or read while the background build ran; the build defers to them.
         private var touchedDuringBuild: Set<String> = []
+        /// How many shard folders the index build left unlisted, their snapshot stamps unchanged
+        /// (see ``FolderStamps``): for tests and diagnostics.
+        var foldersVouchedFor = 0
         /// Names whose access times became newer in the index than in their header, in order; a
         /// name whose entry is gone or clean again by write-back time is skipped.
         private var dirtyQueue: [String] = []

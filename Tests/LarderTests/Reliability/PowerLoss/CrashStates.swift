@@ -50,7 +50,7 @@ struct CrashStates {
     /// power loss) leaves.
     func everything(upTo k: Int) -> DiskImage {
         var image = initial
-        for operation in trace[..<k] { image.apply(operation) }
+        for (i, operation) in trace[..<k].enumerated() { image.apply(operation, at: initial.clock + i) }
         return image
     }
 
@@ -98,17 +98,17 @@ struct CrashStates {
             case .create, .mkdir, .rename, .unlink:
                 // A rename is one journal entry for both folders: a sync of either keeps it.
                 let synced = operation.folders.contains { (syncs[$0] ?? -1) > i }
-                image.apply(operation, linking: synced || random.chance(keep))
+                image.apply(operation, linking: synced || random.chance(keep), at: initial.clock + i)
             case .write(let node, let offset, let bytes):
                 if (syncs[node] ?? -1) > i || random.chance(keep) {
-                    image.apply(operation)
+                    image.apply(operation, at: initial.clock + i)
                 } else if tears {
                     tear(node, offset, bytes, into: &image, zeros: true, random: &random)
                 }
             case .truncate(let node, _):
-                if (syncs[node] ?? -1) > i || random.chance(keep) { image.apply(operation) }
+                if (syncs[node] ?? -1) > i || random.chance(keep) { image.apply(operation, at: initial.clock + i) }
             case .chmod, .fsync, .close:
-                image.apply(operation)
+                image.apply(operation, at: initial.clock + i)
             }
         }
         return image
@@ -144,13 +144,13 @@ struct CrashStates {
             switch operation {
             case .create, .mkdir, .rename, .unlink, .truncate, .chmod:
                 if operation.changesEntries {
-                    image.apply(operation, linking: i < cut)
+                    image.apply(operation, linking: i < cut, at: initial.clock + i)
                 } else if i < cut {
-                    image.apply(operation)
+                    image.apply(operation, at: initial.clock + i)
                 }
             case .write(let node, let offset, let bytes):
                 if (forcedBefore[node] ?? -1) > i || kept.contains(i) {
-                    image.apply(operation)
+                    image.apply(operation, at: initial.clock + i)
                 } else if torn.contains(i) {
                     tear(node, offset, bytes, into: &image, zeros: false, random: &random)
                 }
@@ -203,6 +203,8 @@ extension DiskImage {
         func visit(_ node: Int) {
             guard let entry = self[node] else { return }
             hasher.combine(entry.kind == .directory)
+            // A folder's time decides whether a snapshot's stamp vouches for it.
+            if entry.kind == .directory { hasher.combine(entry.modified) }
             entry.data.withUnsafeBytes { hasher.combine(bytes: $0) }
             for (name, child) in entry.entries.sorted(by: { $0.key < $1.key }) {
                 hasher.combine(name)

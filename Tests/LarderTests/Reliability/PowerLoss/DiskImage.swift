@@ -20,6 +20,11 @@ struct DiskImage: Sendable, Equatable {
         /// How many folder entries name this node (0 for an orphan: unlinked, or created by an
         /// operation that did not reach the disk).
         var links = 0
+        /// When its entries (a folder) or bytes (a file) last changed, on the image's
+        /// ``DiskImage/clock``: what `stat` reports as its modification and change times. A
+        /// folder's time changes with its entries, as on a journaling file system, where both
+        /// are one metadata update: an entry change lost in a power loss takes its time with it.
+        var modified = 0
     }
 
     /// The node number of the root folder, `/`.
@@ -29,6 +34,10 @@ struct DiskImage: Sendable, Equatable {
     private(set) var nodes: [Int: Node]
     /// The number the next new node gets.
     private(set) var nextNode: Int
+    /// The time the next operation gets unless told otherwise: one tick per operation, so that
+    /// the operation at index `i` of a trace recorded on this image happens at `clock + i`,
+    /// live or replayed.
+    private(set) var clock = 0
 
     /// A file system holding only its root folder.
     static let empty = DiskImage(nodes: [rootNode: Node(kind: .directory, mode: 0o755, links: 1)], nextNode: rootNode + 1)
@@ -47,7 +56,17 @@ struct DiskImage: Sendable, Equatable {
     /// Applies one operation. With `linking` false, an operation that adds or removes a folder
     /// entry (create, mkdir, rename, unlink) only makes sure its node exists, as when the data
     /// reached the disk and the entry did not.
-    mutating func apply(_ operation: DiskOperation, linking: Bool = true) {
+    mutating func apply(_ operation: DiskOperation, linking: Bool = true, at time: Int? = nil) {
+        let now = time ?? clock
+        clock = max(clock, now + 1)
+        defer {
+            if linking { for folder in operation.folders { nodes[folder]?.modified = now } }
+            switch operation {
+            case .create(_, _, let node, _), .mkdir(_, _, let node, _), .write(let node, _, _), .truncate(let node, _), .chmod(let node, _):
+                nodes[node]?.modified = now
+            default: break
+            }
+        }
         switch operation {
         case .create(let parent, let name, let node, let mode):
             ensure(node, kind: .file, mode: mode)

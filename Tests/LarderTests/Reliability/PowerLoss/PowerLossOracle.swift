@@ -32,9 +32,11 @@ struct PowerLossOracle {
         var tornRecordsCaught = 0
         /// Differences between the snapshot's index and a scan's that ``IndexPromise`` allows.
         var unpromisedIndexDifferences = 0
+        /// States whose open left a shard folder unlisted, the snapshot's stamp for it unchanged.
+        var statesTrustingStamps = 0
 
         var description: String {
-            "\(states) states (\(recoveryStates) after a second loss during recovery, \(statesWithSnapshot) with a snapshot), \(loads) loads (\(hits) hits), \(promisesChecked) durable promises, \(tornRecordsCaught) torn records caught, \(unpromisedIndexDifferences) unpromised index differences"
+            "\(states) states (\(recoveryStates) after a second loss during recovery, \(statesWithSnapshot) with a snapshot), \(loads) loads (\(hits) hits), \(promisesChecked) durable promises, \(tornRecordsCaught) torn records caught, \(unpromisedIndexDifferences) unpromised index differences, \(statesTrustingStamps) trusting folder stamps"
         }
     }
 
@@ -137,6 +139,8 @@ struct PowerLossOracle {
         }
         defer { cache.close() }
         let hadSnapshot = image.node(atPath: root + "/" + DiskLayout.snapshotName) != nil
+        cache.waitForIndex()
+        if cache.state.withLock({ $0.foldersVouchedFor }) > 0 { tally.statesTrustingStamps += 1 }
         let facts: IndexFacts
         do { facts = try IndexFacts(cache) } catch {
             problem("listing keys failed: \(error)")

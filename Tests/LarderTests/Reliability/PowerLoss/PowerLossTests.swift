@@ -103,5 +103,7 @@ import Testing
         #expect(problems.isEmpty, "seed \(seed), \(run.durability), \(model):\n\(problems.prefix(10).joined(separator: "\n"))")
         #expect(tally.states > 0 && tally.hits > 0)
         if run.durability == .fsync { #expect(tally.promisesChecked > 0) }
+        // The snapshot's folder stamps were trusted, not only listed around.
+        #expect(tally.statesTrustingStamps > 0)
     }
 }

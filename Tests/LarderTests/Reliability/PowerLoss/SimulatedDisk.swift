@@ -333,10 +333,14 @@ extension SimulatedDisk.State {
         info.st_size = off_t(entry.data.count)
         info.st_blksize = 4096
         info.st_blocks = blkcnt_t((entry.data.count + 4095) / 4096 * 8)
+        // One second per operation: the clock never shows two operations in one tick.
+        let time = timespec(tv_sec: 1_700_000_000 + entry.modified, tv_nsec: 0)
         #if canImport(Darwin)
-        info.st_mtimespec = timespec(tv_sec: 1_700_000_000, tv_nsec: 0)
+        info.st_mtimespec = time
+        info.st_ctimespec = time
         #else
-        info.st_mtim = timespec(tv_sec: 1_700_000_000, tv_nsec: 0)
+        info.st_mtim = time
+        info.st_ctim = time
         #endif
         return info
     }
