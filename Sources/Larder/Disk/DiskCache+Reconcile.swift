@@ -46,16 +46,14 @@ extension DiskCache {
         var scannedAny = false
         var trusted: Set<String> = []
         let trusts = hasSnapshot && !stamps.byFolder.isEmpty
-        let listedEverything = listRecordNames(
-            events: &events,
-            skipping: { shard in
-                guard trusts, !mustList.contains(shard), stamps.byFolder[shard] != nil,
-                    let current = layout.stamp(ofShard: shard, io: io), stamps.vouches(for: shard, current: current)
-                else { return false }
-                trusted.insert(shard)
-                return true
-            }
-        ) { names, folders in
+        func vouchedFor(_ shard: String) -> Bool {
+            guard trusts, !mustList.contains(shard), stamps.byFolder[shard] != nil,
+                let current = layout.stamp(ofShard: shard, io: io), stamps.vouches(for: shard, current: current)
+            else { return false }
+            trusted.insert(shard)
+            return true
+        }
+        let listedEverything = listRecordNames(events: &events, skipping: vouchedFor) { names, folders in
             if !hasSnapshot, loaded.slots.isEmpty, !names.isEmpty {
                 // Room for about as many records in every folder as in the first, so that the
                 // index does not grow (copying and leaving freed buffers resident) as it fills.
