@@ -98,6 +98,9 @@ extension SPTPersistentCacheTests {
     @Test func testFailToRetrieveDirectoryContents() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
+        // As SPT's folder, without Larder's index snapshot: its folder stamps would vouch for
+        // the shard folders and spare their listing (a real `chmod` would change their stamps).
+        unlink(folder.path + "/.larder-index")
         let faults = SystemCallFaults()
         // The shard folders (two-letter names) cannot be listed; the root can.
         faults.arm(.listDirectory, .fail(EACCES), onlyPaths: { lastPathComponent($0).count == 2 })
@@ -260,6 +263,9 @@ extension SPTPersistentCacheTests {
     @Test func testLockedItemSizeInBytesWithInvalidDirectoryAttributes() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
+        // As SPT's folder, without Larder's index snapshot, whose folder stamps would spare the
+        // listing of unchanged shard folders (and then their locked sizes count).
+        unlink(folder.path + "/.larder-index")
         let faults = SystemCallFaults()
         faults.arm(.listDirectory, .fail(EIO), onlyPaths: { lastPathComponent($0).count == 2 })
         let cache = try folder.makeCache(clock: ManualClock(now: SPTTestData.testEpochTime), systemCalls: faults.calls)

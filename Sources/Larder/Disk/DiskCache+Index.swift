@@ -28,10 +28,15 @@ extension DiskCache {
         }
         // The folders of records an index journal changed would go in `mustList`.
         var reconciled = reconcile(consume snapshot, stamps: stamps, mustList: [], events: &events)
+        if !options.isReadOnly {
+            // Folders vouched for: the next snapshot stamps them as they were, unless changed since.
+            let vouched = stamps.byFolder.filter { reconciled.vouchedFolders.contains($0.key) }
+            snapshotGate.withLock { $0.carriedStamps.merge(vouched) { current, _ in current } }
+        }
         // Headers read: the least recently used first, by their last access.
         if reconciled.scannedAny { reconciled.index.sortByLastAccess() }
         let count = state.withLock {
-            $0.foldersVouchedFor = reconciled.foldersVouchedFor
+            $0.foldersVouchedFor = reconciled.vouchedFolders.count
             return $0.finishBuild(loaded: reconciled.index, suspects: reconciled.suspects, listedEverything: reconciled.listedEverything)
         }
         events.append(.indexReady(recordCount: count))

@@ -14,8 +14,8 @@ extension DiskCache {
         var listedEverything: Bool
         /// Whether any header was read (the index then needs sorting by last access).
         var scannedAny: Bool
-        /// How many shard folders were left unlisted, their stamps unchanged.
-        var foldersVouchedFor: Int
+        /// The shard folders left unlisted, their stamps unchanged.
+        var vouchedFolders: Set<String>
     }
 
     /// Reconciles a snapshot with the files (or, without one, reads every record's header), a
@@ -87,7 +87,7 @@ extension DiskCache {
         }
         return Reconciled(
             index: loaded, suspects: suspects, listedEverything: listedEverything, scannedAny: scannedAny,
-            foldersVouchedFor: trusted.count)
+            vouchedFolders: trusted)
     }
 
     /// The shard folders of some record names (those at the root have none): the folders

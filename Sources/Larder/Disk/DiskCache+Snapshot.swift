@@ -16,6 +16,15 @@ extension DiskCache {
         var removalIsUnsynced = false
         /// Whether ``close()`` has begun: no change starts any more.
         var isClosing = false
+        /// Shard folder stamps that still vouch for the index (not racy): those the open found
+        /// unchanged, then those the last snapshot recorded. The next snapshot records them again
+        /// for the folders the cache has not changed since, rather than what `stat` says then,
+        /// so that a file another program adds to such a folder while the cache is open shows
+        /// at the next open.
+        var carriedStamps: [String: FolderStamp] = [:]
+        /// Shard folders the cache changed since ``carriedStamps`` were taken (a record of
+        /// theirs stored, replaced or removed): the next snapshot stamps them as they are then.
+        var changedFolders: Set<String> = []
     }
 
     /// What became of an attempt to write the snapshot.
@@ -50,9 +59,14 @@ extension DiskCache {
             let index: DiskIndex? = state.withLock { s in s.isIndexReady ? s.index : nil }
             guard let index else { return .skipped }
             do throws(Errno) {
+                var written = FolderStamps.none
                 try io.writeFileAtomically(layout.snapshotPath) { created in
-                    IndexSnapshot.encode(index, stamps: folderStamps(reference: .modification(created)))
+                    written = folderStamps(reference: .modification(created), carrying: gate)
+                    return IndexSnapshot.encode(index, stamps: written)
                 }
+                // Every change is in this snapshot: its stamps vouch from now on (the racy ones not).
+                gate.carriedStamps = written.byFolder.filter { $0.value.modification < written.reference }
+                gate.changedFolders = []
                 gate.isOnDisk = true
                 if sync {
                     // After the rename: the file's bytes, then the folder entry that names it.
@@ -68,12 +82,17 @@ extension DiskCache {
         }
     }
 
-    /// The shard folders' stamps now, for a snapshot whose temporary file was created at
+    /// The shard folders' stamps, for a snapshot whose temporary file was created at
     /// `reference` (on the file system's clock, before the first stamp is taken); none when the
     /// root cannot be listed. No change to records is under way (the caller holds
     /// ``snapshotGate`` with none in flight), so each folder holds what the index says of it.
-    func folderStamps(reference: FileTime) -> FolderStamps {
-        guard let stamps = try? layout.shardStamps(io: io) else { return .none }
+    /// The stamps of the folders the cache did not change since `gate`'s carried stamps were
+    /// taken are those stamps (see ``SnapshotState/carriedStamps``).
+    func folderStamps(reference: FileTime, carrying gate: SnapshotState) -> FolderStamps {
+        guard var stamps = try? layout.shardStamps(io: io) else { return .none }
+        for (folder, carried) in gate.carriedStamps where stamps[folder] != nil && !gate.changedFolders.contains(folder) {
+            stamps[folder] = carried
+        }
         return FolderStamps(reference: reference, byFolder: stamps)
     }
 
@@ -102,11 +121,18 @@ extension DiskCache {
     /// - Returns: What `body` returned, or `nil`, without running it, once ``close()`` has
     ///   begun: `close()` waits for the changes under way and releases the directory lock after
     ///   them, and none may start behind it (a new cache could own the folder by then).
+    /// - Parameter name: The record file changed, whose folder the next snapshot must stamp
+    ///   afresh; `nil` for a change that may touch any folder.
     @discardableResult
-    func changingRecords<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T? {
+    func changingRecords<T, E: Error>(name: String?, _ body: () throws(E) -> T) throws(E) -> T? {
         let admitted = snapshotGate.withLock { gate -> Bool in
             guard !gate.isClosing else { return false }
             if gate.isOnDisk { withdrawSnapshot(&gate) }
+            if let name {
+                if let shard = layout.shard(for: name) { gate.changedFolders.insert(shard) }
+            } else {
+                gate.carriedStamps = [:]
+            }
             gate.changesInFlight += 1
             return true
         }

@@ -239,7 +239,8 @@ public final class DiskCache: Sendable {
     /// stored with ``Expiry/default``, slides its expiry. The new times are kept in the index and
     /// written to the header in batches, so a read performs no write. Once the index is
     /// complete, a writable cache answers a miss from it without touching the disk (it owns the
-    /// directory; a record copied in behind its back appears at the next open).
+    /// directory; a record copied in behind its back while it is closed appears at the next
+    /// open, one copied in while it is open may not: see <doc:OnDiskFormat>, "Index snapshot").
     /// - Returns: The record, or `nil` when it is absent, expired (and unlocked) or corrupt. A
     ///   corrupt record's file is removed and reported as ``CacheEvent/corruptRecordRemoved(key:file:reason:)``.
     /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
@@ -497,7 +498,7 @@ public final class DiskCache: Sendable {
     /// - Returns: What `body` returned, or `nil` when the cache is closing (`body` did not run).
     @discardableResult
     func changingRecord<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T? {
-        try changingRecords { () throws(E) -> T in
+        try changingRecords(name: name) { () throws(E) -> T in
             try keyLocks.withLock(forKey: name) { () throws(E) -> T in
                 defer { records.descriptors?.retire(name) }
                 return try body()
@@ -577,7 +578,7 @@ public final class DiskCache: Sendable {
     /// Removes a corrupt record's file (unless read-only) and counts it, as a miss too unless
     /// a collection found it (`countsAsMiss`). Expects the key lock of `name` held.
     func _removeCorrupt(name: String, key: String?, path: String, reason: CorruptionReason, countsAsMiss: Bool = true) -> CacheEvent {
-        changingRecords {
+        changingRecords(name: name) {
             if !options.isReadOnly {
                 if reason == .notARegularFile {
                     // A folder, a link or a FIFO where a record should be: remove the link or the
@@ -624,7 +625,7 @@ public final class DiskCache: Sendable {
             return (false, newAnchor)
         }
         if outcome.expired {
-            changingRecords {
+            changingRecords(name: name) {
                 if !options.isReadOnly { _ = try? io.unlink(path) }
                 records.descriptors?.retire(name)
                 state.withLock { $0.forget(name) }
