@@ -239,8 +239,9 @@ public final class DiskCache: Sendable {
     /// stored with ``Expiry/default``, slides its expiry. The new times are kept in the index and
     /// written to the header in batches, so a read performs no write. Once the index is
     /// complete, a writable cache answers a miss from it without touching the disk (it owns the
-    /// directory; a record copied in behind its back while it is closed appears at the next
-    /// open, one copied in while it is open may not: see <doc:OnDiskFormat>, "Index snapshot").
+    /// directory; a record copied in behind its back appears at the next open, unless it was
+    /// copied while the cache was open into a folder the cache changed meanwhile: see
+    /// <doc:OnDiskFormat>, "Index snapshot").
     /// - Returns: The record, or `nil` when it is absent, expired (and unlocked) or corrupt. A
     ///   corrupt record's file is removed and reported as ``CacheEvent/corruptRecordRemoved(key:file:reason:)``.
     /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
