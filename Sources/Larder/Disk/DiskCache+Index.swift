@@ -15,14 +15,9 @@ extension DiskCache {
     /// every record's header when there is no snapshot. Runs on ``ioQueue`` at open.
     func buildIndex() {
         var events: [CacheEvent] = []
-        var snapshot: DiskIndex?
-        if let bytes = try? io.readFile(layout.snapshotPath, limit: 1 << 31) {
-            snapshot = IndexSnapshot.decodeIndex(bytes, keyEncoding: options.keyEncoding)
-            // A snapshot is only trusted once: a crash from now on must not leave a stale one.
-            if !options.isReadOnly {
-                snapshotGate.withLock { gate in withdrawSnapshot(&gate) }
-            }
-        }
+        // The base and its journal (`image.touched`: the names whose facts the commits changed).
+        let image = loadIndexImage()
+        let snapshot = image?.index
         // Listed a folder at a time, so that no list of every name is held: with a snapshot, each
         // name is checked off against it; without, each folder's headers are read at once.
         var loaded = snapshot ?? DiskIndex()
