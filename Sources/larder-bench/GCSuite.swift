@@ -9,7 +9,7 @@ import Larder
 // The gc suite: a cache of n records of 1 KiB, 1 % over its size limit, brought back under it.
 //
 // - `larder`: one `collectGarbage()` (expiry check over the index, pick the least recently used
-//   1 %, re-check and unlink each, refresh the index snapshot). The limit is the free-space
+//   1 %, re-check and unlink each, append a commit to the index journal). The limit is the free-space
 //   floor: a stand-in `statvfs` reports the volume short by 1 % of the cache's size just for the
 //   measured call (the cache reads a fixed `sizeLimit` at open and would trim at once). The
 //   removed records are stored again afterwards, unmeasured, so every round removes 1 %.

@@ -16,20 +16,20 @@ extension DiskCache {
     /// when there is no snapshot. Runs on ``ioQueue`` at open.
     func buildIndex() {
         var events: [CacheEvent] = []
+        // The base and its journal; the folders of the names the journal's commits changed are
+        // listed whatever their stamps say (the base's facts about them are stale).
         var snapshot: DiskIndex?
         var stamps = FolderStamps.none
-        if let bytes = try? io.readFile(layout.snapshotPath, limit: 1 << 31) {
-            snapshot = IndexSnapshot.decodeIndex(bytes, keyEncoding: options.keyEncoding)
-            if snapshot != nil { stamps = IndexSnapshot.decodeStamps(bytes) ?? .none }
-            // A snapshot is only trusted once: a crash from now on must not leave a stale one.
-            if !options.isReadOnly {
-                snapshotGate.withLock { gate in withdrawSnapshot(&gate) }
-            }
+        var mustList: Set<String> = []
+        if let loaded = loadIndexImage() {
+            snapshot = loaded.image.index
+            stamps = loaded.stamps
+            mustList = Set(loaded.image.touched.compactMap { layout.shard(for: $0) })
         }
-        // The folders of records an index journal changed would go in `mustList`.
-        var reconciled = reconcile(consume snapshot, stamps: stamps, mustList: [], events: &events)
+        // Taken, not copied: the image is released above, so the index is changed in place.
+        var reconciled = reconcile(consume snapshot, stamps: stamps, mustList: mustList, events: &events)
         if !options.isReadOnly {
-            // Folders vouched for: the next snapshot stamps them as they were, unless changed since.
+            // Folders vouched for: the next base stamps them as they were, unless changed since.
             let vouched = stamps.byFolder.filter { reconciled.vouchedFolders.contains($0.key) }
             snapshotGate.withLock { $0.carriedStamps.merge(vouched) { current, _ in current } }
         }

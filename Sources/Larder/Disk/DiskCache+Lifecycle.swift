@@ -97,7 +97,7 @@ extension DiskCache {
         var events: [CacheEvent] = []
         collectionGate.withLock { _ in
             events += writeBackAccessTimes()
-            events += writeSnapshot()
+            events += writeSnapshot(compacting: true)
         }
         let lock = directoryLock.withLock { lock in
             defer { lock = nil }

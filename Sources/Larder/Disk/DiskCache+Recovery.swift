@@ -72,8 +72,9 @@ extension DiskCache {
                         path: root.path)
                 }
                 try Self.prepareTemporaryFolder(layout: layout, io: fresh)
-                // The index is rebuilt from the headers: a snapshot found there is not this cache's.
+                // The index is rebuilt from the headers: an image found there is not this cache's.
                 _ = try? fresh.unlink(layout.snapshotPath)
+                _ = try? fresh.unlink(layout.journalPath)
             } catch {
                 newLock.release()
                 return .failed(error)
@@ -91,7 +92,7 @@ extension DiskCache {
                 let (entries, suspects) = scanHeaders(names)
                 let ordered = entries.sorted { $0.lastAccessMs < $1.lastAccessMs }
                 state.withLock { $0.restart(entries: ordered, suspects: suspects, listedEverything: listedEverything) }
-                snapshotGate.withLock { $0.isOnDisk = false }
+                forgetIndexImage()
             }
             lock?.release()
             lock = newLock

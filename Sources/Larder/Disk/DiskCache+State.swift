@@ -95,6 +95,17 @@ extension DiskCache {
             noteChanged(entry.name)
         }
 
+        /// The index's changes since they were last taken, for a journal commit (``DiskIndex/takeChanges()``).
+        mutating func takeIndexChanges() -> DiskIndex.Changes? {
+            index.takeChanges()
+        }
+
+        /// The index, made the reference of a new base (``DiskIndex/clearChanges()``).
+        mutating func indexForNewBase() -> DiskIndex {
+            index.clearChanges()
+            return index
+        }
+
         /// Marks an entry's access times as written to its header.
         mutating func markAccessClean(_ name: String) {
             index.setAccessDirty(name, false)

@@ -493,7 +493,7 @@ public final class DiskCache: Sendable {
     }
 
     /// Runs `body`, which changes the record file `name` on disk and in the index, holding its
-    /// key lock, with the index snapshot withdrawn first (see ``changingRecords(_:)``). The file's
+    /// key lock, with the index snapshot withdrawn first (see ``changingRecords(name:_:)``). The file's
     /// kept descriptor, if any, is retired before the lock is released, whether `body` succeeded
     /// or not, so that no later read uses a descriptor of a file `body` replaced or removed.
     /// - Returns: What `body` returned, or `nil` when the cache is closing (`body` did not run).

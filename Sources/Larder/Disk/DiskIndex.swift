@@ -86,6 +86,10 @@ struct DiskIndex: Sendable {
         static let keyIsName = Flags(rawValue: 4)
         /// The entry's access times are newer than its header's.
         static let accessDirty = Flags(rawValue: 8)
+        /// Moved to the most recent end (a use, a store) since ``takeChanges()``.
+        static let movedSinceTaken = Flags(rawValue: 16)
+        /// Changed in place (a lock count) since ``takeChanges()``.
+        static let changedSinceTaken = Flags(rawValue: 32)
     }
 
     static let noKey = UInt32.max
@@ -108,6 +112,8 @@ struct DiskIndex: Sendable {
     private(set) var lockedSize = 0
     /// The number of records.
     private(set) var count = 0
+    /// What changed since ``takeChanges()``, for the index journal (see `DiskIndex+Changes`).
+    private var changes = ChangeLog()
 
     init() {}
 
@@ -217,6 +223,7 @@ struct DiskIndex: Sendable {
             unlink(slot)
             appendToTail(slot)
         }
+        if moveToMostRecent { markMoved(slot) } else { markChanged(slot) }
     }
 
     /// Records a use of the entry in a slot (a read or a touch) and makes it the most recently
@@ -238,6 +245,7 @@ struct DiskIndex: Sendable {
             unlink(slot)
             appendToTail(slot)
         }
+        markMoved(slot)
         return marksAccessDirty && !wasDirty
     }
 
@@ -247,9 +255,11 @@ struct DiskIndex: Sendable {
             replace(slot: slot, with: entry)
             unlink(slot)
             appendToTail(slot)
+            markMoved(slot)
         } else {
             let slot = insert(entry)
             appendToTail(slot)
+            markMoved(slot)
         }
     }
 
@@ -258,6 +268,8 @@ struct DiskIndex: Sendable {
     /// - Complexity: O(*m*) for *m* entries.
     mutating func prependOlder(_ entries: [IndexEntry]) {
         for entry in entries.reversed() where !contains(entry.name) {
+            // An insertion the journal's moves cannot describe.
+            changes.needsImage = true
             let slot = insert(entry)
             slots[Int(slot)].next = head
             slots[Int(slot)].previous = -1
@@ -271,6 +283,7 @@ struct DiskIndex: Sendable {
     mutating func replaceKeepingPosition(_ entry: IndexEntry) {
         guard let slot = slot(of: entry.name) else { return prependOlder([entry]) }
         replace(slot: slot, with: entry)
+        markChanged(slot)
     }
 
     /// Changes an entry in place, if there is one; `moveToMostRecent` also records a use.
@@ -291,6 +304,7 @@ struct DiskIndex: Sendable {
         account(slot, sign: -1)
         slots[Int(slot)].lockCount = lockCount
         account(slot, sign: 1)
+        markChanged(slot)
     }
 
     /// Removes an entry, returning it.
@@ -304,6 +318,7 @@ struct DiskIndex: Sendable {
 
     /// Removes the entry in a slot.
     mutating func removeSlot(_ slot: Int32) {
+        noteRemoval(slot)
         account(slot, sign: -1)
         unmapKey(of: slot)
         let found = PackedName.stored(slots[Int(slot)], in: arena) { packed in findName(packed) }
@@ -327,6 +342,7 @@ struct DiskIndex: Sendable {
             slot = slots[Int(slot)].next
         }
         order.sort { slots[Int($0)].lastAccessMs < slots[Int($1)].lastAccessMs }
+        changes.needsImage = true
         head = -1
         tail = -1
         for slot in order { appendToTail(slot) }
@@ -661,6 +677,7 @@ struct DiskIndex: Sendable {
         head = slots.isEmpty ? -1 : 0
         tail = slots.isEmpty ? -1 : Int32(slots.count - 1)
         buildTables(keepingFirstOf: 0 ..< Int32(slots.count))
+        changes = ChangeLog()
     }
 
     // MARK: - Private: totals and links
@@ -685,6 +702,116 @@ struct DiskIndex: Sendable {
         slots[Int(slot)].next = -1
         if tail >= 0 { slots[Int(tail)].next = slot } else { head = slot }
         tail = slot
+    }
+}
+
+// MARK: - Changes since they were last taken (the index journal)
+
+extension DiskIndex {
+    /// What changed since ``takeChanges()`` beyond the slots' own flags.
+    struct ChangeLog: Sendable {
+        /// Names removed, in order (a name may repeat).
+        var removed: [String] = []
+        /// Slots changed in place, in order (a slot may repeat, or be free or moved since).
+        var changedSlots: [Int32] = []
+        /// Slots flagged ``Flags/movedSinceTaken``.
+        var movedCount = 0
+        /// An order change other than moves to the most recent end (an insertion among older
+        /// entries, a sort), or more removals than are worth listing: the changes cannot be
+        /// replayed, so the next image must be the whole index.
+        var needsImage = false
+    }
+
+    /// The changes since the last ``takeChanges()``, as a journal commit replays them: the
+    /// names removed, the entries changed in place (their place kept), then the entries moved
+    /// to the most recent end or inserted there, least recently used first. Applied in that
+    /// order to the index as it was at the last call, they give the index as it is.
+    struct Changes {
+        var removed: [String]
+        var changedInPlace: [IndexEntry]
+        var moved: [IndexEntry]
+
+        var isEmpty: Bool { removed.isEmpty && changedInPlace.isEmpty && moved.isEmpty }
+    }
+
+    /// The changes since the last call (or since ``load(slots:arena:)``), and starts anew; `nil`
+    /// when they cannot be replayed (``ChangeLog/needsImage``), so the caller writes the whole
+    /// index instead.
+    /// - Complexity: O(*c*) for the *c* changes; O(*n*) when it returns `nil`.
+    mutating func takeChanges() -> Changes? {
+        defer { clearChanges() }
+        guard !changes.needsImage else { return nil }
+        // Moved slots end the list: every move goes to the most recent end, and nothing else
+        // moves an entry (an insertion among older ones sets `needsImage`).
+        var moved: [IndexEntry] = []
+        var slot = tail
+        while slot >= 0, slots[Int(slot)].flags.contains(.movedSinceTaken) {
+            moved.append(self[slot: slot])
+            slot = slots[Int(slot)].previous
+        }
+        guard moved.count == changes.movedCount else { return nil }
+        var changedInPlace: [IndexEntry] = []
+        for slot in changes.changedSlots where slots[Int(slot)].flags.contains(.changedSinceTaken) {
+            slots[Int(slot)].flags.remove(.changedSinceTaken)
+            if !slots[Int(slot)].flags.contains(.movedSinceTaken) { changedInPlace.append(self[slot: slot]) }
+        }
+        return Changes(removed: changes.removed, changedInPlace: changedInPlace, moved: moved.reversed())
+    }
+
+    /// Forgets the changes since ``takeChanges()``: the index as it is becomes the reference
+    /// (a whole image of it was written, or it was loaded from one).
+    /// - Complexity: O(*c*) for the *c* changes; O(*n*) after an order change.
+    mutating func clearChanges() {
+        if changes.needsImage || changes.movedCount > 0 && !clearMovedAtTail() {
+            for i in slots.indices { slots[i].flags.subtract([.movedSinceTaken, .changedSinceTaken]) }
+        } else {
+            for slot in changes.changedSlots { slots[Int(slot)].flags.remove(.changedSinceTaken) }
+        }
+        changes = ChangeLog()
+    }
+
+    /// Whether the changes can be replayed, without taking them.
+    var changesNeedImage: Bool { changes.needsImage }
+
+    /// Clears the moved flags of the run that ends the list; whether it held every moved slot.
+    private mutating func clearMovedAtTail() -> Bool {
+        var cleared = 0
+        var slot = tail
+        while slot >= 0, slots[Int(slot)].flags.contains(.movedSinceTaken) {
+            slots[Int(slot)].flags.remove(.movedSinceTaken)
+            cleared += 1
+            slot = slots[Int(slot)].previous
+        }
+        return cleared == changes.movedCount
+    }
+
+    private mutating func markMoved(_ slot: Int32) {
+        guard !slots[Int(slot)].flags.contains(.movedSinceTaken) else { return }
+        slots[Int(slot)].flags.insert(.movedSinceTaken)
+        changes.movedCount += 1
+    }
+
+    private mutating func markChanged(_ slot: Int32) {
+        guard !changes.needsImage, slots[Int(slot)].flags.isDisjoint(with: [.movedSinceTaken, .changedSinceTaken]) else { return }
+        slots[Int(slot)].flags.insert(.changedSinceTaken)
+        changes.changedSlots.append(slot)
+        noteGrowth()
+    }
+
+    private mutating func noteRemoval(_ slot: Int32) {
+        if slots[Int(slot)].flags.contains(.movedSinceTaken) { changes.movedCount -= 1 }
+        guard !changes.needsImage else { return }
+        changes.removed.append(name(atSlot: slot))
+        noteGrowth()
+    }
+
+    /// Bounds the log (a cache that never takes its changes, as a read-only one): past a
+    /// quarter of the records, the next image is the whole index anyway.
+    private mutating func noteGrowth() {
+        guard changes.removed.count + changes.changedSlots.count > 1024 + count / 4 else { return }
+        changes.removed = []
+        changes.changedSlots = []
+        changes.needsImage = true
     }
 }
 

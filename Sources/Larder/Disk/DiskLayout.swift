@@ -34,8 +34,8 @@ public enum FolderLayout: String, Sendable, Hashable, CaseIterable, CustomString
 /// Where a cache's files live: `<root>/<shard>/<file name>` in the ``FolderLayout/sharded``
 /// layout (SPTPersistentCache's "directory separation"; names shorter than a shard sit at the
 /// root), `<root>/<file name>` in the ``FolderLayout/flat`` one; and Larder's own files, all
-/// hidden: the metadata `.larder`, the lock `.larder.lock`, the index snapshot `.larder-index`,
-/// and temporary files in `.larder-tmp/`.
+/// hidden: the metadata `.larder`, the lock `.larder.lock`, the index snapshot `.larder-index`
+/// and its journal `.larder-journal`, and temporary files in `.larder-tmp/`.
 package struct DiskLayout: Sendable {
     /// The root folder's path, without a trailing slash.
     package let root: String
@@ -45,6 +45,7 @@ package struct DiskLayout: Sendable {
     package static let metadataName = ".larder"
     package static let lockName = ".larder.lock"
     package static let snapshotName = ".larder-index"
+    package static let journalName = ".larder-journal"
     package static let temporaryFolderName = ".larder-tmp"
 
     /// `root` and a slash, the prefix of every path.
@@ -64,6 +65,7 @@ package struct DiskLayout: Sendable {
     package var metadataPath: String { root + "/" + Self.metadataName }
     package var lockPath: String { root + "/" + Self.lockName }
     package var snapshotPath: String { root + "/" + Self.snapshotName }
+    package var journalPath: String { root + "/" + Self.journalName }
     package var temporaryFolder: String { root + "/" + Self.temporaryFolderName }
 
     /// The shard folder name for a file name under SPTPersistentCache's rule: its first two UTF-16

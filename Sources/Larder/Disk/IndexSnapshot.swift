@@ -1,27 +1,28 @@
-/// The persisted index: every entry in least-recently-used order, so a reopened cache knows its
-/// records, totals and LRU order without reading each header. Version 3 is a near-binary image
-/// of ``DiskIndex``'s slots and arena, loaded with one pass and no allocation per entry, followed
-/// by the shard folders' stamps (``FolderStamps``), so that an open lists only the folders that
-/// changed since.
+/// The persisted index, the base of the index image (``IndexJournal`` holds the changes since):
+/// every entry in least-recently-used order, so a reopened cache knows its records, totals and
+/// LRU order without reading each header. Version 3 is a near-binary image of ``DiskIndex``'s
+/// slots and arena, loaded with one pass and no allocation per entry; it names the epoch that
+/// journal records must carry to apply to it, and ends with the shard folders' stamps
+/// (``FolderStamps``), so that an open lists only the folders that changed since.
 ///
-/// Layout (little-endian): magic "LRDX", version u32 (3), count u32, arena length u64; then
-/// per entry, 39 bytes: flags u8 (2: the name is 64 hex digits kept as 32 bytes; 4: the key is
-/// the name), name length u16, key length u32 (`0xFFFF_FFFF` for none), diskSize u64,
-/// updateTime u64, lastAccessMs u64, ttl u32, lockCount u32; then the arena: each entry's name
-/// then key bytes, in entry order; then the stamps section: reference seconds i64 and
-/// nanoseconds u32, folder count u32, per folder its name length u8 and name, then modification
-/// and change times (seconds i64, nanoseconds u32 each), inode u64 and size u64; then the stamps
-/// section's length u32; last, a CRC-32 of everything before it. Versions 1 and 2 (and any
-/// other) are ignored: the index is then rebuilt from the headers.
+/// Layout (little-endian): magic "LRDX", version u32 (3), count u32, arena length u64, epoch
+/// u64; then the entry list: per entry, 39 bytes: flags u8 (2: the name is 64 hex digits kept
+/// as 32 bytes; 4: the key is the name), name length u16, key length u32 (`0xFFFF_FFFF` for
+/// none), diskSize u64, updateTime u64, lastAccessMs u64, ttl u32, lockCount u32; then the
+/// arena: each entry's name then key bytes, in entry order; then the stamps section: reference
+/// seconds i64 and nanoseconds u32, folder count u32, per folder its name length u8 and name,
+/// then modification and change times (seconds i64, nanoseconds u32 each), inode u64 and size
+/// u64; then the stamps section's length u32; last, a CRC-32 of everything before it. Versions
+/// 1 and 2 (and any other) are ignored: the index is then rebuilt from the headers.
 enum IndexSnapshot {
     static let magic: UInt32 = 0x5844_524C  // "LRDX"
     static let version: UInt32 = 3
-    static let headerSize = 20
+    static let headerSize = 28
     static let entrySize = 39
 
-    /// Encodes an index, least recently used first.
+    /// Encodes an index, least recently used first, as the base of epoch `epoch`.
     /// - Complexity: O(*n*); one allocation of the exact size, written in place.
-    static func encode(_ index: DiskIndex, stamps: FolderStamps = .none) -> [UInt8] {
+    static func encode(_ index: DiskIndex, epoch: UInt64 = 0, stamps: FolderStamps = .none) -> [UInt8] {
         var order: [Int32] = []
         order.reserveCapacity(index.count)
         var slot = index.head
@@ -29,23 +30,24 @@ enum IndexSnapshot {
             order.append(slot)
             slot = index.slots[Int(slot)].next
         }
-        return encode(index.slots, order: order, arena: index.arena, stamps: stamps)
+        return encode(index.slots, order: order, arena: index.arena, epoch: epoch, stamps: stamps)
     }
 
     /// Encodes entries in their order (least recently used first); repeated names are kept,
     /// as a damaged or crafted snapshot may hold them.
-    static func encode(_ entries: [IndexEntry], stamps: FolderStamps = .none) -> [UInt8] {
+    static func encode(_ entries: [IndexEntry], epoch: UInt64 = 0, stamps: FolderStamps = .none) -> [UInt8] {
         let (slots, arena) = DiskIndex.pack(entries)
-        return encode(slots, order: (0 ..< Int32(slots.count)).map { $0 }, arena: arena, stamps: stamps)
+        return encode(slots, order: (0 ..< Int32(slots.count)).map { $0 }, arena: arena, epoch: epoch, stamps: stamps)
     }
 
     private static func storedLength(_ s: DiskIndex.Slot) -> Int {
         Int(s.nameLength) + (s.keyLength == DiskIndex.noKey || s.flags.contains(.keyIsName) ? 0 : Int(s.keyLength))
     }
 
-    private static func encode(_ slots: [DiskIndex.Slot], order: [Int32], arena: [UInt8], stamps: FolderStamps) -> [UInt8] {
-        var arenaLength = 0
-        for slot in order { arenaLength += storedLength(slots[Int(slot)]) }
+    private static func encode(
+        _ slots: [DiskIndex.Slot], order: [Int32], arena: [UInt8], epoch: UInt64, stamps: FolderStamps
+    ) -> [UInt8] {
+        let arenaLength = self.arenaLength(slots, order: order)
         let stampBytes = encode(stamps)
         let total = headerSize + order.count * entrySize + arenaLength + stampBytes.count + 4 + 4
         return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
@@ -59,27 +61,8 @@ enum IndexSnapshot {
             put(version)
             put(UInt32(order.count))
             put(UInt64(arenaLength))
-            for slot in order {
-                let s = slots[Int(slot)]
-                put(s.flags.intersection([.hexName, .keyIsName]).rawValue)
-                put(s.nameLength)
-                put(s.keyLength)
-                put(UInt64(s.diskSize))
-                put(s.updateTime)
-                put(s.lastAccessMs)
-                put(s.ttl)
-                put(s.lockCount)
-            }
-            arena.withUnsafeBytes { bytes in
-                for slot in order {
-                    let s = slots[Int(slot)]
-                    let length = storedLength(s)
-                    guard length > 0 else { continue }
-                    out.baseAddress!.advanced(by: offset).copyMemory(
-                        from: bytes.baseAddress!.advanced(by: s.arenaOffset), byteCount: length)
-                    offset += length
-                }
-            }
+            put(epoch)
+            writeEntryList(slots, order: order, arena: arena, to: out, at: &offset)
             stampBytes.withUnsafeBytes { bytes in
                 out.baseAddress!.advanced(by: offset).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
             }
@@ -87,6 +70,45 @@ enum IndexSnapshot {
             put(UInt32(stampBytes.count))
             put(CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[0 ..< offset])))
             count = offset
+        }
+    }
+
+    /// The arena bytes the entry list of `order` holds.
+    static func arenaLength(_ slots: [DiskIndex.Slot], order: [Int32]) -> Int {
+        var length = 0
+        for slot in order { length += storedLength(slots[Int(slot)]) }
+        return length
+    }
+
+    /// Writes the entry list of `order` (its entries, then its arena) at `offset`, which it
+    /// advances; `out` has room for `order.count * entrySize + arenaLength(slots, order:)` bytes there.
+    static func writeEntryList(
+        _ slots: [DiskIndex.Slot], order: [Int32], arena: [UInt8], to out: UnsafeMutableRawBufferPointer, at offset: inout Int
+    ) {
+        func put<T: FixedWidthInteger>(_ value: T) {
+            out.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
+            offset += MemoryLayout<T>.size
+        }
+        for slot in order {
+            let s = slots[Int(slot)]
+            put(s.flags.intersection([.hexName, .keyIsName]).rawValue)
+            put(s.nameLength)
+            put(s.keyLength)
+            put(UInt64(s.diskSize))
+            put(s.updateTime)
+            put(s.lastAccessMs)
+            put(s.ttl)
+            put(s.lockCount)
+        }
+        arena.withUnsafeBytes { bytes in
+            for slot in order {
+                let s = slots[Int(slot)]
+                let length = storedLength(s)
+                guard length > 0 else { continue }
+                out.baseAddress!.advanced(by: offset).copyMemory(
+                    from: bytes.baseAddress!.advanced(by: s.arenaOffset), byteCount: length)
+                offset += length
+            }
         }
     }
 
@@ -105,7 +127,7 @@ enum IndexSnapshot {
     /// dropped (its record is then read from its header like any unknown file), so a crafted
     /// snapshot cannot make one key answer with another key's file.
     static func decode(_ bytes: [UInt8], keyEncoding: KeyEncoding? = nil) -> [IndexEntry]? {
-        guard let (slots, arena) = decodeSlots(bytes) else { return nil }
+        guard let (slots, arena, _) = decodeSlots(bytes) else { return nil }
         return slots.compactMap { s in
             if let keyEncoding, !keyMapsToName(s, arena: arena, keyEncoding) { return nil }
             return DiskIndex.entry(s, in: arena)
@@ -117,6 +139,11 @@ enum IndexSnapshot {
     /// name under `keyEncoding` are dropped (see ``decode(_:keyEncoding:)``).
     /// - Complexity: O(*n*), with one SHA-256 of each key under ``KeyEncoding/sha256``.
     static func decodeIndex(_ bytes: [UInt8], keyEncoding: KeyEncoding) -> DiskIndex? {
+        decodeBase(bytes, keyEncoding: keyEncoding)?.index
+    }
+
+    /// ``decodeIndex(_:keyEncoding:)`` and the base's epoch.
+    static func decodeBase(_ bytes: [UInt8], keyEncoding: KeyEncoding) -> (index: DiskIndex, epoch: UInt64)? {
         guard let decoded = decodeSlots(bytes) else { return nil }
         var slots = decoded.slots
         let arena = decoded.arena
@@ -128,11 +155,11 @@ enum IndexSnapshot {
         if spoofed { slots.removeAll { $0.flags.isEmpty } }
         var index = DiskIndex()
         index.load(slots: consume slots, arena: arena)
-        return index
+        return (index, decoded.epoch)
     }
 
     /// Whether a slot's key, if any, maps to its name under `keyEncoding`.
-    private static func keyMapsToName(_ s: DiskIndex.Slot, arena: [UInt8], _ keyEncoding: KeyEncoding) -> Bool {
+    static func keyMapsToName(_ s: DiskIndex.Slot, arena: [UInt8], _ keyEncoding: KeyEncoding) -> Bool {
         guard s.keyLength != DiskIndex.noKey || s.flags.contains(.keyIsName) else { return true }
         switch keyEncoding {
         case .verbatim:
@@ -152,10 +179,10 @@ enum IndexSnapshot {
         }
     }
 
-    /// The slots (in order, unlinked) and arena a snapshot holds, checked and clamped.
-    private static func decodeSlots(_ bytes: [UInt8]) -> (slots: [DiskIndex.Slot], arena: [UInt8])? {
+    /// The slots (in order, unlinked), arena and epoch a snapshot holds, checked and clamped.
+    private static func decodeSlots(_ bytes: [UInt8]) -> (slots: [DiskIndex.Slot], arena: [UInt8], epoch: UInt64)? {
         guard bytes.count >= headerSize + 4 else { return nil }
-        return bytes.withUnsafeBytes { buffer -> (slots: [DiskIndex.Slot], arena: [UInt8])? in
+        return bytes.withUnsafeBytes { buffer -> (slots: [DiskIndex.Slot], arena: [UInt8], epoch: UInt64)? in
             let body = UnsafeRawBufferPointer(rebasing: buffer[0 ..< buffer.count - 4])
             let crc = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: buffer.count - 4, as: UInt32.self))
             guard CRC32.checksum(body) == crc else { return nil }
@@ -165,52 +192,70 @@ enum IndexSnapshot {
             guard load(0, UInt32.self) == magic, load(4, UInt32.self) == version else { return nil }
             let count = Int(load(8, UInt32.self))
             let arenaLength = load(12, UInt64.self)
+            let epoch = load(20, UInt64.self)
             // The stamps section, then its length, end the body; a damaged one damages the whole.
             guard body.count >= headerSize + 4, decodeStamps(body) != nil else { return nil }
             let stampsLength = Int(load(body.count - 4, UInt32.self)) + 4
-            // The sizes must add up to the bytes there are, before anything is reserved.
-            let (entriesBytes, overflow) = count.multipliedReportingOverflow(by: entrySize)
-            guard !overflow, arenaLength <= UInt64(body.count),
-                headerSize + entriesBytes + Int(arenaLength) + stampsLength == body.count
+            guard let list = readEntryList(body, at: headerSize, count: count, arenaLength: arenaLength),
+                list.end == body.count - stampsLength
             else { return nil }
-            let arenaStart = headerSize + entriesBytes
-            var slots: [DiskIndex.Slot] = []
-            slots.reserveCapacity(count)
-            var arenaOffset = 0
-            var total = 0
-            for i in 0 ..< count {
-                let at = headerSize + i * entrySize
-                let flags = DiskIndex.Flags(rawValue: load(at, UInt8.self))
-                let nameLength = load(at + 1, UInt16.self)
-                let keyLength = load(at + 3, UInt32.self)
-                let diskSize = load(at + 7, UInt64.self)
-                guard flags.subtracting([.hexName, .keyIsName]).isEmpty, nameLength > 0,
-                    !flags.contains(.hexName) || nameLength == 32,
-                    !flags.contains(.keyIsName) || (keyLength == 0 && !flags.contains(.hexName)),
-                    diskSize <= maximumEntrySize
-                else { return nil }
-                let (sum, overflow) = total.addingReportingOverflow(Int(diskSize))
-                guard !overflow, sum <= maximumTotalSize else { return nil }
-                total = sum
-                var s = DiskIndex.Slot.free
-                s.arenaOffset = arenaOffset
-                s.nameLength = nameLength
-                s.keyLength = keyLength
-                s.flags = flags.union(.occupied)
-                s.diskSize = Int(diskSize)
-                s.updateTime = min(load(at + 15, UInt64.self), RecordHeader.maximumTimestamp)
-                s.lastAccessMs = min(load(at + 23, UInt64.self), RecordHeader.maximumTimestamp * 1000)
-                s.ttl = UInt32(min(UInt64(load(at + 31, UInt32.self)), RecordHeader.maximumTTL))
-                s.lockCount = load(at + 35, UInt32.self)
-                let stored = storedLength(s)
-                guard stored <= Int(arenaLength) - arenaOffset else { return nil }
-                arenaOffset += stored
-                slots.append(s)
-            }
-            guard arenaOffset == Int(arenaLength) else { return nil }
-            let arena = [UInt8](UnsafeRawBufferPointer(rebasing: body[arenaStart ..< arenaStart + Int(arenaLength)]))
-            return (slots, arena)
+            return (list.slots, list.arena, epoch)
         }
+    }
+
+    /// Reads an entry list of `count` entries and `arenaLength` arena bytes at `start` in
+    /// `body`, checked and clamped (see ``decode(_:keyEncoding:)``), or `nil` when it is damaged
+    /// or does not fit.
+    /// - Returns: The slots (in order, unlinked), the arena, and where the list ends.
+    static func readEntryList(
+        _ body: UnsafeRawBufferPointer, at start: Int, count: Int, arenaLength: UInt64
+    ) -> (slots: [DiskIndex.Slot], arena: [UInt8], end: Int)? {
+        func load<T: FixedWidthInteger>(_ offset: Int, _: T.Type) -> T {
+            T(littleEndian: body.loadUnaligned(fromByteOffset: offset, as: T.self))
+        }
+        // The sizes must fit the bytes there are, before anything is reserved.
+        let (entriesBytes, overflow) = count.multipliedReportingOverflow(by: entrySize)
+        guard !overflow, start <= body.count, entriesBytes <= body.count - start,
+            arenaLength <= UInt64(body.count - start - entriesBytes)
+        else { return nil }
+        let arenaStart = start + entriesBytes
+        var slots: [DiskIndex.Slot] = []
+        slots.reserveCapacity(count)
+        var arenaOffset = 0
+        var total = 0
+        for i in 0 ..< count {
+            let at = start + i * entrySize
+            let flags = DiskIndex.Flags(rawValue: load(at, UInt8.self))
+            let nameLength = load(at + 1, UInt16.self)
+            let keyLength = load(at + 3, UInt32.self)
+            let diskSize = load(at + 7, UInt64.self)
+            guard flags.subtracting([.hexName, .keyIsName]).isEmpty, nameLength > 0,
+                !flags.contains(.hexName) || nameLength == 32,
+                !flags.contains(.keyIsName) || (keyLength == 0 && !flags.contains(.hexName)),
+                diskSize <= maximumEntrySize
+            else { return nil }
+            let (sum, overflow) = total.addingReportingOverflow(Int(diskSize))
+            guard !overflow, sum <= maximumTotalSize else { return nil }
+            total = sum
+            var s = DiskIndex.Slot.free
+            s.arenaOffset = arenaOffset
+            s.nameLength = nameLength
+            s.keyLength = keyLength
+            s.flags = flags.union(.occupied)
+            s.diskSize = Int(diskSize)
+            s.updateTime = min(load(at + 15, UInt64.self), RecordHeader.maximumTimestamp)
+            s.lastAccessMs = min(load(at + 23, UInt64.self), RecordHeader.maximumTimestamp * 1000)
+            s.ttl = UInt32(min(UInt64(load(at + 31, UInt32.self)), RecordHeader.maximumTTL))
+            s.lockCount = load(at + 35, UInt32.self)
+            let stored = storedLength(s)
+            guard stored <= Int(arenaLength) - arenaOffset else { return nil }
+            arenaOffset += stored
+            slots.append(s)
+        }
+        guard arenaOffset == Int(arenaLength) else { return nil }
+        let end = arenaStart + Int(arenaLength)
+        let arena = [UInt8](UnsafeRawBufferPointer(rebasing: body[arenaStart ..< end]))
+        return (slots, arena, end)
     }
 
     // MARK: - Folder stamps

@@ -170,32 +170,37 @@ import Testing
         }
     }
 
+    /// The index image on disk (base and journal, read as a reopened cache reads them) is exact
+    /// after a collection and absent from the first change on.
     @Test func snapshotIsWrittenByCollectionAndWithdrawnByTheNextChange() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock(now: 100_000)
         let cache = try makeCache(dir, clock: clock)
-        let snapshot = dir.url.appendingPathComponent(".larder-index").path
         try cache.store(Data("a".utf8), forKey: "a")
-        #expect(!FileManager.default.fileExists(atPath: snapshot))
+        #expect(DiskAudit.imageFacts(cache) == nil)
         try cache.collectGarbage()
-        #expect(FileManager.default.fileExists(atPath: snapshot))
-        _ = try cache.record(forKey: "a")  // a read changes no record: the snapshot stays
-        #expect(FileManager.default.fileExists(atPath: snapshot))
+        #expect(DiskAudit.imageFacts(cache) == DiskAudit.indexFacts(cache))
+        _ = try cache.record(forKey: "a")  // a read changes no record: the image stays
+        #expect(DiskAudit.imageFacts(cache)?.map(\.key) == ["a"])
         // A read-only reader (what another process would see after a crash now) trusts it.
         var readOnly = testOptions(dir.url, clock: clock)
         readOnly.isReadOnly = true
         #expect(try DiskCache(options: readOnly).keys(withPrefix: "") == ["a"])
         try cache.store(Data("b".utf8), forKey: "b")
-        #expect(!FileManager.default.fileExists(atPath: snapshot), "a store withdraws the snapshot before it writes")
+        #expect(DiskAudit.imageFacts(cache) == nil, "a store withdraws the image before it writes")
         try cache.collectGarbage()
+        #expect(DiskAudit.imageFacts(cache) == DiskAudit.indexFacts(cache))
+        #expect(DiskAudit.imageFacts(cache)?.map(\.key) == ["a", "b"])
         try cache.lock(forKeys: ["a"])
-        #expect(!FileManager.default.fileExists(atPath: snapshot), "so does a lock")
+        #expect(DiskAudit.imageFacts(cache) == nil, "so does a lock")
         try cache.collectGarbage()
+        #expect(DiskAudit.imageFacts(cache) == DiskAudit.indexFacts(cache))
+        #expect(DiskAudit.imageFacts(cache)?.first?.lockCount == 1)
         try cache.remove(forKeys: ["b"])
-        #expect(!FileManager.default.fileExists(atPath: snapshot), "and a remove")
+        #expect(DiskAudit.imageFacts(cache) == nil, "and a remove")
         cache.close()
-        #expect(FileManager.default.fileExists(atPath: snapshot))
+        #expect(DiskAudit.imageFacts(cache)?.map(\.key) == ["a"])
     }
 
     @Test func restartSeesFilesAddedAndDeletedBehindItsBack() throws {

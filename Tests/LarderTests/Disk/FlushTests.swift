@@ -26,10 +26,10 @@ import AppKit
         return contents.header.lastAccessMilliseconds
     }
 
-    /// The keys the snapshot on disk lists, least recently used first; `nil` without one.
+    /// The keys the index image on disk (base and journal) lists, least recently used first;
+    /// `nil` when it is absent, as a reopened cache would find it.
     static func snapshotKeys(_ cache: DiskCache) -> [String]? {
-        guard let bytes = try? cache.io.readFile(cache.layout.snapshotPath, limit: 1 << 20) else { return nil }
-        return IndexSnapshot.decode(bytes)?.map { $0.key ?? $0.name }
+        DiskAudit.indexImage(cache)?.index.entriesLeastRecentFirst.map { $0.key ?? $0.name }
     }
 
     @Test func flushWritesAccessTimesAndTheSnapshot() throws {

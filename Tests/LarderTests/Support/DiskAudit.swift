@@ -40,11 +40,50 @@ enum DiskAudit {
         let manager = FileManager.default
         var stray = ((try? manager.contentsOfDirectory(atPath: root + "/" + DiskLayout.temporaryFolderName)) ?? [])
             .map { DiskLayout.temporaryFolderName + "/" + $0 }
-        let known: Set = [DiskLayout.metadataName, DiskLayout.lockName, DiskLayout.snapshotName, DiskLayout.temporaryFolderName]
+        let known: Set = [
+            DiskLayout.metadataName, DiskLayout.lockName, DiskLayout.snapshotName, DiskLayout.journalName, DiskLayout.temporaryFolderName,
+        ]
         for name in (try? manager.contentsOfDirectory(atPath: root)) ?? [] where name.hasPrefix(".") && !known.contains(name) {
             stray.append(name)
         }
         return stray.sorted()
+    }
+
+    /// The index image on disk (the base with its journal applied), as a reopened cache would
+    /// read it; `nil` when it is absent (no base, or a journal that does not end in a commit).
+    static func indexImage(_ cache: DiskCache) -> IndexJournal.Image? {
+        guard let base = try? cache.io.readFile(cache.layout.snapshotPath, limit: 1 << 30) else { return nil }
+        let journal = try? cache.io.readFile(cache.layout.journalPath, limit: 1 << 30)
+        return IndexJournal.load(base: base, journal: journal, keyEncoding: cache.options.keyEncoding)
+    }
+
+    /// The index image's entries, least recently used first, as name, key, size, lock count
+    /// and times; `nil` when the image is absent.
+    static func imageFacts(_ cache: DiskCache) -> [EntryFacts]? {
+        indexImage(cache).map { $0.index.entriesLeastRecentFirst.map(EntryFacts.init) }
+    }
+
+    /// The cache's index entries in the same form, least recently used first.
+    static func indexFacts(_ cache: DiskCache) -> [EntryFacts] {
+        cache.state.withLock { $0.index.entriesLeastRecentFirst.map(EntryFacts.init) }
+    }
+
+    /// What an image promises of one entry.
+    struct EntryFacts: Equatable, CustomStringConvertible {
+        var name: String
+        var key: String?
+        var diskSize: Int
+        var lockCount: UInt32
+        var ttl: UInt64
+        var updateTime: UInt64
+        var lastAccessMs: UInt64
+
+        init(_ entry: IndexEntry) {
+            (name, key, diskSize, lockCount, ttl) = (entry.name, entry.key, entry.diskSize, entry.lockCount, entry.ttl)
+            (updateTime, lastAccessMs) = (entry.updateTime, entry.lastAccessMs)
+        }
+
+        var description: String { "\(key ?? name):\(diskSize)/\(lockCount)" }
     }
 
     /// Differences between the cache's index totals and the record files on disk (empty when they agree).

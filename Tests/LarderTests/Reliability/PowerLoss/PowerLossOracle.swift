@@ -22,7 +22,7 @@ struct PowerLossOracle {
         var states = 0
         /// Of those, states left by a second power loss while a cache recovered from the first.
         var recoveryStates = 0
-        /// States with a snapshot on disk, compared with a scan.
+        /// States with an exact index image on disk (base and journal), compared with a scan.
         var statesWithSnapshot = 0
         var loads = 0
         var hits = 0
@@ -94,6 +94,15 @@ struct PowerLossOracle {
         }
     }
 
+    /// The index image (base and journal) in `image`, as a cache opening it reads it; `nil`
+    /// when it is absent.
+    static func indexImage(_ image: DiskImage, options: DiskCacheOptions) -> IndexJournal.Image? {
+        let root = PowerLossRun.directory.path
+        guard let base = image.node(atPath: root + "/" + DiskLayout.snapshotName).flatMap({ image[$0]?.data }) else { return nil }
+        let journal = image.node(atPath: root + "/" + DiskLayout.journalName).flatMap { image[$0]?.data }
+        return IndexJournal.load(base: base, journal: journal, keyEncoding: options.keyEncoding)
+    }
+
     /// Checks one crash state taken after the first `k` operations of the trace.
     /// - Parameters:
     ///   - recoveryCrashes: How many crash states of the recovery itself to check too: the
@@ -138,7 +147,7 @@ struct PowerLossOracle {
             return problems
         }
         defer { cache.close() }
-        let hadSnapshot = image.node(atPath: root + "/" + DiskLayout.snapshotName) != nil
+        let hadSnapshot = Self.indexImage(image, options: options) != nil
         cache.waitForIndex()
         if cache.state.withLock({ $0.foldersVouchedFor }) > 0 { tally.statesTrustingStamps += 1 }
         let facts: IndexFacts
@@ -152,7 +161,7 @@ struct PowerLossOracle {
         let strays = (opened.node(atPath: root).flatMap { opened[$0]?.entries.keys } ?? [:].keys).filter { $0.contains(".tmp-") }
         if !strays.isEmpty { problem("temporary files left at the root after open: \(strays.sorted())") }
 
-        // The same state without its snapshot: a fresh scan of the files.
+        // The same state without its base (so with no image): a fresh scan of the files.
         if hadSnapshot {
             let scanned = SimulatedDisk(image.removing(root + "/" + DiskLayout.snapshotName))
             do {
