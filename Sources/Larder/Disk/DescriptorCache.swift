@@ -21,8 +21,6 @@ package final class DescriptorCache: Sendable {
     /// A kept descriptor.
     private struct Entry {
         var fd: Int32
-        /// Reads using it now.
-        var users: Int
         /// Its place in ``State/slots``.
         var place: Int
     }
@@ -39,8 +37,11 @@ package final class DescriptorCache: Sendable {
         var entries: [String: Entry] = [:]
         /// The kept names with their last uses, in no order, for sampling victims in O(1).
         var slots: [Slot] = []
-        /// Descriptors retired or evicted while in use, with their users: closed by the last.
-        var draining: [Int32: Int] = [:]
+        /// Reads using each lent descriptor, kept or draining, by descriptor: a number stays
+        /// unique while its descriptor is open, so giving one back hashes 4 bytes, not a name.
+        var users: [Int32: Int] = [:]
+        /// Descriptors retired or evicted while in use: closed by their last user.
+        var draining: Set<Int32> = []
         var tick: UInt64 = 0
         /// The bound now: ``limit``, or less after descriptor exhaustion.
         var bound: Int
@@ -76,37 +77,33 @@ package final class DescriptorCache: Sendable {
 
     deinit {
         // No read is under way (each holds the cache): every descriptor left goes.
-        let fds = state.withLock { s in Array(s.entries.values.map(\.fd)) + Array(s.draining.keys) }
+        let fds = state.withLock { s in Array(s.entries.values.map(\.fd)) + Array(s.draining) }
         for fd in fds { _ = closeCall(fd) }
     }
 
-    /// The descriptor kept for `name`, lent to the caller until ``giveBack(_:for:)``; `nil` when none is kept.
+    /// The descriptor kept for `name`, lent to the caller until ``giveBack(_:)``; `nil` when none is kept.
     package func lend(_ name: String) -> Int32? {
         state.withLock { s in
-            guard let i = s.entries.index(forKey: name) else { return nil }
+            guard let entry = s.entries[name] else { return nil }
             s.tick &+= 1
-            s.entries.values[i].users += 1
-            s.slots[s.entries.values[i].place].lastUse = s.tick
-            return s.entries.values[i].fd
+            s.users[entry.fd, default: 0] += 1
+            s.slots[entry.place].lastUse = s.tick
+            return entry.fd
         }
     }
 
     /// Gives back a descriptor ``lend(_:)`` lent; closes it when it was retired or evicted meanwhile
     /// and this was its last user.
-    package func giveBack(_ fd: Int32, for name: String) {
+    package func giveBack(_ fd: Int32) {
         let closes = state.withLock { s -> Bool in
-            if let i = s.entries.index(forKey: name), s.entries.values[i].fd == fd {
-                s.entries.values[i].users -= 1
-                return false
-            }
-            // Not kept any more: a descriptor is open, so its number is in `draining` alone.
-            guard let users = s.draining[fd] else { return false }
+            guard let users = s.users[fd] else { return false }
             if users > 1 {
-                s.draining[fd] = users - 1
+                s.users[fd] = users - 1
                 return false
             }
-            s.draining[fd] = nil
-            return true
+            s.users[fd] = nil
+            // Retired or evicted while lent: this was its last user.
+            return s.draining.remove(fd) != nil
         }
         if closes { _ = closeCall(fd) }
     }
@@ -138,7 +135,7 @@ package final class DescriptorCache: Sendable {
             guard s.bound > 0 else { return false }
             if s.entries.count >= s.bound { evicted = Self.evictOne(&s) }
             s.tick &+= 1
-            s.entries[name] = Entry(fd: fd, users: 0, place: s.slots.count)
+            s.entries[name] = Entry(fd: fd, place: s.slots.count)
             s.slots.append(Slot(name: name, lastUse: s.tick))
             return true
         }
@@ -172,7 +169,8 @@ package final class DescriptorCache: Sendable {
             s.bound = s.entries.count / 2
             s.keptSinceChange = 0
             var idle: [Int32] = []
-            for slot in s.slots where s.entries[slot.name]?.users == 0 {
+            for slot in s.slots {
+                guard let fd = s.entries[slot.name]?.fd, s.users[fd] == nil else { continue }
                 if let fd = Self.remove(slot.name, from: &s) { idle.append(fd) }
             }
             return idle
@@ -200,8 +198,8 @@ package final class DescriptorCache: Sendable {
             s.slots[entry.place] = last
             s.entries[last.name]!.place = entry.place
         }
-        guard entry.users > 0 else { return entry.fd }
-        s.draining[entry.fd] = entry.users
+        guard s.users[entry.fd] != nil else { return entry.fd }
+        s.draining.insert(entry.fd)
         return nil
     }
 

@@ -102,22 +102,24 @@ package struct RecordFile: Sendable {
     ///   ``maximumPayloadSize`` or a file that claims far more bytes than its blocks hold
     ///   (``FileInfo/looksSparse``): both are `.corrupt(.tooLarge)`.
     /// - Throws: ``Errno`` for failures other than a missing or malformed file.
+    ///   The path is only computed when the file is opened: a read through a kept descriptor
+    ///   needs none.
     package func read(
-        _ path: String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil,
+        _ path: @autoclosure () -> String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil,
         expectedFileSize: Int? = nil, keptAs name: String? = nil
     ) throws(Errno) -> RecordReadResult {
         if readPayload, let hint = expectedFileSize, hint >= RecordHeader.size,
             hint - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize
         {
             if let name, let descriptors, let fd = descriptors.lend(name) {
-                defer { descriptors.giveBack(fd, for: name) }
+                defer { descriptors.giveBack(fd) }
                 if let result = try readKept(fd, hint, verifyPayload: verifyPayload, expectedKey: expectedKey) { return result }
                 // Removed, replaced or resized behind the cache's back: open whatever is there now.
                 descriptors.retire(name)
             }
-            return try readKnownLength(path, hint, verifyPayload: verifyPayload, expectedKey: expectedKey, keptAs: name)
+            return try readKnownLength(path(), hint, verifyPayload: verifyPayload, expectedKey: expectedKey, keptAs: name)
         }
-        return try withRecordFile(path) { (fd, info) throws(Errno) in
+        return try withRecordFile(path()) { (fd, info) throws(Errno) in
             try read(
                 fd: fd, info: info, readPayload: readPayload, verifyPayload: verifyPayload, expectedKey: expectedKey,
                 expectedFileSize: expectedFileSize)

@@ -45,9 +45,9 @@ struct DescriptorCacheStressTests {
         cache.retire("a")
         #expect(cache.counts.kept == 0 && cache.counts.draining == 1)
         #expect(log.all.isEmpty)
-        cache.giveBack(a, for: "a")
+        cache.giveBack(a)
         #expect(log.all.isEmpty)
-        cache.giveBack(a, for: "a")
+        cache.giveBack(a)
         #expect(log.all == [a])
 
         // Evicted while lent: the bound is 1, so keeping "c" evicts "b".
@@ -60,7 +60,7 @@ struct DescriptorCacheStressTests {
         #expect(cache.keep(c, as: "c"))
         #expect(cache.counts.kept == 1 && cache.counts.draining == 1)
         #expect(log.all == [a])
-        cache.giveBack(b, for: "b")
+        cache.giveBack(b)
         #expect(log.all == [a, b])
 
         // Exhaustion closes the idle ones and halves the bound; closing keeps nothing more.
