@@ -605,9 +605,11 @@ public final class DiskCache: Sendable {
         let nowMs = Self.milliseconds(now)
         let tracksAccess = !options.isReadOnly
         let outcome: (expired: Bool, anchor: UInt64) = state.withLock { s in
-            // The update time alone: `s.index[name]` would build the whole entry, its strings too.
+            // One lookup of the name for the anchor and the use (each costs a hash of the name),
+            // and the update time alone: `s.index[name]` would build the whole entry, its strings too.
+            let slot = s.index.slot(of: name)
             let anchor = expiryRule.anchor(
-                ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: s.index.updateTime(of: name))
+                ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: slot.map { s.index.updateTime(atSlot: $0) })
             if expiryRule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: anchor, now: now) {
                 if countsAsRead {
                     s.counters.misses += 1
@@ -625,7 +627,7 @@ public final class DiskCache: Sendable {
                 IndexEntry(
                     name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: 0,
                     updateTime: newAnchor, lastAccessMs: nowMs, ttl: header.ttl, lockCount: header.refCount),
-                vouching: contents, tracksAccess: tracksAccess)
+                vouching: contents, tracksAccess: tracksAccess, slot: .some(slot))
             return (false, newAnchor)
         }
         if outcome.expired {
