@@ -127,7 +127,7 @@ package struct RecordFile: Sendable {
     }
 
     /// The hot path of a hit the index knows: open, then read one byte more than the length the
-    /// cache wrote or read. Exactly that many bytes back proves the file still has that length,
+    /// cache wrote or read, in one `pread`. Exactly that many bytes back proves the file still has that length,
     /// and that it is a regular file (a positioned read of a FIFO fails with `ESPIPE`, of a
     /// folder with `EISDIR`), so no `fstat` is needed. Anything else starts over with one.
     /// A valid record read is offered to ``descriptors`` under `name`, which may keep its descriptor.
@@ -145,7 +145,8 @@ package struct RecordFile: Sendable {
         guard let memory = RawMemory.allocate(length + 1) else { throw .noMemory }
         let got: Int
         do {
-            got = try io.pread(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: length + 1), at: 0)
+            // One call: the loop of `pread(_:into:at:)` would make a second to see the end of file.
+            got = try io.preadOnce(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: length + 1), at: 0)
         } catch {
             RawMemory.free(memory)
             if error == .illegalSeek || error == .isADirectory { return .corrupt(.notARegularFile) }
