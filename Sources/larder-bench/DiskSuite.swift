@@ -18,14 +18,19 @@ import LarderTestSupport
 // keys (n draws per round, the same each round), as an app rereads its hot records.
 
 func runDiskSuite(_ context: BenchContext) throws {
-    let kinds: [BenchStoreKind] = [.larder, .larderNoVerify, .posixFloor, .sqlite, .foundationNaive]
+    // `LARDER_BENCH_DISK_KINDS=larder,sqlite` runs those implementations alone (profiling).
+    let chosenKinds = ProcessInfo.processInfo.environment["LARDER_BENCH_DISK_KINDS"]?.split(separator: ",").map(String.init)
+    let kinds: [BenchStoreKind] = [.larder, .larderNoVerify, .posixFloor, .sqlite, .foundationNaive].filter {
+        chosenKinds?.contains($0.name) ?? true
+    }
     let repeats = context.quick ? 3 : 5
     // 256 KiB payloads use fewer keys so that a round writes 512 MiB rather than 5 GiB.
-    let sizes: [(label: String, bytes: Int, n: Int)] = [
-        ("4k", 4096, context.quick ? 2_000 : 20_000),
-        ("256k", 256 * 1024, context.quick ? 200 : 2_000),
-    ]
-    let growthSizes = context.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]
+    // `LARDER_BENCH_DISK_4K=1` runs the 4 KiB loads alone (one unmeasured store round, no 256 KiB
+    // cases, no growth): the hit-path experiments of issue 18, in a minute instead of many.
+    let only4k = ProcessInfo.processInfo.environment["LARDER_BENCH_DISK_4K"] == "1"
+    let sizes: [(label: String, bytes: Int, n: Int)] =
+        [("4k", 4096, context.quick ? 2_000 : 20_000)] + (only4k ? [] : [("256k", 256 * 1024, context.quick ? 200 : 2_000)])
+    let growthSizes = only4k ? [] : context.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]
     let directory = try BenchDirectory("disk")
     defer { directory.remove() }
     // Every store round of every size stays on disk until the end: (repeats + 1) rounds of n
@@ -44,7 +49,9 @@ func runDiskSuite(_ context: BenchContext) throws {
         var storeSamples = Array(repeating: [Double](), count: kinds.count)
         var kept: [(any BenchStore)?] = Array(repeating: nil, count: kinds.count)
         var keys: [String] = []
-        for round in 0 ... repeats {
+        // The 4 KiB-only mode stores one round, unmeasured: it is for the loads.
+        let storeRounds = only4k ? 0 : repeats
+        for round in 0 ... storeRounds {
             keys = (0 ..< size.n).map { "asset-\(round)-\($0)" }
             // The order turns each round, so that no implementation is always first or last.
             for turn in 0 ..< kinds.count {
@@ -55,12 +62,14 @@ func runDiskSuite(_ context: BenchContext) throws {
                 for key in keys { try store.store(payload, forKey: key) }
                 let elapsed = monotonicNanoseconds() - start
                 if round > 0 { storeSamples[k].append(Double(elapsed) / Double(size.n)) }
-                if round == repeats { kept[k] = store } else { store.close() }
+                if round == storeRounds { kept[k] = store } else { store.close() }
             }
             // Unmeasured: write the round's dirty pages back before the next round starts.
             sync()
         }
-        for (k, kind) in kinds.enumerated() { lines.append(("store-\(size.label)", kind.name, median(storeSamples[k]))) }
+        if !only4k {
+            for (k, kind) in kinds.enumerated() { lines.append(("store-\(size.label)", kind.name, median(storeSamples[k]))) }
+        }
 
         // Loads of the last round's keys, and misses, interleaved the same way.
         let stores = kept.compactMap { $0 }
@@ -105,12 +114,12 @@ private func interleavedLoads(_ stores: [any BenchStore], probes: [String], repe
         for turn in 0 ..< stores.count {
             let k = (turn + round) % stores.count
             let store = stores[k]
-            let start = monotonicNanoseconds()
+            let start = loadClock()
             var total = 0
             for key in probes {
                 total &+= try store.load(forKey: key)?.count ?? -1
             }
-            let elapsed = monotonicNanoseconds() - start
+            let elapsed = loadClock() - start
             blackHole(total)
             guard total == expected else { throw BenchError("loads returned \(total) bytes in all, expected \(expected)") }
             if round > 0 { samples[k].append(Double(elapsed) / Double(probes.count)) }
@@ -118,6 +127,17 @@ private func interleavedLoads(_ stores: [any BenchStore], probes: [String], repe
     }
     return samples.map(median)
 }
+
+/// The loads' clock: wall time, or with `LARDER_BENCH_CPU_TIME=1` the thread's CPU time (user and
+/// system), which a busy neighbour on a shared machine does not inflate.
+private func loadClock() -> UInt64 {
+    guard timesLoadsInCPUTime else { return monotonicNanoseconds() }
+    var time = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
+private let timesLoadsInCPUTime = ProcessInfo.processInfo.environment["LARDER_BENCH_CPU_TIME"] == "1"
 
 /// Throws unless the file system holding `path` has `bytes` free, plus a gigabyte to spare.
 private func requireFreeSpace(_ bytes: Int, at path: String) throws {

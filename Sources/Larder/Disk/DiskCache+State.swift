@@ -79,9 +79,9 @@ extension DiskCache {
         /// Records a use of `entry` (a read or a touch): the entry becomes the most recently
         /// used, and its new access times, kept only here, are queued for write-back once. Its
         /// file length is the one `contents` can vouch for (see ``RecordContents/vouchedFileSize(previous:)``).
-        mutating func recordUse(_ entry: IndexEntry, vouching contents: RecordContents, tracksAccess: Bool) {
+        mutating func recordUse(_ entry: IndexEntry, vouching contents: RecordContents, tracksAccess: Bool, slot known: Int32?? = nil) {
             var becameDirty = tracksAccess
-            if let slot = index.slot(of: entry.name) {
+            if let slot = known ?? index.slot(of: entry.name) {
                 becameDirty = index.recordUse(
                     slot: slot, from: entry, fileSize: { contents.vouchedFileSize(previous: $0) }, marksAccessDirty: tracksAccess)
             } else {

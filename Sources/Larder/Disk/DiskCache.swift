@@ -259,8 +259,8 @@ public final class DiskCache: Sendable {
         let ownsDirectory = !options.isReadOnly
         let lookup: IndexLookup = state.withLock { s in
             if let slot = s.index.slot(forKey: key) {
-                let entry = s.index[slot: slot]
-                return .indexed(name: entry.name, fileSize: entry.fileSize)
+                // The name and length alone: building the whole entry would copy its key out too.
+                return .indexed(name: s.index.name(atSlot: slot), fileSize: s.index.fileSize(atSlot: slot))
             }
             // A writer owns its directory, so once its index knows every key, a key it lacks has
             // no file: the miss costs no system call.
@@ -291,17 +291,18 @@ public final class DiskCache: Sendable {
                 return nil
             }
         }
-        let path = layout.path(for: name)
+        // The path is built only when the record's file is opened or changed: a hit through a
+        // kept descriptor needs none.
         let now = options.clock.now
         var events: [CacheEvent] = []
         let record: CacheRecord? = try withKeyLock(name) { () throws(CacheError) -> CacheRecord? in
             let result: RecordReadResult
             do throws(Errno) {
                 result = try records.read(
-                    path, verifyPayload: options.verifiesPayloadChecksum, expectedKey: key, expectedFileSize: expectedFileSize,
-                    keptAs: name)
+                    layout.path(for: name), verifyPayload: options.verifiesPayloadChecksum, expectedKey: key,
+                    expectedFileSize: expectedFileSize, keptAs: name)
             } catch {
-                throw CacheError(.ioFailure, "cannot read the record", key: key, path: path, errno: error.rawValue)
+                throw CacheError(.ioFailure, "cannot read the record", key: key, path: layout.path(for: name), errno: error.rawValue)
             }
             switch result {
             case .missing:
@@ -311,11 +312,11 @@ public final class DiskCache: Sendable {
                 }
                 return nil
             case .corrupt(let reason):
-                events.append(_removeCorrupt(name: name, key: key, path: path, reason: reason))
+                events.append(_removeCorrupt(name: name, key: key, path: layout.path(for: name), reason: reason))
                 return nil
             case .record(let contents):
                 // `read` checked any stored key against `key`.
-                return _registerUse(name: name, key: key, path: path, contents: contents, now: now, countsAsRead: true)
+                return _registerUse(name: name, key: key, path: layout.path(for: name), contents: contents, now: now, countsAsRead: true)
             }
         }
         emit(events)
@@ -597,14 +598,20 @@ public final class DiskCache: Sendable {
 
     /// Records a use of a valid record read under its key lock; returns the record, or `nil`
     /// when it has expired (removing it unless read-only). Expects the key lock of `name` held.
-    func _registerUse(name: String, key: String, path: String, contents: RecordContents, now: Double, countsAsRead: Bool) -> CacheRecord? {
+    /// `path` is computed only when the record has expired.
+    func _registerUse(
+        name: String, key: String, path: @autoclosure () -> String, contents: RecordContents, now: Double, countsAsRead: Bool
+    ) -> CacheRecord? {
         let header = contents.header
         let nowSeconds = Self.seconds(now)
         let nowMs = Self.milliseconds(now)
         let tracksAccess = !options.isReadOnly
         let outcome: (expired: Bool, anchor: UInt64) = state.withLock { s in
+            // One lookup of the name for the anchor and the use (each costs a hash of the name),
+            // and the update time alone: `s.index[name]` would build the whole entry, its strings too.
+            let slot = s.index.slot(of: name)
             let anchor = expiryRule.anchor(
-                ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: s.index[name]?.updateTime)
+                ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: slot.map { s.index.updateTime(atSlot: $0) })
             if expiryRule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: anchor, now: now) {
                 if countsAsRead {
                     s.counters.misses += 1
@@ -622,12 +629,12 @@ public final class DiskCache: Sendable {
                 IndexEntry(
                     name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: 0,
                     updateTime: newAnchor, lastAccessMs: nowMs, ttl: header.ttl, lockCount: header.refCount),
-                vouching: contents, tracksAccess: tracksAccess)
+                vouching: contents, tracksAccess: tracksAccess, slot: .some(slot))
             return (false, newAnchor)
         }
         if outcome.expired {
             changingRecords(name: name) {
-                if !options.isReadOnly { _ = try? io.unlink(path) }
+                if !options.isReadOnly { _ = try? io.unlink(path()) }
                 records.descriptors?.retire(name)
                 state.withLock { $0.forget(name) }
             }

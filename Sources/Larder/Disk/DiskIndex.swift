@@ -202,6 +202,9 @@ struct DiskIndex: Sendable {
     /// The file length known for the entry in a slot (0 when unknown).
     func fileSize(atSlot slot: Int32) -> Int { slots[Int(slot)].fileSize }
 
+    /// The update time of the entry in a slot.
+    func updateTime(atSlot slot: Int32) -> UInt64 { slots[Int(slot)].updateTime }
+
     /// The update time of a name's entry.
     func updateTime(of name: String) -> UInt64? {
         slot(of: name).map { slots[Int($0)].updateTime }

@@ -102,22 +102,24 @@ package struct RecordFile: Sendable {
     ///   ``maximumPayloadSize`` or a file that claims far more bytes than its blocks hold
     ///   (``FileInfo/looksSparse``): both are `.corrupt(.tooLarge)`.
     /// - Throws: ``Errno`` for failures other than a missing or malformed file.
+    ///   The path is only computed when the file is opened: a read through a kept descriptor
+    ///   needs none.
     package func read(
-        _ path: String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil,
+        _ path: @autoclosure () -> String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil,
         expectedFileSize: Int? = nil, keptAs name: String? = nil
     ) throws(Errno) -> RecordReadResult {
         if readPayload, let hint = expectedFileSize, hint >= RecordHeader.size,
             hint - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize
         {
             if let name, let descriptors, let fd = descriptors.lend(name) {
-                defer { descriptors.giveBack(fd, for: name) }
+                defer { descriptors.giveBack(fd) }
                 if let result = try readKept(fd, hint, verifyPayload: verifyPayload, expectedKey: expectedKey) { return result }
                 // Removed, replaced or resized behind the cache's back: open whatever is there now.
                 descriptors.retire(name)
             }
-            return try readKnownLength(path, hint, verifyPayload: verifyPayload, expectedKey: expectedKey, keptAs: name)
+            return try readKnownLength(path(), hint, verifyPayload: verifyPayload, expectedKey: expectedKey, keptAs: name)
         }
-        return try withRecordFile(path) { (fd, info) throws(Errno) in
+        return try withRecordFile(path()) { (fd, info) throws(Errno) in
             try read(
                 fd: fd, info: info, readPayload: readPayload, verifyPayload: verifyPayload, expectedKey: expectedKey,
                 expectedFileSize: expectedFileSize)
@@ -125,7 +127,7 @@ package struct RecordFile: Sendable {
     }
 
     /// The hot path of a hit the index knows: open, then read one byte more than the length the
-    /// cache wrote or read. Exactly that many bytes back proves the file still has that length,
+    /// cache wrote or read, in one `pread`. Exactly that many bytes back proves the file still has that length,
     /// and that it is a regular file (a positioned read of a FIFO fails with `ESPIPE`, of a
     /// folder with `EISDIR`), so no `fstat` is needed. Anything else starts over with one.
     /// A valid record read is offered to ``descriptors`` under `name`, which may keep its descriptor.
@@ -143,7 +145,8 @@ package struct RecordFile: Sendable {
         guard let memory = RawMemory.allocate(length + 1) else { throw .noMemory }
         let got: Int
         do {
-            got = try io.pread(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: length + 1), at: 0)
+            // One call: the loop of `pread(_:into:at:)` would make a second to see the end of file.
+            got = try io.preadOnce(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: length + 1), at: 0)
         } catch {
             RawMemory.free(memory)
             if error == .illegalSeek || error == .isADirectory { return .corrupt(.notARegularFile) }

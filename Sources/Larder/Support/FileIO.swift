@@ -202,6 +202,12 @@ package struct FileIO: Sendable {
         return done
     }
 
+    /// One `pread` into `buffer` at `offset` (retried on `EINTR` alone): fewer bytes than asked
+    /// for, from a regular file, means its end was reached, with no second call to find so.
+    package func preadOnce(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(Errno) -> Int {
+        try retrying { calls.pread(fd, buffer.baseAddress!, buffer.count, off_t(offset)) }
+    }
+
     /// Writes all of `buffer` at `offset`, looping over short writes.
     package func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int) throws(Errno) {
         var done = 0

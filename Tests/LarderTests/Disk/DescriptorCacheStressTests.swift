@@ -37,7 +37,7 @@ struct DescriptorCacheStressTests {
             return open(dir.url.appendingPathComponent(name).path, O_RDONLY | O_CLOEXEC)
         }
         let a = openFile("a")
-        #expect(!cache.keep(a, as: "a"), "the doorkeeper admits a name on its second offer")
+        #expect(!cache.keep(a, as: "a"), "admission keeps a name from its second read")
         #expect(cache.keep(a, as: "a"))
         #expect(!cache.keep(a, as: "a"), "one descriptor per name")
         #expect(cache.lend("a") == a)
@@ -45,9 +45,9 @@ struct DescriptorCacheStressTests {
         cache.retire("a")
         #expect(cache.counts.kept == 0 && cache.counts.draining == 1)
         #expect(log.all.isEmpty)
-        cache.giveBack(a, for: "a")
+        cache.giveBack(a)
         #expect(log.all.isEmpty)
-        cache.giveBack(a, for: "a")
+        cache.giveBack(a)
         #expect(log.all == [a])
 
         // Evicted while lent: the bound is 1, so keeping "c" evicts "b".
@@ -56,11 +56,13 @@ struct DescriptorCacheStressTests {
         #expect(cache.keep(b, as: "b"))
         #expect(cache.lend("b") == b)
         let c = openFile("c")
-        #expect(!cache.keep(c, as: "c"))
+        // "c" displaces "b" once read more often than it (offered twice, lent once) by more than
+        // the admission margin of 2: at its sixth offer.
+        for _ in 0 ..< 5 { #expect(!cache.keep(c, as: "c")) }
         #expect(cache.keep(c, as: "c"))
         #expect(cache.counts.kept == 1 && cache.counts.draining == 1)
         #expect(log.all == [a])
-        cache.giveBack(b, for: "b")
+        cache.giveBack(b)
         #expect(log.all == [a, b])
 
         // Exhaustion closes the idle ones and halves the bound; closing keeps nothing more.

@@ -40,11 +40,12 @@ struct DescriptorCacheTests {
         return options
     }
 
-    @Test("the default bound is an eighth of the descriptor limit, at most 256; negative bounds are refused")
+    @Test("the default bound is an eighth of the descriptor limit, at most 4,096; negative bounds are refused")
     func defaultBound() throws {
         var limit = rlimit()
         #expect(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0)
-        let expected = limit.rlim_cur == rlim_t.max ? 256 : min(256, Int(limit.rlim_cur) / 8)
+        #expect(DiskCacheOptions.defaultMaximumOpenFilesCap == 4_096)
+        let expected = limit.rlim_cur == rlim_t.max ? 256 : min(4_096, Int(limit.rlim_cur) / 8)
         #expect(DiskCacheOptions.defaultMaximumOpenFiles == expected)
         let dir = TemporaryDirectory("larder-fd")
         defer { dir.remove() }
