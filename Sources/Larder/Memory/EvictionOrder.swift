@@ -61,7 +61,10 @@ protocol EvictionEntry {
 ///   recently left the window and the main area: a new key found in the window's (seen within the
 ///   last `capacity / 4` insertions) grows it and ages two protected entries, a key found in the
 ///   main area's (within its last `capacity / 4` evictions) shrinks it; by one entry, and by up to
-///   eight when several signals in a row agree.
+///   eight when several signals in a row agree. A sample of the requests is also replayed through
+///   a scaled-down ``ShadowLRU``: while it misses significantly less than this order on the same
+///   keys, the window's share gets a floor (see `EvictionOrder+Shadow.swift`), so that workloads
+///   on which frequency misleads the histories still get an LRU-like cache.
 ///
 /// Not thread-safe; ``MemoryCache`` guards it.
 @usableFromInline
