@@ -12,6 +12,7 @@ extension EvictionOrder {
         _advanceBucketIfDue(in: &entries)
         if sketch.increment(hash) { _countUse(in: &entries) }
         let marks = _tuneWindow(forNewKey: hash, in: &entries)
+        if (hash &>> 16) & sampleMask == 0 { _sampleRequest(hash, hit: false) }
         link(slot, to: Self.window, in: &entries)
         entries[Int(slot)].evictionLink.marks = marks
         entries[Int(slot)].evictionLink.stamp = UInt32(truncatingIfNeeded: clock)
@@ -22,6 +23,10 @@ extension EvictionOrder {
         let hash = entries[Int(slot)].hash
         // The entry's count goes back to the sketch, which remembers keys that are not cached.
         sketch.add(hash, UInt64(entries[Int(slot)].evictionLink.marks &>> 4))
+        if !evicted && (hash &>> 16) & sampleMask == 0 {
+            // An LRU cache would have lost a removed or expired key too.
+            shadow.remove(hash)
+        }
         if evicted {
             if entries[Int(slot)].evictionLink.queue == Self.window {
                 windowHistory.record(hash, at: insertions)
@@ -31,6 +36,11 @@ extension EvictionOrder {
             }
         }
         unlink(slot, in: &entries)
+        if evicted {
+            // A trim or memory pressure leaves the cache below its capacity: an LRU cache would
+            // have kept only its most recent keys too.
+            shadow.removeLeastRecent(keeping: count &>> sampleMask.nonzeroBitCount)
+        }
     }
 
     @inlinable
@@ -144,7 +154,7 @@ extension EvictionOrder {
         if let stamp = leftMain, mainEvictions &- stamp < horizon {
             tuneMomentum = min(tuneMomentum, 0) &- 1
             let step = unit * Double(min(-tuneMomentum, Self.maximumTuningStep))
-            windowFraction = max(0, windowFraction - step)
+            windowFraction = max(windowFloor, windowFraction - step)
             let limit = windowLimit
             while window.count > limit { _admit(_windowVictim(in: &entries), in: &entries) }
             _demoteProtectedOverflow(in: &entries)

@@ -61,7 +61,10 @@ protocol EvictionEntry {
 ///   recently left the window and the main area: a new key found in the window's (seen within the
 ///   last `capacity / 4` insertions) grows it and ages two protected entries, a key found in the
 ///   main area's (within its last `capacity / 4` evictions) shrinks it; by one entry, and by up to
-///   eight when several signals in a row agree.
+///   eight when several signals in a row agree. A sample of the requests is also replayed through
+///   a scaled-down ``ShadowLRU``: while it misses significantly less than this order on the same
+///   keys, the window's share gets a floor (see `EvictionOrder+Shadow.swift`), so that workloads
+///   on which frequency misleads the histories still get an LRU-like cache.
 ///
 /// Not thread-safe; ``MemoryCache`` guards it.
 @usableFromInline
@@ -124,6 +127,19 @@ struct EvictionOrder {
     @usableFromInline var mainEvictions: UInt32 = 0
     /// Uses counted (in entries and the sketch) since the counts were last halved.
     @usableFromInline var uses = 0
+    /// An exact LRU over a sample of the keys, scaled down with them: what LRU would hit.
+    @usableFromInline var shadow = ShadowLRU()
+    /// Which keys are sampled: those whose hash has these bits (of its high half) all clear.
+    @usableFromInline var sampleMask: UInt32 = 0
+    /// The least the window's share may be: it rises while the shadow misses clearly less than
+    /// this order does on the sampled keys, and falls while it does not.
+    @usableFromInline var windowFloor = 0.0
+    /// The sampled requests since the last verdict, of which only this order missed, only the
+    /// shadow missed, and the shadow missed.
+    @usableFromInline var sampledRequests = 0
+    @usableFromInline var onlyOrderMissed = 0
+    @usableFromInline var onlyShadowMissed = 0
+    @usableFromInline var shadowMisses = 0
 
     @inlinable
     init(policy: EvictionPolicy) {
@@ -156,6 +172,8 @@ struct EvictionOrder {
             entries[Int(slot)].evictionLink.marks = (marks < 0xF0 ? marks &+ Self.countUnit : marks) | Self.referenced
             entries[Int(slot)].evictionLink.stamp = UInt32(truncatingIfNeeded: clock)
             _countUse(in: &entries)
+            let hash = entries[Int(slot)].hash
+            if (hash &>> 16) & sampleMask == 0 { _sampleRequest(hash, hit: true) }
         }
     }
 
@@ -283,12 +301,13 @@ struct EvictionOrder {
     }
 
     /// Forgets every entry; TinyLFU keeps its counts and histories, which describe the workload,
-    /// not the entries.
+    /// not the entries, and empties its shadow LRU, as an LRU cache would be emptied.
     mutating func removeAll() {
         window = Queue()
         probation = Queue()
         protected = Queue()
         for i in buckets.indices { buckets[i] = Queue() }
+        shadow.removeAll()
     }
 
     /// The slots in eviction order: LRU from least to most recently used; TinyLFU the window's
@@ -328,6 +347,7 @@ struct EvictionOrder {
         let newCapacity = max(newCapacity, 1)
         guard newCapacity != capacity else { return }
         capacity = newCapacity
+        _resizeShadow()
         sketch.ensureCapacity(newCapacity)
         windowHistory.ensureCapacity(newCapacity)
         mainHistory.ensureCapacity(newCapacity)

@@ -33,7 +33,8 @@ public struct EvictionPolicy: Hashable, Sendable, CustomStringConvertible {
     /// leaves it for the main area only if a frequency sketch says it is used more often than the
     /// entry it would displace. The window grows when recently refused keys come back and shrinks
     /// when recently evicted main entries do, so recency-heavy workloads get an LRU-like cache and
-    /// frequency-heavy ones a frequency-guarded one. A read writes a bit, a count and a time stamp
+    /// frequency-heavy ones a frequency-guarded one; a sampled LRU run alongside holds the window
+    /// up while plain LRU would miss clearly less. A read writes a bit, a count and a time stamp
     /// in the entry, by which the window evicts in nearly LRU order; it never reorders a list.
     public static let tinyLFU = EvictionPolicy(.tinyLFU)
 

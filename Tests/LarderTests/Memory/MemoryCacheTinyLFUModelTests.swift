@@ -11,7 +11,13 @@ struct MemoryCacheTinyLFUModelTests {
         var totalCostLimit: Int
         /// Keys are drawn from 0 ..< keySpace, skewed towards small keys so that frequencies differ.
         var keySpace: Int
-        var testDescription: String { "seed \(seed), count \(countLimit), cost \(totalCostLimit), \(keySpace) keys" }
+        /// Whether phases of new keys that each come back once (where LRU misses less than a small
+        /// window, and the check against LRU raises the window's floor) alternate with phases of
+        /// the skewed keys (where it sinks back), every 20,000 steps.
+        var returns = false
+        var testDescription: String {
+            "seed \(seed), count \(countLimit), cost \(totalCostLimit), \(keySpace) keys\(returns ? ", returning keys" : "")"
+        }
     }
 
     static let setups: [Setup] = [
@@ -20,6 +26,7 @@ struct MemoryCacheTinyLFUModelTests {
         Setup(seed: 3, countLimit: 0, totalCostLimit: 40, keySpace: 24),
         Setup(seed: 4, countLimit: 12, totalCostLimit: 0, keySpace: 40),
         Setup(seed: 0xDEAD_BEEF, countLimit: 40, totalCostLimit: 0, keySpace: 200),
+        Setup(seed: 5, countLimit: 44, totalCostLimit: 0, keySpace: 200, returns: true),
     ]
 
     @Test("100,000 random operations match the reference after every step", arguments: setups)
@@ -37,26 +44,50 @@ struct MemoryCacheTinyLFUModelTests {
         // Limits move only in the small setups: in the large one they would keep the cache tiny.
         let limitsMove = setup.keySpace <= 40
         let keySpace = setup.keySpace
+        var step = 0
         runModelComparison(
             cache: cache, model: &model, clock: clock, recorder: recorder, random: &random,
             operations: [
                 (460, .read), (350, .store), (50, .containsThenRemove), (50, .advanceClock),
-                (10, .trimToCount(0 ..< 10)), (10, .trimToCost(0 ..< 40)),
+                // Trims and pressure empty the cache often; the returning-keys setup needs it full.
+                (setup.returns ? 0 : 10, .trimToCount(0 ..< 10)), (setup.returns ? 0 : 10, .trimToCost(0 ..< 40)),
                 (limitsMove && setup.countLimit > 0 ? 15 : 0, .setCountLimit(1 ..< 14)),
                 (limitsMove && setup.totalCostLimit > 0 ? 15 : 0, .setCostLimit(20 ..< 60)),
-                (20, .removeExpired), (15, .pressureWarning), (3, .pressureCritical), (2, .removeAll),
+                (20, .removeExpired), (setup.returns ? 0 : 15, .pressureWarning), (setup.returns ? 0 : 3, .pressureCritical),
+                (setup.returns ? 1 : 2, .removeAll),
             ],
-            // The smaller of two draws: small keys come up more often, so counts differ.
-            nextKey: { min(Int.random(in: 0 ..< keySpace, using: &$0), Int.random(in: 0 ..< keySpace, using: &$0)) },
+            nextKey: { random in
+                step += 1
+                if setup.returns && step / 20_000 % 2 == 0 {
+                    // Every key comes back once, 30 new keys later: LRU (44 entries) hits every
+                    // return, while the window histories look back only 11 insertions.
+                    return 1_000_000 + step / 2 - (step % 2 == 0 ? 0 : 30)
+                }
+                // The smaller of two draws: small keys come up more often, so counts differ.
+                return min(Int.random(in: 0 ..< keySpace, using: &random), Int.random(in: 0 ..< keySpace, using: &random))
+            },
             check: { step, model in
-                let fraction = cache.state.withLock { $0.storage.order.windowFraction }
-                guard fraction == model.windowFraction else {
-                    Issue.record("step \(step): window fraction \(fraction), expected \(model.windowFraction)")
+                let (fraction, floor, shadow) = cache.state.withLock {
+                    ($0.storage.order.windowFraction, $0.storage.order.windowFloor, $0.storage.order.shadow.hashesInOrder())
+                }
+                guard fraction == model.windowFraction && floor == model.windowFloor else {
+                    Issue.record(
+                        "step \(step): window fraction \(fraction), floor \(floor), expected \(model.windowFraction), \(model.windowFloor)")
+                    return false
+                }
+                guard shadow == model.shadow else {
+                    Issue.record("step \(step): shadow LRU \(shadow), expected \(model.shadow)")
                     return false
                 }
                 return true
             }
         )
+        if setup.returns {
+            // The check against LRU raised the window's floor and let it sink back (3 and 16 times).
+            #expect(model.floorRaised > 0)
+            #expect(model.floorLowered > 0)
+            return
+        }
         // The run must have exercised every decision, or the comparison proves little.
         #expect(model.statistics.hits > 1_000)
         #expect(model.statistics.totalEvictions > 1_000)

@@ -54,6 +54,20 @@ struct ReferenceTinyLFU: CacheModel {
     var refused = 0
     var windowGrew = 0
     var windowShrank = 0
+    var floorRaised = 0
+    var floorLowered = 0
+
+    // The check against LRU: a sample of the keys replayed through an LRU of their hashes.
+    /// The sampled hashes, least recently used first.
+    var shadow: [UInt32] = []
+    var shadowCapacity = 1
+    /// How many low bits of a hash's high half must be clear for its key to be sampled.
+    var sampleShift = 0
+    var windowFloor = 0.0
+    var sampled = 0
+    var onlyModelMissed = 0
+    var onlyShadowMissed = 0
+    var shadowMisses = 0
 
     init(countLimit: Int, totalCostLimit: Int, defaultExpiration: Double?) {
         self.countLimit = countLimit
@@ -146,6 +160,15 @@ struct ReferenceTinyLFU: CacheModel {
         let c = max(newCapacity, 1)
         guard c != capacity else { return }
         capacity = c
+        var shift = sampleShift
+        while c >> shift >= 2_048 && shift < 16 { shift += 1 }
+        while shift > 0 && c >> shift < 512 { shift -= 1 }
+        if shift != sampleShift {
+            sampleShift = shift
+            shadow = []
+            startVerdict()
+        }
+        shadowCapacity = max(1, c >> shift)
         if c > counterWords {
             counterWords = Self.powerOfTwo(atLeast: c)
             counters = Array(repeating: 0, count: counterWords * 16)
@@ -267,7 +290,7 @@ struct ReferenceTinyLFU: CacheModel {
     }
 
     /// Takes `key` out of whichever queue holds it; its count goes back into the sketch.
-    mutating func take(_ key: Int) -> (entry: Entry, fromWindow: Bool)? {
+    mutating func take(_ key: Int, evicted: Bool = false) -> (entry: Entry, fromWindow: Bool)? {
         var found: (entry: Entry, fromWindow: Bool)?
         if let entry = takeFromWindow(key) {
             found = (entry, true)
@@ -277,13 +300,17 @@ struct ReferenceTinyLFU: CacheModel {
             found = (protected.remove(at: i), false)
         }
         if let found { _ = addToSketch(key, found.entry.uses) }
+        // An LRU cache would have lost a removed or expired key too.
+        if found != nil && !evicted && isSampled(key) { shadow.removeAll { $0 == Self.hash(key) } }
         return found
     }
 
     mutating func evictOne(_ reason: EvictionReason, capacity: Int) {
         resize(capacity)
         let key = chooseVictim()
-        let (entry, fromWindow) = take(key)!
+        let (entry, fromWindow) = take(key, evicted: true)!
+        // Below its capacity after a trim or pressure, the shadow keeps its most recent share.
+        while shadow.count > count >> sampleShift { shadow.removeFirst() }
         if fromWindow {
             let place = historyPlace(key)
             windowLeft[place.bucket] = (place.fingerprint, insertions)
@@ -324,7 +351,7 @@ struct ReferenceTinyLFU: CacheModel {
         let horizon = UInt32(max(1, capacity / 4))
         if let stamp = leftMain, mainEvictions &- stamp < horizon {
             momentum = min(momentum, 0) - 1
-            windowFraction = max(0, windowFraction - Double(min(-momentum, 8)) / Double(capacity))
+            windowFraction = max(windowFloor, windowFraction - 1 / Double(capacity) * Double(min(-momentum, 8)))
             windowShrank += 1
             while window.count > windowLimit { admit(windowCandidate()) }
             demoteProtectedOverflow()
@@ -332,13 +359,63 @@ struct ReferenceTinyLFU: CacheModel {
         }
         if let stamp = leftWindow, insertions &- stamp < horizon {
             momentum = max(momentum, 0) + 1
-            windowFraction = min(1, windowFraction + Double(min(momentum, 8)) / Double(capacity))
+            windowFraction = min(1, windowFraction + 1 / Double(capacity) * Double(min(momentum, 8)))
             windowGrew += 1
             for _ in 0 ..< 2 where !protected.isEmpty { ageProtected() }
             demoteProtectedOverflow()
             return true
         }
         return false
+    }
+
+    // MARK: The check against LRU, written from its documentation
+
+    func isSampled(_ key: Int) -> Bool {
+        (Self.hash(key) >> 16) & UInt32((1 << sampleShift) - 1) == 0
+    }
+
+    mutating func startVerdict() {
+        (sampled, onlyModelMissed, onlyShadowMissed, shadowMisses) = (0, 0, 0, 0)
+    }
+
+    /// Replays a request for a sampled key through the shadow LRU; every `2 ×` its capacity
+    /// requests, raises the window's floor when the shadow missed significantly less, or lowers it.
+    mutating func sample(_ key: Int, hit: Bool) {
+        let hash = Self.hash(key)
+        let shadowHit = shadow.contains(hash)
+        if shadowHit {
+            shadow.removeAll { $0 == hash }
+        } else {
+            while shadow.count >= shadowCapacity { shadow.removeFirst() }
+        }
+        shadow.append(hash)
+        sampled += 1
+        if !shadowHit { shadowMisses += 1 }
+        if hit && !shadowHit { onlyShadowMissed += 1 }
+        if !hit && shadowHit { onlyModelMissed += 1 }
+        guard sampled % (2 * shadowCapacity) == 0 else { return }
+        let difference = onlyModelMissed - onlyShadowMissed
+        let discordant = onlyModelMissed + onlyShadowMissed
+        let significant = discordant >= 32 && Double(difference * difference) > 9 * Double(discordant)
+        if significant && difference > 0 && 64 * difference > shadowMisses {
+            windowFloor = min(1, max(windowFloor, windowFraction) + 0.25)
+            windowFraction = max(windowFraction, windowFloor)
+            floorRaised += 1
+            startVerdict()
+        } else if significant && difference < 0 {
+            lowerFloor(by: 0.125)
+        } else if sampled >= 32 * shadowCapacity {
+            if difference > 0 { startVerdict() } else { lowerFloor(by: 1.0 / 32) }
+        }
+    }
+
+    mutating func lowerFloor(by step: Double) {
+        if windowFloor > 0 {
+            windowFloor = max(0, windowFloor - step)
+            windowFraction = max(windowFloor, windowFraction - step)
+            floorLowered += 1
+        }
+        startVerdict()
     }
 
     // MARK: The cache's operations
@@ -355,6 +432,7 @@ struct ReferenceTinyLFU: CacheModel {
         for i in probation.indices where probation[i].key == key { use(&probation[i]) }
         for i in protected.indices where protected[i].key == key { use(&protected[i]) }
         countedUse()
+        if isSampled(key) { sample(key, hit: true) }
     }
 
     func entry(_ key: Int) -> Entry? {
@@ -407,6 +485,7 @@ struct ReferenceTinyLFU: CacheModel {
             advanceBucketIfDue()
             if addToSketch(key, 1) { countedUse() }
             let returning = tuneWindow(for: key)
+            if isSampled(key) { sample(key, hit: false) }
             buckets[newestBucket].append(
                 Entry(key: key, value: value, cost: cost, deadline: deadline, returning: returning, stamp: clock))
         }
@@ -437,6 +516,7 @@ struct ReferenceTinyLFU: CacheModel {
     }
 
     mutating func removeAll() {
+        shadow = []
         buckets = Array(repeating: [], count: 32)
         probation = []
         protected = []

@@ -2,8 +2,9 @@
 import LarderTestSupport
 import Testing
 
-/// TinyLFU's window keeps nearly LRU order although a hit only writes a stamp, and the window
-/// grows quickly when the workload is all recency.
+/// TinyLFU's window keeps nearly LRU order although a hit only writes a stamp, the window grows
+/// quickly when the workload is all recency, and the check against a sampled LRU holds it up
+/// where the histories alone would not.
 @Suite("TinyLFU's recency window")
 struct TinyLFUWindowTests {
     /// A working set of `workingSet` consecutive keys, read uniformly, sliding one key every
@@ -47,6 +48,62 @@ struct TinyLFUWindowTests {
         let tinyMisses = try Self.misses(trace, cache: tiny)
         #expect(tiny.state.withLock { $0.storage.order.windowFraction } > 0.5)
         #expect(Double(tinyMisses) <= 1.05 * Double(lru), "TinyLFU \(tinyMisses) misses, LRU \(lru)")
+    }
+
+    @Test("On a working set sliding fast past a cache of 55 % of it, the check against LRU holds the window up")
+    func fastSlidingWorkingSet() throws {
+        // The histories alone settle at a third of the cache here, and miss about 1.2 × LRU.
+        let trace = Self.drift(workingSet: 2_000, requestsPerKey: 10, seed: 7)
+        let lru = try Self.misses(trace, cache: MemoryCache(countLimit: 1_100))
+        let tiny = MemoryCache<Int, Int>(countLimit: 1_100, policy: .tinyLFU)
+        var highestFloor = 0.0
+        let tinyMisses = try Self.misses(trace, cache: tiny) {
+            highestFloor = max(highestFloor, tiny.state.withLock { $0.storage.order.windowFloor })
+        }
+        #expect(highestFloor >= 0.75)
+        #expect(Double(tinyMisses) <= 1.03 * Double(lru), "TinyLFU \(tinyMisses) misses, LRU \(lru)")
+    }
+
+    @Test("The shadow LRU holds what an LRU of its capacity holds", arguments: [1, 7, 50])
+    func shadowLRU(capacity: Int) {
+        var random = SplitMix64(seed: UInt64(capacity))
+        var shadow = ShadowLRU(capacity: capacity)
+        var model: [UInt32] = []  // least recently used first
+        var modelCapacity = capacity
+        var hits = 0
+        for step in 0 ..< 20_000 {
+            let hash = UInt32(random.below(3 * capacity + 3))
+            switch random.below(20) {
+            case 0:
+                shadow.remove(hash)
+                model.removeAll { $0 == hash }
+            case 1:
+                let keep = random.below(capacity + 2)
+                shadow.removeLeastRecent(keeping: keep)
+                if model.count > keep { model.removeFirst(model.count - keep) }
+            case 2:
+                modelCapacity = 1 + random.below(2 * capacity)
+                shadow.capacity = modelCapacity
+            default:
+                let hit = model.contains(hash)
+                if hit {
+                    hits += 1
+                    model.removeAll { $0 == hash }
+                } else {
+                    while model.count >= modelCapacity { model.removeFirst() }
+                }
+                model.append(hash)
+                guard shadow.access(hash) == hit else {
+                    Issue.record("step \(step): access(\(hash)) hit \(!hit), expected \(hit)")
+                    return
+                }
+            }
+            guard shadow.hashesInOrder() == model && shadow.count == model.count else {
+                Issue.record("step \(step): \(shadow.hashesInOrder()), expected \(model)")
+                return
+            }
+        }
+        #expect(hits > 500)
     }
 
     @Test("A hit writes the clock into the entry's stamp; it moves nothing")
