@@ -33,9 +33,11 @@ public struct RemoteTierOptions: Sendable {
     public var writeMode: WriteMode = .writeThrough
     /// The most disk copies of remote hits waiting to be written (128). A remote hit goes to
     /// memory at once; its disk copy is written in the background, one per key (a later hit of a
-    /// waiting key replaces it). When this many wait, the reader writes its copy itself, so that
-    /// sustained remote hits are slowed down by the disk rather than queued without bound.
-    /// 0 writes every copy before the read returns.
+    /// waiting key replaces it). The writes start once half this many wait, or 5 ms after the
+    /// first, so that a burst of remote reads is served before its file writes compete with it.
+    /// When this many wait, the reader writes its copy itself, so that sustained remote hits are
+    /// slowed down by the disk rather than queued without bound. 0 writes every copy before the
+    /// read returns.
     public var diskPromotionBacklog: Int = 128
     /// Consecutive failures that open the circuit breaker (3).
     public var failureThreshold: Int = 3

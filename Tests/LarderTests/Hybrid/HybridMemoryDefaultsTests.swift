@@ -54,10 +54,7 @@ import Testing
     func pressureTrimsHybrid() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
-        let pressure = DrivenPressure()
-        var options = hybridOptions(dir.url)
-        options.pressureCenter = pressure.center
-        let cache = try HybridCache(options: options)
+        let (cache, pressure) = try hybridUnderDrivenPressure(dir.url)
         for i in 0 ..< 6 { try cache.store(bytes("value \(i)"), forKey: "k\(i)") }
         #expect(pressure.center.registeredCount == 1)
         pressure.fire(.warning)

@@ -18,6 +18,15 @@ func hybridOptions(_ directory: URL, clock: ManualClock = ManualClock(now: 1_700
 /// The pressure center of `hybridOptions`: never fired.
 let quietPressure = DrivenPressure()
 
+/// A test hybrid cache in `directory` whose memory tier takes its pressure from a center the
+/// test fires itself.
+func hybridUnderDrivenPressure(_ directory: URL) throws -> (cache: HybridCache, pressure: DrivenPressure) {
+    let pressure = DrivenPressure()
+    var options = hybridOptions(directory)
+    options.pressureCenter = pressure.center
+    return (try HybridCache(options: options), pressure)
+}
+
 /// A payload's bytes from a string.
 func bytes(_ text: String) -> Data { Data(text.utf8) }
 

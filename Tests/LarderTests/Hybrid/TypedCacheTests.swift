@@ -183,10 +183,7 @@ final class CountingCoder: Sendable {
     func viewsRespondToPressure() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
-        let pressure = DrivenPressure()
-        var options = hybridOptions(dir.url)
-        options.pressureCenter = pressure.center
-        let cache = try HybridCache(options: options)
+        let (cache, pressure) = try hybridUnderDrivenPressure(dir.url)
         let profiles = cache.typed(Profile.self)
         try profiles.store(ada, forKey: "ada")
         #expect(pressure.center.registeredCount == 2)
