@@ -36,8 +36,8 @@ package final class DescriptorCache: Sendable {
     }
 
     private struct State {
-        /// The kept descriptors, by record file name.
-        var entries: [String: Entry] = [:]
+        /// The kept descriptors, by record file name (its bytes: see ``ExactName``).
+        var entries: [ExactName: Entry] = [:]
         /// The kept names with their last uses, in no order, for sampling victims in O(1).
         var slots: [Slot] = []
         /// Reads using each lent descriptor, kept or draining, by descriptor: a number stays
@@ -107,7 +107,7 @@ package final class DescriptorCache: Sendable {
     /// The descriptor kept for `name`, lent to the caller until ``giveBack(_:)``; `nil` when none is kept.
     package func lend(_ name: String) -> Int32? {
         state.withLock { s in
-            guard let entry = s.entries[name] else { return nil }
+            guard let entry = s.entries[ExactName(name)] else { return nil }
             count(entry.tag, in: &s)
             s.tick &+= 1
             s.users[entry.fd, default: 0] += 1
@@ -155,7 +155,7 @@ package final class DescriptorCache: Sendable {
             count(tag, in: &s)
             let frequency = Self.frequency(tag, in: s.sketch)
             guard frequency >= 2 else { return false }
-            guard !s.isClosed, s.entries[name] == nil else { return false }
+            guard !s.isClosed, s.entries[ExactName(name)] == nil else { return false }
             if s.bound < limit {
                 s.keptSinceChange += 1
                 if s.keptSinceChange >= Self.regrowthInterval {
@@ -174,7 +174,7 @@ package final class DescriptorCache: Sendable {
                 if let fd = Self.remove(s.slots[victim].name, from: &s) { evicted.append(fd) }
             }
             s.tick &+= 1
-            s.entries[name] = Entry(fd: fd, place: s.slots.count, tag: tag)
+            s.entries[ExactName(name)] = Entry(fd: fd, place: s.slots.count, tag: tag)
             s.slots.append(Slot(name: name, lastUse: s.tick, tag: tag))
             return true
         }
@@ -209,7 +209,7 @@ package final class DescriptorCache: Sendable {
             s.keptSinceChange = 0
             var idle: [Int32] = []
             for slot in s.slots {
-                guard let fd = s.entries[slot.name]?.fd, s.users[fd] == nil else { continue }
+                guard let fd = s.entries[ExactName(slot.name)]?.fd, s.users[fd] == nil else { continue }
                 if let fd = Self.remove(slot.name, from: &s) { idle.append(fd) }
             }
             return idle
@@ -220,7 +220,7 @@ package final class DescriptorCache: Sendable {
 
     /// Whether a descriptor is kept for `name` (tests).
     package func isKeeping(_ name: String) -> Bool {
-        state.withLock { $0.entries[name] != nil }
+        state.withLock { $0.entries[ExactName(name)] != nil }
     }
 
     /// How many descriptors are kept, and how many retired ones wait for their last user (tests).
@@ -231,11 +231,11 @@ package final class DescriptorCache: Sendable {
     /// Removes `name`'s entry; returns its descriptor when nobody uses it (to close), else moves
     /// it to `draining`.
     private static func remove(_ name: String, from s: inout State) -> Int32? {
-        guard let entry = s.entries.removeValue(forKey: name) else { return nil }
+        guard let entry = s.entries.removeValue(forKey: ExactName(name)) else { return nil }
         let last = s.slots.removeLast()
         if entry.place < s.slots.count {
             s.slots[entry.place] = last
-            s.entries[last.name]!.place = entry.place
+            s.entries[ExactName(last.name)]!.place = entry.place
         }
         guard s.users[entry.fd] != nil else { return entry.fd }
         s.draining.insert(entry.fd)

@@ -271,7 +271,7 @@ extension DiskCache {
     /// `countLimit` (`Int.max` and 0 for none): unlocked ones first, then, while locked records
     /// alone exceed the size limit, locked ones. Expects the collection gate held.
     func prune(sizeLimit: Int, countLimit: Int, excluding: String?, reason: EvictionReason?, in pass: inout CollectionPass) {
-        var skipped: Set<String> = []
+        var skipped: Set<ExactName> = []
         for allowLocked in [false, true] {
             while true {
                 var victims: [(name: String, reason: EvictionReason)] = []
@@ -290,7 +290,7 @@ extension DiskCache {
                     guard over() != nil else { return }
                     s.index.forEachLeastRecentFirst { entry in
                         guard let limit = over(), victims.count < Self.collectionBatch else { return false }
-                        if entry.name == excluding || skipped.contains(entry.name) { return true }
+                        if ExactName(entry.name) == excluding.map(ExactName.init) || skipped.contains(ExactName(entry.name)) { return true }
                         if (entry.lockCount > 0) != allowLocked { return true }
                         victims.append((entry.name, reason ?? limit))
                         size -= entry.diskSize
@@ -303,7 +303,7 @@ extension DiskCache {
                     let removed = removeVictim(victim.name, reason: victim.reason, allowLocked: allowLocked, in: &pass) { header, _ in
                         (header.refCount > 0) == allowLocked
                     }
-                    if !removed { skipped.insert(victim.name) }
+                    if !removed { skipped.insert(ExactName(victim.name)) }
                 }
             }
         }

@@ -15,7 +15,7 @@ extension DiskCache {
         /// Files the build found corrupt or could not read: not indexed, but not known absent.
         private(set) var suspects: Set<String> = []
         /// Names stored, removed or read while the background build ran; the build defers to them.
-        private var touchedDuringBuild: Set<String> = []
+        private var touchedDuringBuild: Set<ExactName> = []
         /// How many shard folders the index build left unlisted, their snapshot stamps unchanged
         /// (see ``FolderStamps``): for tests and diagnostics.
         var foldersVouchedFor = 0
@@ -47,7 +47,7 @@ extension DiskCache {
 
         /// Notes a change to `name` while the build runs, so the build does not overwrite it.
         private mutating func noteChanged(_ name: String) {
-            if !isIndexReady { touchedDuringBuild.insert(name) }
+            if !isIndexReady { touchedDuringBuild.insert(ExactName(name)) }
         }
 
         /// Drops a name from the index: its file is gone.
@@ -146,7 +146,7 @@ extension DiskCache {
         /// marks the index ready.
         /// - Returns: The number of records indexed.
         mutating func finishBuild(entries: [IndexEntry], suspects found: Set<String>, listedEverything: Bool) -> Int {
-            let fresh = touchedDuringBuild.isEmpty ? entries : entries.filter { !touchedDuringBuild.contains($0.name) }
+            let fresh = touchedDuringBuild.isEmpty ? entries : entries.filter { !touchedDuringBuild.contains(ExactName($0.name)) }
             index.prependOlder(fresh)
             return finishBuild(suspects: found, listedEverything: listedEverything)
         }
@@ -157,7 +157,7 @@ extension DiskCache {
         /// - Complexity: O(*m*) for the *m* names changed during the build.
         mutating func finishBuild(loaded: consuming DiskIndex, suspects found: Set<String>, listedEverything: Bool) -> Int {
             var merged = loaded
-            for name in touchedDuringBuild { merged.remove(name) }
+            for name in touchedDuringBuild { merged.remove(name.string) }
             index.forEachLeastRecentFirst { entry in
                 merged.upsert(entry)
                 return true
@@ -167,7 +167,7 @@ extension DiskCache {
         }
 
         private mutating func finishBuild(suspects found: Set<String>, listedEverything: Bool) -> Int {
-            suspects = found.subtracting(touchedDuringBuild)
+            suspects = touchedDuringBuild.isEmpty ? found : found.filter { !touchedDuringBuild.contains(ExactName($0)) }
             touchedDuringBuild = []
             isIndexReady = true
             isIndexAuthoritative = listedEverything

@@ -1,0 +1,24 @@
+/// A file name or key compared and hashed by its UTF-8 bytes.
+///
+/// Swift's `String` equality is canonical equivalence: "caf\u{E9}" (composed) equals
+/// "cafe\u{301}" (decomposed). On disk they are two names, two files, two records, as they are
+/// to SPTPersistentCache and to the file system. A set or dictionary of names on the disk tier
+/// uses this type, so that one record is never taken for the other (a kept descriptor lent for
+/// the wrong file would return the other record's bytes).
+struct ExactName: Hashable, Sendable {
+    /// The name.
+    let string: String
+
+    init(_ string: String) {
+        self.string = string
+    }
+
+    static func == (a: ExactName, b: ExactName) -> Bool {
+        a.string.utf8.elementsEqual(b.string.utf8)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        var string = string
+        string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+}
