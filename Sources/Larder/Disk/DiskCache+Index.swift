@@ -24,7 +24,7 @@ extension DiskCache {
         if let loaded = loadIndexImage() {
             snapshot = loaded.image.index
             stamps = loaded.stamps
-            mustList = Set(loaded.image.touched.compactMap { layout.shard(for: $0) })
+            mustList = shardFolders(of: loaded.image.touched)
         }
         // Taken, not copied: the image is released above, so the index is changed in place.
         var reconciled = reconcile(consume snapshot, stamps: stamps, mustList: mustList, events: &events)
