@@ -1,7 +1,8 @@
 // larder-stress: a helper process for the reliability tests (crash consistency, multi-process).
 //
 //   larder-stress churn --dir D --seed S --keys N [--fsync-log FILE] [--size-limit BYTES]
-//       Opens D writable (durability .fsync, a small size limit), prints "ready <pid>", then loops
+//       Opens D writable (durability .fsync, a small size limit), releases the locks a killed run
+//       left on churn keys, prints "ready <pid>", then loops
 //       forever over stores, loads, locks, unlocks, removes, touches and collections with
 //       self-verifying payloads. After a store of a durable key (locked, .fsync) returns it
 //       appends "D\t<key>\t<version>" to the log and fsyncs it; after a pinned key's lock
@@ -116,7 +117,6 @@ func churn(_ args: Arguments) -> Never {
     options.sizeLimit = args.int("size-limit", default: 384 * 1024)
     let cache: DiskCache
     do { cache = try DiskCache(options: options) } catch { fail("cannot open: \(error)") }
-    announceReady()
 
     var random = SplitMix64(seed: seed)
     var counter: UInt64 = 0
@@ -135,6 +135,9 @@ func churn(_ args: Arguments) -> Never {
             _ = try? cache.unlock(forKeys: [key])
         }
     }
+    // Ready once the loop starts: a test's kill window then falls on operations, not on this
+    // set-up, which a slow machine (a sanitizer, a busy CI runner) can stretch past the window.
+    announceReady()
 
     while true {
         let roll = Int(random.next() % 100)
