@@ -1,4 +1,4 @@
-/// Descriptors of recently read record files, kept open so that a hit on a hot record costs one
+/// Descriptors of often read record files, kept open so that a hit on a hot record costs one
 /// `fstat` and one `pread` instead of an open, a read and a close (``DiskCacheOptions/maximumOpenFiles``).
 ///
 /// Keyed by record file name and owned by one writable ``DiskCache``, which owns its folder. What
@@ -242,8 +242,8 @@ package final class DescriptorCache: Sendable {
         return nil
     }
 
-    /// A name's doorkeeper tag: its 64-bit FNV-1a hash (deterministic, unlike `hashValue`, so that
-    /// which names share a bucket does not change from run to run), never 0.
+    /// A name's sketch tag: its 64-bit FNV-1a hash (deterministic, unlike `hashValue`, so that
+    /// which names share counters does not change from run to run), never 0.
     private static func tag(_ name: String) -> UInt64 {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }

@@ -93,6 +93,9 @@ struct DescriptorCacheStressTests {
             let cache = try DiskCache(options: Self.options(dir, limit: 4), systemCalls: injector.calls)
             let keys = (0 ..< 8).map { "k\($0)" }
             for key in keys { try cache.store(Data(key.utf8), forKey: key) }
+            // The index build's own opens must not meet the faults armed below (under TSan on a
+            // loaded machine the build can outlast the reads).
+            cache.waitForIndex()
             // Three times: a read may learn the file's length, the next one tells the doorkeeper
             // about the record, and the one after that keeps its descriptor.
             for _ in 0 ..< 3 {
@@ -123,6 +126,9 @@ struct DescriptorCacheStressTests {
             // Every open failing: a kept record still reads; one that must open fails with the
             // errno once nothing is left to close (what it did before descriptors were kept).
             let reopened = try DiskCache(options: Self.options(dir, limit: 4), systemCalls: injector.calls)
+            // Else a build still running when every open fails has its failed open relieved by
+            // closing k6's kept descriptor, and the read of k6 must open (seen once under TSan).
+            reopened.waitForIndex()
             let kept = try #require(reopened.records.descriptors)
             for _ in 0 ..< 3 { #expect(try reopened.value(forKey: "k6") == Data("k6".utf8)) }
             #expect(kept.isKeeping(try reopened.options.keyEncoding.fileName(for: "k6")))
