@@ -8,18 +8,7 @@ import Testing
 @Suite("Kept record descriptors: admission and ownership")
 struct DescriptorCacheAdmissionTests {
     /// Records the closes of a ``DescriptorCache``; closes nothing real.
-    final class Closes: Sendable {
-        private let closed = LarderMutex<[Int32]>([])
-        var all: [Int32] { closed.withLock { $0 } }
-        var calls: SystemCalls {
-            var calls = SystemCalls.live
-            calls.close = { [self] fd in
-                closed.withLock { $0.append(fd) }
-                return 0
-            }
-            return calls
-        }
-    }
+    typealias Closes = RecordedCloses
 
     /// `count` draws of Zipf(`exponent`) over names `r0` ... (rank order), seeded.
     static func zipfDraws(names: Int, exponent: Double, count: Int, seed: UInt64) -> [String] {
@@ -45,7 +34,7 @@ struct DescriptorCacheAdmissionTests {
     /// Replays `draws` `rounds` times as reads (lend, else open and offer); returns the share of
     /// reads after the first round that found a kept descriptor, and the closes the cache made.
     static func hitRate(limit: Int, draws: [String], rounds: Int) -> (hits: Double, closes: Int) {
-        let closes = Closes()
+        let closes = Closes(performing: false)
         let cache = DescriptorCache(limit: limit, calls: closes.calls)
         var next: Int32 = 1_000
         var hits = 0
@@ -85,7 +74,7 @@ struct DescriptorCacheAdmissionTests {
 
     @Test("records read once displace no kept descriptor of a record read often")
     func oneOffsDisplaceNothing() {
-        let closes = Closes()
+        let closes = Closes(performing: false)
         let cache = DescriptorCache(limit: 64, calls: closes.calls)
         var next: Int32 = 100
         for round in 0 ..< 4 {
@@ -113,7 +102,7 @@ struct DescriptorCacheAdmissionTests {
         arguments: [UInt64(1), 2, 3, 4])
     func ownershipAgainstModel(seed: UInt64) {
         var random = SplitMix64(seed: seed)
-        let closes = Closes()
+        let closes = Closes(performing: false)
         let limit = 4
         let cache = DescriptorCache(limit: limit, calls: closes.calls)
         let names = (0 ..< 10).map { "k\($0)" }

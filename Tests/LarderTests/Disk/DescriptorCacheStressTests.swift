@@ -11,25 +11,14 @@ import Testing
 
 @Suite("Kept record descriptors under exhaustion and concurrency")
 struct DescriptorCacheStressTests {
-    /// Closes recorded by a ``DescriptorCache`` built over it.
-    final class CloseLog: Sendable {
-        private let closed = LarderMutex<[Int32]>([])
-        var all: [Int32] { closed.withLock { $0 } }
-        var calls: SystemCalls {
-            var calls = SystemCalls.live
-            calls.close = { [self] fd in
-                closed.withLock { $0.append(fd) }
-                return SystemCalls.live.close(fd)
-            }
-            return calls
-        }
-    }
+    /// Closes recorded by a ``DescriptorCache`` built over it, and performed.
+    typealias CloseLog = RecordedCloses
 
     @Test("a descriptor retired or evicted while lent is closed by its last user, not before")
     func closeAfterLastUse() throws {
         let dir = TemporaryDirectory("larder-fd-lease")
         defer { dir.remove() }
-        let log = CloseLog()
+        let log = CloseLog(performing: true)
         let cache = DescriptorCache(limit: 1, calls: log.calls)
         func openFile(_ name: String) -> Int32 {
             let made = FileManager.default.createFile(atPath: dir.url.appendingPathComponent(name).path, contents: Data([1]))

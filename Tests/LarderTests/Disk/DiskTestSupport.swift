@@ -46,3 +46,27 @@ func recordFiles(in directory: URL) -> [String] {
 extension Data {
     init(repeating byte: UInt8, count: Int) { self.init([UInt8](repeating: byte, count: count)) }
 }
+
+/// Records the closes of a ``DescriptorCache`` built over its ``calls``, and performs them or not
+/// (made-up descriptor numbers).
+final class RecordedCloses: Sendable {
+    private let closed = LarderMutex<[Int32]>([])
+    private let performing: Bool
+
+    init(performing: Bool) {
+        self.performing = performing
+    }
+
+    /// The descriptors closed, in order.
+    var all: [Int32] { closed.withLock { $0 } }
+
+    /// The live system calls, with `close` recorded.
+    var calls: SystemCalls {
+        var calls = SystemCalls.live
+        calls.close = { [self] fd in
+            closed.withLock { $0.append(fd) }
+            return performing ? SystemCalls.live.close(fd) : 0
+        }
+        return calls
+    }
+}

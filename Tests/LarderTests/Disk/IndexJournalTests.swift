@@ -22,6 +22,17 @@ import Testing
         try Data(bytes).write(to: URL(fileURLWithPath: path))
     }
 
+    /// A cache with a commit in its journal (``cacheWithACommit(_:clock:count:)``), the bytes of
+    /// its base and journal, and its key encoding.
+    func committedImage(
+        _ dir: TemporaryDirectory, clock: ManualClock = ManualClock(now: 100_000)
+    ) throws -> (cache: DiskCache, base: [UInt8], journal: [UInt8], encoding: KeyEncoding) {
+        let cache = try cacheWithACommit(dir, clock: clock)
+        let base = try #require(Self.bytes(cache.layout.snapshotPath))
+        let journal = try #require(Self.bytes(cache.layout.journalPath))
+        return (cache, base, journal, cache.options.keyEncoding)
+    }
+
     /// A cache of `count` records whose close wrote a base, reopened and collected once, so that
     /// its journal holds an `open` and a commit.
     func cacheWithACommit(_ dir: TemporaryDirectory, clock: ManualClock, count: Int = 6) throws -> DiskCache {
@@ -65,12 +76,8 @@ import Testing
     @Test func aTornTailIsAbsent() throws {
         let dir = TemporaryDirectory("larder-journal")
         defer { dir.remove() }
-        let clock = ManualClock(now: 100_000)
-        let cache = try cacheWithACommit(dir, clock: clock)
+        let (cache, base, journal, encoding) = try committedImage(dir)
         defer { cache.close() }
-        let base = try #require(Self.bytes(cache.layout.snapshotPath))
-        let journal = try #require(Self.bytes(cache.layout.journalPath))
-        let encoding = cache.options.keyEncoding
         #expect(IndexJournal.load(base: base, journal: journal, keyEncoding: encoding) != nil)
         // The journal is [open, commit]; the open record is the fixed overhead long.
         let commitStart = IndexJournal.recordOverhead
@@ -97,11 +104,8 @@ import Testing
         let dir = TemporaryDirectory("larder-journal")
         defer { dir.remove() }
         let clock = ManualClock(now: 100_000)
-        let cache = try cacheWithACommit(dir, clock: clock)
+        let (cache, base, journal, encoding) = try committedImage(dir, clock: clock)
         defer { cache.close() }
-        let base = try #require(Self.bytes(cache.layout.snapshotPath))
-        let journal = try #require(Self.bytes(cache.layout.journalPath))
-        let encoding = cache.options.keyEncoding
         for position in stride(from: 0, to: journal.count, by: 3) {
             var damaged = journal
             damaged[position] ^= 0x20
