@@ -41,9 +41,14 @@ public struct HybridCacheOptions: Sendable {
     /// The pressure monitor the memory tiers register with; tests give their own.
     var pressureCenter = MemoryPressureCenter.shared
 
-    /// The memory tier's default cost limit on this machine: ``defaultMemoryCostLimit(physicalMemory:)``
-    /// of `ProcessInfo.processInfo.physicalMemory`, computed once.
-    public static let defaultMemoryCostLimit = defaultMemoryCostLimit(physicalMemory: ProcessInfo.processInfo.physicalMemory)
+    /// The memory tier's default cost limit for this process: ``defaultMemoryCostLimit(physicalMemory:)``
+    /// of the memory it may use, computed once.
+    ///
+    /// That is `ProcessInfo.processInfo.physicalMemory`, or on Linux the memory limit of the
+    /// process's control group (a container's limit) where that is lower: in a container,
+    /// `physicalMemory` reports the host's memory, while the kernel ends the process at its group's
+    /// limit.
+    public static let defaultMemoryCostLimit = defaultMemoryCostLimit(physicalMemory: ProcessMemory.budget)
 
     /// The memory tier's default cost limit on a machine with `physicalMemory` bytes: a tenth of
     /// it, at most 256 MiB (the cap alone when the size is unknown, 0).

@@ -13,7 +13,8 @@ import Testing
         #expect(HybridCacheOptions.defaultMemoryCostLimit(physicalMemory: 0) == 256 << 20)
         #expect(
             HybridCacheOptions.defaultMemoryCostLimit
-                == HybridCacheOptions.defaultMemoryCostLimit(physicalMemory: ProcessInfo.processInfo.physicalMemory))
+                == HybridCacheOptions.defaultMemoryCostLimit(physicalMemory: ProcessMemory.budget))
+        #expect(ProcessMemory.budget <= ProcessInfo.processInfo.physicalMemory)
     }
 
     @Test("A hybrid cache opened with default options has the limit and responds to pressure")
