@@ -1,11 +1,13 @@
 /// The fields an ``EvictionOrder`` keeps inline in each entry of its host: the links of the
 /// entry's queue and a few bits.
 ///
-/// The fields a TinyLFU hit reads (`stamp`, `marks`, `queue`) come first, so that they sit next
-/// to the host's key and value; the links, which only insertions and evictions use, come last.
-/// 16 bytes.
+/// The links, which only insertions and evictions use, come first, and the fields a TinyLFU hit
+/// reads (`stamp`, `marks`, `queue`) last, so that a host can put them next to its key and value
+/// (see ``EntryStorage/Node``). 15 bytes.
 @usableFromInline
 struct EvictionLink {
+    @usableFromInline var previous: Int32
+    @usableFromInline var next: Int32
     /// TinyLFU's clock (``EvictionOrder/clock``, its low 32 bits) at the entry's insertion or
     /// last use in the window: where its window entry belongs in the window's recency buckets.
     /// Main entries' stamps are not kept up to date (no one reads them).
@@ -18,8 +20,6 @@ struct EvictionLink {
     /// The window bucket the entry was linked to: where to unlink it, unless a splice has since
     /// moved it to the next bucket (then its bucket is found by scanning the buckets' ends).
     @usableFromInline var bucket: UInt8 = 0
-    @usableFromInline var previous: Int32
-    @usableFromInline var next: Int32
 
     @inlinable
     init(previous: Int32 = -1, next: Int32 = -1, queue: UInt8 = 0, marks: UInt8 = 0, stamp: UInt32 = 0) {
