@@ -2,10 +2,9 @@
 // keys do next, and on some workloads that points the wrong way: on a working set sliding through
 // the keys, the most used keys are the oldest, about to be left behind, so frequency keeps the
 // wrong ones and the histories settle at a third of the cache, where LRU misses much less.
-// So a sample of the keys (a power-of-two fraction chosen by hash, keeping 512 to 2,047 of the
-// capacity, but at most one in four once that keeps 64; all of them below 128 entries) is also
-// replayed through an exact LRU scaled down with it (`ShadowLRU`), and the two are compared on
-// the same requests. Every `2 ×` the
+// So a sample of the keys (all of them below 2,048 entries, else a power-of-two fraction chosen
+// by hash, keeping 512 to 2,047 of the capacity) is also replayed through an exact LRU scaled
+// down with it (`ShadowLRU`), and the two are compared on the same requests. Every `2 ×` the
 // shadow's capacity sampled requests, the requests only one of the two missed are weighed:
 // - the order missed significantly more (by three standard deviations, at least 32 such requests,
 //   and by at least 1/64 of the shadow's misses): the window's share gets a floor a quarter of
@@ -19,19 +18,12 @@
 extension EvictionOrder {
     /// Keeps the sample at about 1,000 to 2,000 of the `capacity` keys: while the shadow would
     /// hold 2,048 or more, it samples half as many keys; while it would hold fewer than 512, twice
-    /// as many, but never more than one key in four while that leaves at least 64 in the shadow
-    /// (a quarter of a cache of 256 to 8,191 entries; all keys below 128 entries). A new rate
-    /// starts an empty shadow and a new verdict.
+    /// as many (down to all of them). A new rate starts an empty shadow and a new verdict.
     @inlinable
     mutating func _resizeShadow() {
         var shift = sampleMask.nonzeroBitCount
         while capacity &>> shift >= 2_048 && shift < 16 { shift &+= 1 }
-        // At most one key in four once that leaves 64 in the shadow: sampling every read cost a
-        // small cache's hit a shadow lookup and relink each (see BENCHMARKS.md). One in eight
-        // was as cheap as LRU but weakened the check on the small drifting caches.
-        while shift < 2 && capacity &>> (shift &+ 1) >= 64 { shift &+= 1 }
-        while shift > 2 && capacity &>> shift < 512 { shift &-= 1 }
-        while shift > 0 && capacity &>> shift < 64 { shift &-= 1 }
+        while shift > 0 && capacity &>> shift < 512 { shift &-= 1 }
         let mask = UInt32((1 &<< shift) &- 1)
         if mask != sampleMask {
             sampleMask = mask

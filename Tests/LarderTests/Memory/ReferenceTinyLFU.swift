@@ -162,10 +162,7 @@ struct ReferenceTinyLFU: CacheModel {
         capacity = c
         var shift = sampleShift
         while c >> shift >= 2_048 && shift < 16 { shift += 1 }
-        // At most one key in four once that leaves 64 in the shadow.
-        while shift < 2 && c >> (shift + 1) >= 64 { shift += 1 }
-        while shift > 2 && c >> shift < 512 { shift -= 1 }
-        while shift > 0 && c >> shift < 64 { shift -= 1 }
+        while shift > 0 && c >> shift < 512 { shift -= 1 }
         if shift != sampleShift {
             sampleShift = shift
             shadow = []
