@@ -1,17 +1,22 @@
 /// The fields an ``EvictionOrder`` keeps inline in each entry of its host: the links of the
 /// entry's queue and a few bits.
+///
+/// The links, which only insertions and evictions use, come first, and the fields a TinyLFU hit
+/// reads (`stamp`, `marks`, `queue`) last, so that a host can put them next to its key and value
+/// (see ``EntryStorage/Node``). 15 bytes.
 @usableFromInline
 struct EvictionLink {
     @usableFromInline var previous: Int32
     @usableFromInline var next: Int32
-    /// The queue the entry is in: ``EvictionOrder/window`` (the only one under LRU), probation or protected.
-    @usableFromInline var queue: UInt8
+    /// TinyLFU's clock (``EvictionOrder/clock``, its low 32 bits) at the entry's insertion or
+    /// last use in the window: where its window entry belongs in the window's recency buckets.
+    /// Main entries' stamps are not kept up to date (no one reads them).
+    @usableFromInline var stamp: UInt32
     /// ``EvictionOrder/referenced`` and ``EvictionOrder/returning`` in the low bits, and TinyLFU's
     /// count of the entry's uses in the high four (see ``EvictionOrder/countUnit``).
     @usableFromInline var marks: UInt8
-    /// TinyLFU's clock (``EvictionOrder/clock``, its low 32 bits) at the entry's last use or
-    /// insertion: where its window entry belongs in the window's recency buckets.
-    @usableFromInline var stamp: UInt32
+    /// The queue the entry is in: ``EvictionOrder/window`` (the only one under LRU), probation or protected.
+    @usableFromInline var queue: UInt8
     /// The window bucket the entry was linked to: where to unlink it, unless a splice has since
     /// moved it to the next bucket (then its bucket is found by scanning the buckets' ends).
     @usableFromInline var bucket: UInt8 = 0
@@ -167,10 +172,16 @@ struct EvictionOrder {
             Self.unlink(slot, from: &window, in: &entries)
             Self.link(slot, to: &window, number: Self.window, in: &entries)
         } else {
+            // A hit writes only what changes: the marks until the count saturates, and the stamp
+            // of a window entry (only the window reads stamps). A main entry that is hit often
+            // is thus only read, and its line stays clean, as a dictionary's would.
             let marks = entries[Int(slot)].evictionLink.marks
+            let used = (marks < 0xF0 ? marks &+ Self.countUnit : marks) | Self.referenced
             clock &+= 1
-            entries[Int(slot)].evictionLink.marks = (marks < 0xF0 ? marks &+ Self.countUnit : marks) | Self.referenced
-            entries[Int(slot)].evictionLink.stamp = UInt32(truncatingIfNeeded: clock)
+            if used != marks { entries[Int(slot)].evictionLink.marks = used }
+            if entries[Int(slot)].evictionLink.queue == Self.window {
+                entries[Int(slot)].evictionLink.stamp = UInt32(truncatingIfNeeded: clock)
+            }
             _countUse(in: &entries)
             let hash = entries[Int(slot)].hash
             if (hash &>> 16) & sampleMask == 0 { _sampleRequest(hash, hit: true) }

@@ -8,7 +8,7 @@
 /// - ``lru``: exact least recently used, the default of ``MemoryCache``. A read moves the entry to
 ///   the end of the recency order, and ``MemoryCache/keys()`` lists that order.
 /// - ``tinyLFU``: frequency-aware and self-tuning, the memory tier of ``HybridCache`` by default.
-///   A read only writes a bit, a count and a time stamp in the entry, so it costs about what a
+///   A read writes at most a bit, a count and a time stamp in the entry, so it costs about what a
 ///   dictionary read costs, and on real traces it misses less than LRU (see <doc:EvictionPolicies>).
 /// - ``recommended``: the policy Larder recommends for a cache whose workload is not known; today
 ///   ``tinyLFU``.
@@ -34,8 +34,9 @@ public struct EvictionPolicy: Hashable, Sendable, CustomStringConvertible {
     /// entry it would displace. The window grows when recently refused keys come back and shrinks
     /// when recently evicted main entries do, so recency-heavy workloads get an LRU-like cache and
     /// frequency-heavy ones a frequency-guarded one; a sampled LRU run alongside holds the window
-    /// up while plain LRU would miss clearly less. A read writes a bit, a count and a time stamp
-    /// in the entry, by which the window evicts in nearly LRU order; it never reorders a list.
+    /// up while plain LRU would miss clearly less. A read writes at most a bit, a count and (in
+    /// the window) a time stamp in the entry, by which the window evicts in nearly LRU order; it
+    /// never reorders a list.
     public static let tinyLFU = EvictionPolicy(.tinyLFU)
 
     /// The policy Larder recommends, and ``HybridCache``'s memory tier uses by default: today

@@ -393,10 +393,18 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     // MARK: Helpers
 
     /// Whether the clock has reached `deadline`; only entries with a deadline read the clock.
-    @inlinable
+    ///
+    /// Always inlined, so that a read of an entry without a deadline costs one comparison, not a
+    /// call (about 20 instructions of every hit, by cachegrind).
+    @inlinable @inline(__always)
     func hasPassed(_ deadline: Double) -> Bool {
-        guard deadline != .infinity else { return false }
-        return usesSystemClock ? SystemClock.hasReached(deadline) : clock.now >= deadline
+        deadline != .infinity && _hasReached(deadline)
+    }
+
+    /// Whether the clock has reached the finite `deadline`.
+    @inlinable
+    func _hasReached(_ deadline: Double) -> Bool {
+        usesSystemClock ? SystemClock.hasReached(deadline) : clock.now >= deadline
     }
 
     /// Evicts entries while `isOver` says the storage is over its target.

@@ -3,6 +3,11 @@
 /// plain LRU would miss less than it does on the current workload (see
 /// ``EvictionOrder/_sampleRequest(_:hit:)``).
 ///
+/// The hashes are found through a small open-addressing table of node numbers (linear probing,
+/// at most half full, removal by shifting the probe run back), not a `Dictionary`: every request
+/// of a small cache is sampled, and a `Dictionary` spent most of such a hit hashing the hash again
+/// (SipHash) before relinking the node.
+///
 /// Not thread-safe; its owner guards it.
 @usableFromInline
 struct ShadowLRU {
@@ -10,8 +15,11 @@ struct ShadowLRU {
     @usableFromInline var hashes: [UInt32] = []
     @usableFromInline var previous: [Int32] = []
     @usableFromInline var next: [Int32] = []
-    /// The node of each hash held.
-    @usableFromInline var nodes: [UInt32: Int32] = [:]
+    /// The open-addressing table: per bucket, the node whose hash lives there, or -1. A power of
+    /// two of buckets, at least twice the count.
+    @usableFromInline var table: [Int32] = []
+    /// How many hashes it holds.
+    @usableFromInline var count = 0
     /// Nodes no hash holds, for reuse.
     @usableFromInline var free: [Int32] = []
     /// The least and the most recently used node.
@@ -25,23 +33,30 @@ struct ShadowLRU {
         self.capacity = capacity
     }
 
-    /// How many hashes it holds.
-    @inlinable
-    var count: Int { nodes.count }
-
     /// Requests `hash`: whether LRU would have hit. A miss adds it, dropping the least recently
     /// used hashes beyond the capacity; either way it becomes the most recently used.
     /// - Complexity: O(1) amortized.
     @inlinable
     mutating func access(_ hash: UInt32) -> Bool {
-        if let node = nodes[hash] {
-            if node != tail {
-                _unlink(node)
-                _append(node)
+        let (bucket, found) = _find(hash)
+        if found != -1 {
+            if found != tail {
+                _unlink(found)
+                _append(found)
             }
             return true
         }
-        while nodes.count >= max(capacity, 1) { remove(hashes[Int(head)]) }
+        if count >= max(capacity, 1) {
+            while count >= max(capacity, 1) { remove(hashes[Int(head)]) }
+            return _add(hash, at: _find(hash).bucket)
+        }
+        return _add(hash, at: bucket)
+    }
+
+    /// Adds `hash`, which it does not hold, in the empty `bucket` that ends its probe run, as
+    /// the most recently used; returns `false` (a miss).
+    @inlinable
+    mutating func _add(_ hash: UInt32, at bucket: Int) -> Bool {
         let node: Int32
         if let reused = free.popLast() {
             node = reused
@@ -52,7 +67,13 @@ struct ShadowLRU {
             previous.append(-1)
             next.append(-1)
         }
-        nodes[hash] = node
+        count &+= 1
+        if count &* 2 > table.count {
+            _grow()
+            table[_find(hash).bucket] = node
+        } else {
+            table[bucket] = node
+        }
         _append(node)
         return false
     }
@@ -60,7 +81,10 @@ struct ShadowLRU {
     /// Forgets `hash`, if it holds it.
     @inlinable
     mutating func remove(_ hash: UInt32) {
-        guard let node = nodes.removeValue(forKey: hash) else { return }
+        let (bucket, node) = _find(hash)
+        guard node != -1 else { return }
+        _takeOut(bucket)
+        count &-= 1
         _unlink(node)
         free.append(node)
     }
@@ -68,7 +92,60 @@ struct ShadowLRU {
     /// Drops the least recently used hashes until it holds at most `count`.
     @inlinable
     mutating func removeLeastRecent(keeping count: Int) {
-        while nodes.count > max(count, 0) { remove(hashes[Int(head)]) }
+        while self.count > max(count, 0) { remove(hashes[Int(head)]) }
+    }
+
+    /// The bucket where `hash` starts its probe run: its top bits after a multiplication by an
+    /// odd constant (Fibonacci hashing), which spreads hashes whatever bits they differ in.
+    @inlinable @inline(__always)
+    func _home(_ hash: UInt32) -> Int {
+        let mixed = UInt64(hash) &* 0x9E37_79B9_7F4A_7C15
+        return Int(truncatingIfNeeded: mixed &>> 32) & (table.count &- 1)
+    }
+
+    /// The bucket holding `hash` and its node, or the empty bucket ending its probe run and -1.
+    @inlinable @inline(__always)
+    func _find(_ hash: UInt32) -> (bucket: Int, node: Int32) {
+        guard !table.isEmpty else { return (0, -1) }
+        let mask = table.count &- 1
+        var bucket = _home(hash)
+        while true {
+            let node = table[bucket]
+            if node == -1 || hashes[Int(node)] == hash { return (bucket, node) }
+            bucket = (bucket &+ 1) & mask
+        }
+    }
+
+    /// Empties `bucket` and shifts the rest of its probe run back, so that no lookup needs a tombstone.
+    @inlinable
+    mutating func _takeOut(_ bucket: Int) {
+        let mask = table.count &- 1
+        var hole = bucket
+        var next = (hole &+ 1) & mask
+        while table[next] != -1 {
+            let home = _home(hashes[Int(table[next])])
+            // It may move back into the hole unless its home bucket lies after the hole.
+            if (next &- home) & mask >= (next &- hole) & mask {
+                table[hole] = table[next]
+                hole = next
+            }
+            next = (next &+ 1) & mask
+        }
+        table[hole] = -1
+    }
+
+    /// Doubles the table (to 16 buckets at first) and puts every node back.
+    @usableFromInline
+    mutating func _grow() {
+        let size = max(16, table.count &* 2)
+        table = [Int32](repeating: -1, count: size)
+        var node = head
+        while node != -1 {
+            var bucket = _home(hashes[Int(node)])
+            while table[bucket] != -1 { bucket = (bucket &+ 1) & (size &- 1) }
+            table[bucket] = node
+            node = next[Int(node)]
+        }
     }
 
     /// Forgets every hash.

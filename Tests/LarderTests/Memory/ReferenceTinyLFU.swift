@@ -423,14 +423,15 @@ struct ReferenceTinyLFU: CacheModel {
     mutating func markUsed(_ key: Int) {
         clock += 1
         let now = clock
-        func use(_ entry: inout Entry) {
+        // Only the window's stamps are kept: the main queues never read theirs.
+        func use(_ entry: inout Entry, inWindow: Bool) {
             entry.referenced = true
             entry.uses = min(15, entry.uses + 1)
-            entry.stamp = now
+            if inWindow { entry.stamp = now }
         }
-        for b in 0 ..< 32 { for i in buckets[b].indices where buckets[b][i].key == key { use(&buckets[b][i]) } }
-        for i in probation.indices where probation[i].key == key { use(&probation[i]) }
-        for i in protected.indices where protected[i].key == key { use(&protected[i]) }
+        for b in 0 ..< 32 { for i in buckets[b].indices where buckets[b][i].key == key { use(&buckets[b][i], inWindow: true) } }
+        for i in probation.indices where probation[i].key == key { use(&probation[i], inWindow: false) }
+        for i in protected.indices where protected[i].key == key { use(&protected[i], inWindow: false) }
         countedUse()
         if isSampled(key) { sample(key, hit: true) }
     }

@@ -106,17 +106,30 @@ struct TinyLFUWindowTests {
         #expect(hits > 500)
     }
 
-    @Test("A hit writes the clock into the entry's stamp; it moves nothing")
+    @Test("A hit writes the clock into a window entry's stamp, and nothing into a main entry once its count is full; it moves nothing")
     func hitWritesStamp() throws {
         let cache = MemoryCache<Int, Int>(countLimit: 100, policy: .tinyLFU)
         for i in 0 ..< 10 { try cache.store(i, forKey: i) }
         let before = cache.keys()
-        #expect(cache.value(forKey: 3) == 3)
-        let (stamp, clock) = cache.state.withLock { state in
-            (state.storage.nodes.first { $0.key == 3 }!.evictionLink.stamp, state.storage.order.clock)
+        func link(_ key: Int) -> EvictionLink {
+            cache.state.withLock { state in state.storage.nodes.first { $0.key == key }!.evictionLink }
         }
+        // The newest entry is in the window (its share is one entry here), the others in probation.
+        #expect(link(9).queue == EvictionOrder.window)
+        #expect(link(3).queue == EvictionOrder.probation)
+        #expect(cache.value(forKey: 9) == 9)
+        let clock = cache.state.withLock { $0.storage.order.clock }
         #expect(clock == 11)  // ten insertions and one hit
-        #expect(UInt64(stamp) == clock)
+        #expect(UInt64(link(9).stamp) == clock)
+        // A main entry: its count and bit change until the count is full, its stamp never.
+        let stamp = link(3).stamp
+        for _ in 0 ..< 20 { #expect(cache.value(forKey: 3) == 3) }
+        #expect(link(3).stamp == stamp)
+        #expect(link(3).marks & EvictionOrder.referenced != 0)
+        #expect(link(3).marks >> 4 == 15)
+        let full = link(3)
+        #expect(cache.value(forKey: 3) == 3)
+        #expect(link(3).marks == full.marks && link(3).stamp == full.stamp)
         #expect(cache.keys() == before)
     }
 }
