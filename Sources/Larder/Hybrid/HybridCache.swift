@@ -58,8 +58,10 @@ public final class HybridCache: Sendable {
     /// The read-through preloaded directory, if any.
     let preloaded: PreloadedSource?
     /// One lock per key (striped), held across both tiers by every call that reads the disk or
-    /// changes a tier.
-    let keyLocks = StripedLock()
+    /// changes a tier. 256 stripes, not 64: a remote hit's disk copy is written under its key's
+    /// lock by the promotion worker (a file creation, hundreds of microseconds on a busy volume),
+    /// and every read of another key of that stripe waits for it.
+    let keyLocks = StripedLock(count: 256)
     @usableFromInline let counters = Counters()
     /// The load-through reads in flight, one per key.
     let loads = LoadFlights()
