@@ -12,7 +12,7 @@ import Synchronization
 /// ```
 ///
 /// **Consistency.** Every call that reads the disk or changes either tier holds a lock for its
-/// key (one of 64 stripes, hashed by key) across both tiers, so "read disk, promote to memory"
+/// key (one of 256 stripes, hashed by key) across both tiers, so "read disk, promote to memory"
 /// never interleaves with a store or removal of the same key: once `store(_:forKey:in:expiry:locked:)`
 /// or `remove(forKey:)` returns, no tier serves the older value. Memory hits take no extra
 /// lock. Different keys run in parallel.
