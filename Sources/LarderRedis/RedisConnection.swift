@@ -8,7 +8,8 @@ import Glibc
 import Darwin
 #endif
 
-/// A reply from Redis, copied out of hiredis's reply object.
+/// A reply from Redis. A string's `Data` owns the hiredis reply object that holds its bytes (they
+/// are not copied) and frees it when the last copy of the `Data` goes; the rest is copied out.
 enum RedisReply: Sendable, Hashable {
     case string(Data)
     case array([RedisReply])
@@ -61,7 +62,7 @@ final class RedisConnection: @unchecked Sendable {
             // Never the arguments themselves: AUTH's are secrets.
             if case .error(let message) = reply {
                 throw CacheError(
-                    .remoteFailure, "Redis at \(host):\(port) refused \(String(decoding: arguments[0], as: UTF8.self)): \(message)")
+                    .remoteFailure, "Redis at \(host):\(port) refused \(arguments.name): \(message)")
             }
         }
         return connection
@@ -75,31 +76,32 @@ final class RedisConnection: @unchecked Sendable {
     }
 
     /// Sends one command and reads its reply.
-    func command(_ arguments: [Data]) throws(CacheError) -> RedisReply {
-        try pipeline([arguments])[0]
+    func command(_ arguments: RedisArguments) throws(CacheError) -> RedisReply {
+        try send(arguments)
+        return try readReply()
     }
 
     /// Sends every command, then reads their replies: one round trip.
-    func pipeline(_ commands: [[Data]]) throws(CacheError) -> [RedisReply] {
-        guard !isBroken else { throw CacheError(.remoteFailure, "the Redis connection is broken") }
-        for arguments in commands {
-            let status = Self.withArgv(arguments) { count, argv, lengths in
-                redisAppendCommandArgv(context, count, argv, lengths)
-            }
-            guard status == REDIS_OK else { throw failure("sending a command") }
-        }
+    func pipeline(_ commands: [RedisArguments]) throws(CacheError) -> [RedisReply] {
+        for arguments in commands { try send(arguments) }
         var replies: [RedisReply] = []
         replies.reserveCapacity(commands.count)
         for _ in commands { replies.append(try readReply()) }
         return replies
     }
 
+    /// Appends a command to the output buffer; the next read sends it.
+    private func send(_ arguments: RedisArguments) throws(CacheError) {
+        guard !isBroken else { throw CacheError(.remoteFailure, "the Redis connection is broken") }
+        let status = arguments.withArgv { count, argv, lengths in redisAppendCommandArgv(context, count, argv, lengths) }
+        guard status == REDIS_OK else { throw failure("sending a command") }
+    }
+
     /// Reads the next reply (a subscription's next message).
     func readReply() throws(CacheError) -> RedisReply {
         var raw: UnsafeMutableRawPointer?
         guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw failure("reading a reply") }
-        defer { freeReplyObject(raw) }
-        return Self.convert(raw.assumingMemoryBound(to: redisReply.self))
+        return Self.adopt(raw.assumingMemoryBound(to: redisReply.self))
     }
 
     /// Shuts the socket down, so that a thread blocked reading it wakes up with an error.
@@ -119,43 +121,37 @@ final class RedisConnection: @unchecked Sendable {
         }
     }
 
-    /// Calls `body` with hiredis's `argc`, `argv` and `argvlen` for `arguments`.
-    private static func withArgv<T>(
-        _ arguments: [Data], _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> T
-    ) -> T {
-        var lengths = arguments.map(\.count)
-        var joined = [UInt8]()
-        joined.reserveCapacity(lengths.reduce(1, +))
-        for argument in arguments { joined.append(contentsOf: argument) }
-        joined.append(0)  // never empty, so the buffer has an address
-        return joined.withUnsafeBufferPointer { buffer in
-            let base = UnsafeRawPointer(buffer.baseAddress!)
-            var pointers: [UnsafePointer<CChar>?] = []
-            pointers.reserveCapacity(arguments.count)
-            var offset = 0
-            for length in lengths {
-                pointers.append((base + offset).assumingMemoryBound(to: CChar.self))
-                offset += length
-            }
-            return body(Int32(arguments.count), &pointers, &lengths)
-        }
-    }
-
-    private static func convert(_ reply: UnsafePointer<redisReply>) -> RedisReply {
+    /// Converts `reply` and frees it, or hands it over: a string reply's bytes are not copied,
+    /// the `Data` owns the reply object and frees it (`freeReplyObject`) when its last copy goes.
+    /// An array's elements are detached from it first (hiredis frees a `NULL` element as
+    /// nothing), so that each string element lives as long as its own `Data`.
+    static func adopt(_ reply: UnsafeMutablePointer<redisReply>) -> RedisReply {
         let r = reply.pointee
         switch r.type {
         case REDIS_REPLY_STRING:
-            return .string(r.str.map { Data(bytes: $0, count: r.len) } ?? Data())
+            guard let bytes = r.str, r.len > 0 else { break }
+            let owner = UnsafeMutableRawPointer(reply)
+            return .string(Data(bytesNoCopy: bytes, count: r.len, deallocator: .custom { _, _ in freeReplyObject(owner) }))
         case REDIS_REPLY_ARRAY:
-            return .array((0 ..< r.elements).compactMap { r.element[$0].map { convert($0) } })
-        case REDIS_REPLY_INTEGER:
-            return .integer(r.integer)
-        case REDIS_REPLY_STATUS:
-            return .status(r.str.map { String(cString: $0) } ?? "")
-        case REDIS_REPLY_ERROR:
-            return .error(r.str.map { String(cString: $0) } ?? "")
+            var elements: [RedisReply] = []
+            elements.reserveCapacity(r.elements)
+            for index in 0 ..< r.elements {
+                guard let element = r.element[index] else { continue }
+                r.element[index] = nil
+                elements.append(adopt(element))
+            }
+            freeReplyObject(reply)
+            return .array(elements)
         default:
-            return .null
+            break
+        }
+        defer { freeReplyObject(reply) }
+        switch r.type {
+        case REDIS_REPLY_STRING: return .string(Data())
+        case REDIS_REPLY_INTEGER: return .integer(r.integer)
+        case REDIS_REPLY_STATUS: return .status(r.str.map { String(cString: $0) } ?? "")
+        case REDIS_REPLY_ERROR: return .error(r.str.map { String(cString: $0) } ?? "")
+        default: return .null
         }
     }
 }

@@ -91,8 +91,8 @@ public final class RedisRemoteStore: RemoteStore {
     /// Sends one command on a pooled connection; an error reply throws.
     @discardableResult
     func command(_ arguments: [String], data: Data? = nil, timeouts: RemoteTimeouts) throws(CacheError) -> RedisReply {
-        var parts = arguments.map { Data($0.utf8) }
-        if let data { parts.insert(data, at: min(2, parts.count)) }
+        var parts = RedisArguments(arguments)
+        if let data { parts.insert(data, at: 2) }
         let reply = try withConnection(timeouts) { (connection) throws(CacheError) in try connection.command(parts) }
         if case .error(let message) = reply { throw CacheError(.remoteFailure, "Redis answered \(arguments[0]): \(message)") }
         return reply

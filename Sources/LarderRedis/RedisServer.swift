@@ -12,12 +12,10 @@ struct RedisServer: Sendable {
     /// The commands a new connection sends before any other: `AUTH [username] password` when a
     /// password is set, `SELECT database` when the database is not 0. A subscription sends them
     /// too (pub/sub ignores the database, so `SELECT` is harmless there).
-    var handshake: [[Data]] {
-        var commands: [[Data]] = []
-        if let password {
-            commands.append([Data("AUTH".utf8)] + (username.map { [Data($0.utf8)] } ?? []) + [Data(password.utf8)])
-        }
-        if database != 0 { commands.append([Data("SELECT".utf8), Data(String(database).utf8)]) }
+    var handshake: [RedisArguments] {
+        var commands: [RedisArguments] = []
+        if let password { commands.append(RedisArguments(["AUTH"] + (username.map { [$0] } ?? []) + [password])) }
+        if database != 0 { commands.append(RedisArguments(["SELECT", String(database)])) }
         return commands
     }
 }

@@ -79,7 +79,7 @@ final class RedisSubscription: RemoteSubscription {
         defer { state.withLock { $0.connection = nil } }
         // The reply to SUBSCRIBE within the command timeout; then wait for messages for ever.
         try connection.setCommandTimeout(timeouts.command)
-        guard case .array(let confirmation) = try connection.command([Data("SUBSCRIBE".utf8), Data(channel.utf8)]),
+        guard case .array(let confirmation) = try connection.command(RedisArguments(["SUBSCRIBE", channel])),
             confirmation.first == .string(Data("subscribe".utf8))
         else {
             throw CacheError(.remoteFailure, "Redis did not confirm SUBSCRIBE \(channel)")

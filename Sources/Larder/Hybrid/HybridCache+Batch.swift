@@ -45,14 +45,21 @@ extension HybridCache {
         }
         guard !missed.isEmpty else { return results }
         let fetched = remote.values(forKeys: missed.map(\.key), now: disk.options.clock.now)
+        // Memory copies first, then the disk copies queued under one lock: the worker, which
+        // starts once half its backlog waits, does not take key locks while this batch's memory
+        // copies are still being made.
+        var writes: [(key: String, job: PromotionQueue.Job)] = []
         for (miss, found) in zip(missed, fetched) {
             guard let (data, lifetime) = found else {
                 counters.misses.add(1, ordering: .relaxed)
                 continue
             }
-            promoteRemoteHit(data, forKey: miss.key, lifetime: lifetime, into: tiers, generation: miss.generation)
+            if let write = promoteRemoteHitToMemory(data, forKey: miss.key, lifetime: lifetime, into: tiers, generation: miss.generation) {
+                writes.append((miss.key, write))
+            }
             results[miss.index] = data
         }
+        for write in remote.promotions.submit(writes) { write() }
         return results
     }
 

@@ -21,7 +21,18 @@ extension HybridCache {
     /// writes it after checking again, under the key lock, that the key did not change meanwhile;
     /// when the queue is full, the caller writes it itself.
     func promoteRemoteHit(_ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: UInt64) {
-        guard lifetime > 0, let remote else { return }
+        guard let remote, let write = promoteRemoteHitToMemory(data, forKey: key, lifetime: lifetime, into: tiers, generation: generation)
+        else { return }
+        if !remote.promotions.submit(key, write) { write() }
+    }
+
+    /// The memory half of `promoteRemoteHit(_:forKey:lifetime:into:generation:)`, done now; returns
+    /// the disk half, the job that writes the disk copy (`nil` when `tiers` has no disk or the
+    /// hit has no lifetime left). The same `data` goes to memory and to the job: no copy.
+    func promoteRemoteHitToMemory(_ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: UInt64)
+        -> PromotionQueue.Job?
+    {
+        guard lifetime > 0, let remote else { return nil }
         let clock = disk.options.clock
         let end = clock.now + lifetime
         if tiers.contains(.memory) {
@@ -29,8 +40,8 @@ extension HybridCache {
                 if remote.generations.allows(key, snapshot: generation) { promote(data, forKey: key, expiration: end) }
             }
         }
-        guard tiers.contains(.disk) else { return }
-        let write: @Sendable () -> Void = { [self] in
+        guard tiers.contains(.disk) else { return nil }
+        return { [self] in
             keyLocks.withLock(forKey: key) {
                 guard remote.generations.allows(key, snapshot: generation) else { return }
                 // The disk keeps whole seconds (rounded up): round down, so its copy never
@@ -39,7 +50,6 @@ extension HybridCache {
                 if seconds >= 1 { _ = try? disk.store(data, forKey: key, expiry: .seconds(seconds)) }
             }
         }
-        if !remote.promotions.submit(key, write) { write() }
     }
 
     /// When the remote copy of an entry stored locked expires: as it would unlocked. A lock pins

@@ -24,7 +24,7 @@ final class PromotionQueue: Sendable {
     private let worker = DispatchQueue(label: "larder.remote.promotions", qos: .utility)
 
     private struct State {
-        var jobs: [String: @Sendable () -> Void] = [:]
+        var jobs: [String: PromotionQueue.Job] = [:]
         /// The keys in submission order; those before `head` are done.
         var order: [String] = []
         var head = 0
@@ -48,33 +48,59 @@ final class PromotionQueue: Sendable {
     /// How many jobs are waiting.
     var backlog: Int { state.withLock { $0.jobs.count } }
 
+    /// A disk copy to write.
+    typealias Job = @Sendable () -> Void
+
     /// Queues `job` for `key`, replacing a job of the same key still waiting.
     /// - Returns: `false` when the backlog is full: the caller runs `job` itself.
-    func submit(_ key: String, _ job: @escaping @Sendable () -> Void) -> Bool {
+    func submit(_ key: String, _ job: @escaping Job) -> Bool {
         let (accepted, start) = state.withLock { s -> (Bool, Start) in
-            if s.jobs[key] != nil {
-                s.jobs[key] = job
-                return (true, .none)
-            }
-            guard s.jobs.count < capacity else { return (false, .none) }
-            s.jobs[key] = job
-            s.order.append(key)
-            let full = s.jobs.count >= startThreshold
-            if !s.draining {
-                s.draining = true
-                s.startsNow = full
-                return (true, full ? .now : .later)
-            }
-            guard full, !s.startsNow else { return (true, .none) }
-            s.startsNow = true
-            return (true, .now)
+            let accepted = Self._enqueue(&s, key, job, capacity: capacity)
+            return (accepted, accepted ? _start(&s) : .none)
         }
+        begin(start)
+        return accepted
+    }
+
+    /// Queues the jobs of a batch of reads under one lock, as `submit(_:_:)` queues each.
+    /// - Returns: The jobs refused because the backlog is full, in order: the caller runs them.
+    func submit(_ jobs: [(key: String, job: Job)]) -> [Job] {
+        guard !jobs.isEmpty else { return [] }
+        let (refused, start) = state.withLock { s -> ([Job], Start) in
+            var refused: [Job] = []
+            for (key, job) in jobs where !Self._enqueue(&s, key, job, capacity: capacity) { refused.append(job) }
+            return (refused, refused.count < jobs.count ? _start(&s) : .none)
+        }
+        begin(start)
+        return refused
+    }
+
+    /// Adds `job` unless the backlog is full; `false` when it is.
+    private static func _enqueue(_ s: inout State, _ key: String, _ job: @escaping Job, capacity: Int) -> Bool {
+        guard s.jobs.count < capacity || s.jobs[key] != nil else { return false }
+        if s.jobs.updateValue(job, forKey: key) == nil { s.order.append(key) }
+        return true
+    }
+
+    /// Whether jobs just queued start the worker, and when.
+    private func _start(_ s: inout State) -> Start {
+        let full = s.jobs.count >= startThreshold
+        if !s.draining {
+            s.draining = true
+            s.startsNow = full
+            return full ? .now : .later
+        }
+        guard full, !s.startsNow else { return .none }
+        s.startsNow = true
+        return .now
+    }
+
+    private func begin(_ start: Start) {
         switch start {
         case .none: break
         case .now: worker.async { self.drain() }
         case .later: worker.asyncAfter(deadline: .now() + startDelay) { self.drain() }
         }
-        return accepted
     }
 
     /// Runs every job submitted so far (without waiting for the start delay), and waits for them.
@@ -87,7 +113,7 @@ final class PromotionQueue: Sendable {
         while let job = state.withLock({ Self._next(&$0) }) { job() }
     }
 
-    private static func _next(_ s: inout State) -> (@Sendable () -> Void)? {
+    private static func _next(_ s: inout State) -> Job? {
         while s.head < s.order.count {
             let key = s.order[s.head]
             s.head += 1

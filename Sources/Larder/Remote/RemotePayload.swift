@@ -54,6 +54,9 @@ public enum RemotePayload {
     }
 
     /// The payload and header fields of `frame`, or `nil` when it is not a valid Larder frame.
+    ///
+    /// The payload is not copied: it shares `frame`'s bytes (and keeps them alive), and its
+    /// indices start at 0.
     /// - Parameter frame: The stored bytes.
     /// - Complexity: O(*n*) in the payload (the checksum).
     public static func decode(_ frame: Data) -> Frame? {
@@ -67,7 +70,21 @@ public enum RemotePayload {
             let crc = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt32.self))
             let payload = UnsafeRawBufferPointer(rebasing: raw[headerSize...])
             guard CRC32.checksum(payload) == crc else { return nil }
-            return Frame(data: Data(payload), expiryMilliseconds: expiry == 0 ? nil : expiry, isLocked: flags & 1 != 0)
+            return Frame(data: sharing(payload, of: frame), expiryMilliseconds: expiry == 0 ? nil : expiry, isLocked: flags & 1 != 0)
         }
+    }
+
+    /// `part`, some of `frame`'s bytes, as a `Data` that shares them instead of copying them: it
+    /// holds a copy of `frame`, which keeps the bytes alive, until its own last copy goes.
+    ///
+    /// Why the address outlives `withUnsafeBytes`: a `Data` of more than 14 bytes (a frame has at
+    /// least 20) keeps them in a heap buffer of its storage object; copies share that object, and
+    /// the buffer moves or goes only when a copy is changed (copy-on-write gives the changed copy
+    /// a buffer of its own) or the last copy goes. The copy held here is never changed.
+    private static func sharing(_ part: UnsafeRawBufferPointer, of frame: Data) -> Data {
+        guard let base = part.baseAddress, !part.isEmpty else { return Data() }
+        return Data(
+            bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: part.count,
+            deallocator: .custom { _, _ in withExtendedLifetime(frame) {} })
     }
 }

@@ -16,6 +16,10 @@ final class RemoteTier: Sendable {
     /// Guards promotions of remote hits against local changes (see ``KeyGenerations``).
     let generations = KeyGenerations()
     private let breaker: LarderMutex<Breaker>
+    /// Whether the breaker counts failures or is open: while it does not, a call and its success
+    /// take no lock. Written under the breaker's lock; a call that reads a stale `false` is one
+    /// that ran before the failure it did not see.
+    private let tripped = Atomic<Bool>(false)
     /// Background writes run here, one at a time, in call order.
     private let writes = DispatchQueue(label: "larder.remote.writes", qos: .utility)
     /// Disk copies of remote hits are written here, off the read's path.
@@ -72,14 +76,22 @@ final class RemoteTier: Sendable {
                 fail(operation: "ping", error: error, probing: true)
                 return nil
             }
-            breaker.withLock { $0 = Breaker() }
+            breaker.withLock {
+                $0 = Breaker()
+                tripped.store(false, ordering: .releasing)
+            }
             report(.breakerClosed)
         case .call:
             break
         }
         do throws(CacheError) {
             let result = try body(options.store, options.timeouts)
-            breaker.withLock { $0.failures = 0 }
+            if tripped.load(ordering: .acquiring) {
+                breaker.withLock { b in
+                    b.failures = 0
+                    tripped.store(b.openUntil != nil, ordering: .releasing)
+                }
+            }
             return result
         } catch {
             fail(operation: operation, error: error, probing: false)
@@ -88,7 +100,8 @@ final class RemoteTier: Sendable {
     }
 
     private func admit() -> Admission {
-        breaker.withLock { b in
+        guard tripped.load(ordering: .acquiring) else { return .call }
+        return breaker.withLock { b in
             guard let until = b.openUntil else { return .call }
             if b.probing || ContinuousClock.now < until { return .skip }
             b.probing = true
@@ -103,6 +116,7 @@ final class RemoteTier: Sendable {
         let opened = breaker.withLock { b -> Bool in
             b.failures += 1
             b.probing = false
+            tripped.store(true, ordering: .releasing)
             guard probing || (b.openUntil == nil && b.failures >= options.failureThreshold) else { return false }
             b.openUntil = ContinuousClock.now + .milliseconds(Int64(cooldown * 1000))
             return true
@@ -130,7 +144,12 @@ final class RemoteTier: Sendable {
     /// writer's expiry and the local cap, whichever ends first); `nil` on a miss, a rejected
     /// payload, a failure or an open breaker.
     func value(forKey key: String, now: Double) -> (data: Data, lifetime: Double)? {
-        values(forKeys: [key], now: now)[0]
+        let storeKey = valueKey(key)
+        guard
+            let found = call("get", { (store, timeouts) throws(CacheError) in try store.values(forKeys: [storeKey], timeouts: timeouts) }),
+            found.count == 1
+        else { return nil }
+        return decode(found[0], forKey: key, now: now)
     }
 
     /// The values under `keys`, in one call to the store (Redis: `MGET`), as `value(forKey:now:)`

@@ -52,4 +52,31 @@ import Testing
         #expect(ran.signal.wait(timeout: .now() + 600) == .success)
         #expect(ran.value == 1)
     }
+
+    @Test func aBatchIsQueuedUpToTheBacklogAndTheRestHandedBack() {
+        let queue = PromotionQueue(capacity: 4, startDelay: .seconds(86_400))
+        let ran = Ran()
+        // The worker held in a first job, so that the backlog only grows.
+        let (started, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let hold: @Sendable () -> Void = {
+            started.signal()
+            release.wait()
+        }
+        #expect(queue.submit("held", hold))
+        #expect(queue.submit("y", ran.job()))
+        #expect(started.wait(timeout: .now() + 600) == .success)
+        // One key twice (the later job replaces the earlier, in its place).
+        #expect(queue.submit([("a", ran.job()), ("a", ran.job()), ("b", ran.job())]).isEmpty)
+        #expect(queue.backlog == 3)
+        let overflow = Ran()
+        let refused = queue.submit([("c", ran.job()), ("d", overflow.job()), ("e", overflow.job())])
+        #expect(refused.count == 2, "the backlog holds 4: d and e come back to the caller")
+        for job in refused { job() }
+        #expect(overflow.value == 2)
+        release.signal()
+        queue.wait()
+        #expect(ran.value == 4)
+        #expect(queue.backlog == 0)
+        #expect(queue.submit([]).isEmpty)
+    }
 }
