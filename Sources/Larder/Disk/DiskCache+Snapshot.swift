@@ -51,7 +51,10 @@ extension DiskCache {
         /// The journal's length past which a collection schedules a background compaction (a
         /// new base): a quarter of the base, so that loading both costs about 1.25 times the
         /// base alone.
-        var journalBound: Int { max(64 << 10, baseLength / 4) }
+        var journalBound: Int { max(journalBoundFloor, baseLength / 4) }
+        /// The least ``journalBound``: 64 KiB, so that a small cache does not compact at every
+        /// collection; the power-loss tests lower it to reach compactions in a short run.
+        var journalBoundFloor = 64 << 10
 
         /// The most the journal may hold: past it, a collection writes the new base itself, for
         /// when background compactions could not run (a change was under way each time).
