@@ -23,9 +23,10 @@ extension DiskCache {
     ///
     /// The pass takes the cache's lock a batch at a time, so loads and stores of other keys go on
     /// meanwhile. Access times held by the index are written back, and the index's changes since
-    /// the last collection are appended to its journal beside the snapshot (a new snapshot is
-    /// written instead once the journal outgrows a quarter of it); the next change withdraws
-    /// them again, so a crash never leaves a stale index on disk.
+    /// the last collection are appended to its journal beside the snapshot (once the journal
+    /// outgrows a quarter of the snapshot, a new snapshot is written in the background, on the
+    /// cache's utility queue); the next change withdraws them again, so a crash never leaves a
+    /// stale index on disk.
     /// A folder deleted behind the cache's back, before or during the pass, is made again and
     /// the index restarted (``CacheEvent/folderRecreated(path:)``); a failure to make it is
     /// reported as an event, not thrown.

@@ -232,7 +232,11 @@ extension DiskCache {
         let image = IndexJournal.load(base: base, journal: journal, keyEncoding: options.keyEncoding)
         if !options.isReadOnly {
             snapshotGate.withLock { gate in
-                // A store that came first withdrew the image by unlinking the base.
+                // A store that came first withdrew the image by unlinking the base: it could not
+                // append an `open`, not knowing the base's epoch nor the journal's length, and
+                // the image read here would then hold its change's absence as exact. Keeping the
+                // base would take reading both in `init`, and reading the journal only up to that
+                // length here (docs/FORMAT.md).
                 guard gate.isOnDisk else { return }
                 if let image {
                     gate.epoch = image.epoch
