@@ -8,8 +8,9 @@ import Larder
 
 // The gc suite: a cache of n records of 1 KiB, 1 % over its size limit, brought back under it.
 //
-// - `larder`: one `collectGarbage()` (expiry check over the index, pick the least recently used
-//   1 %, re-check and unlink each, append a commit to the index journal). The limit is the free-space
+// - `larder`: one `collectGarbage()` (the expired records from the index's expiry order, none
+//   here; pick the least recently used 1 %, re-check and unlink each, append a commit to the
+//   index journal). The limit is the free-space
 //   floor: a stand-in `statvfs` reports the volume short by 1 % of the cache's size just for the
 //   measured call (the cache reads a fixed `sizeLimit` at open and would trim at once). The
 //   removed records are stored again afterwards, unmeasured, so every round removes 1 %.
@@ -29,27 +30,7 @@ func runGCSuite(_ context: BenchContext) throws {
         let clock = try CacheFixture.build(folder, n: n)
         let victimCount = n / 100
 
-        // larder
-        let gauge = VolumeGauge()
-        let cache = try DiskCache(options: CacheFixture.options(folder, clock: clock, keepsFree: true), systemCalls: gauge.systemCalls)
-        let total = cache.totalSize
-        let payload = randomPayload(CacheFixture.recordBytes, seed: 1024)
-        var samples: [Double] = []
-        for round in 0 ... repeats {
-            gauge.setShort(by: total / 100)
-            let start = monotonicNanoseconds()
-            let report = try cache.collectGarbage()
-            let elapsed = monotonicNanoseconds() - start
-            gauge.setPlenty()
-            guard report.removed.count == victimCount else {
-                throw BenchError("collectGarbage removed \(report.removed.count) records, expected \(victimCount)")
-            }
-            if round > 0 { samples.append(Double(elapsed)) }
-            // Past the cache's one-second memory of the free space, then put the records back.
-            clock.advance(by: 10)
-            for removal in report.removed { try cache.store(payload, forKey: removal.key!) }
-        }
-        cache.close()
+        let samples = try measureLarderPrune(folder, n: n, clock: clock, rounds: repeats)
         context.report(suite: "gc", case: "prune-1pct", impl: "larder", n: n, bytes: CacheFixture.recordBytes, nsPerOp: median(samples))
 
         // directory-scan, on the same folder with the cache closed.
@@ -57,44 +38,29 @@ func runGCSuite(_ context: BenchContext) throws {
         var saved: [(path: String, bytes: [UInt8])] = []
         for victim in firstPass { saved.append((victim, try readWholeFile(victim))) }
         try restore(saved)
-        samples = []
+        var scanSamples: [Double] = []
         for round in 0 ... repeats {
             let start = monotonicNanoseconds()
             let removed = try directoryScan(folder, victimCount: victimCount, unlinking: true)
             let elapsed = monotonicNanoseconds() - start
             guard removed.count == victimCount else { throw BenchError("directory-scan removed \(removed.count), expected \(victimCount)") }
-            if round > 0 { samples.append(Double(elapsed)) }
+            if round > 0 { scanSamples.append(Double(elapsed)) }
             try restore(saved)
         }
         context.report(
-            suite: "gc", case: "prune-1pct", impl: "directory-scan", n: n, bytes: CacheFixture.recordBytes, nsPerOp: median(samples))
+            suite: "gc", case: "prune-1pct", impl: "directory-scan", n: n, bytes: CacheFixture.recordBytes, nsPerOp: median(scanSamples))
         removeTree(folder)
     }
 }
 
 /// `--gc-once FOLDER N`: the gc suite's two cases on an existing fixture of N records (as the
-/// open suite leaves one), with 2 measured rounds of larder and 1 of directory-scan; for sizes
-/// whose full suite takes too long on a busy machine. Prints one row per case.
+/// open suite leaves one), with 5 measured rounds of larder (their median) and 1 of
+/// directory-scan; for sizes whose full suite takes too long on a busy machine. Prints one row
+/// per case.
 func runGCOnce(_ folder: String, n: Int, context: BenchContext) throws {
     let clock = ManualClock(now: CacheFixture.startTime + Double(n))
     let victimCount = n / 100
-    let gauge = VolumeGauge()
-    let cache = try DiskCache(options: CacheFixture.options(folder, clock: clock, keepsFree: true), systemCalls: gauge.systemCalls)
-    let total = cache.totalSize
-    let payload = randomPayload(CacheFixture.recordBytes, seed: 1024)
-    var samples: [Double] = []
-    for round in 0 ... 2 {
-        gauge.setShort(by: total / 100)
-        let start = monotonicNanoseconds()
-        let report = try cache.collectGarbage()
-        let elapsed = monotonicNanoseconds() - start
-        gauge.setPlenty()
-        guard report.removed.count == victimCount else { throw BenchError("removed \(report.removed.count), expected \(victimCount)") }
-        if round > 0 { samples.append(Double(elapsed)) }
-        clock.advance(by: 10)
-        for removal in report.removed { try cache.store(payload, forKey: removal.key!) }
-    }
-    cache.close()
+    let samples = try measureLarderPrune(folder, n: n, clock: clock, rounds: 5)
     context.report(suite: "gc", case: "prune-1pct", impl: "larder", n: n, bytes: CacheFixture.recordBytes, nsPerOp: median(samples))
     let firstPass = try directoryScan(folder, victimCount: victimCount)
     var saved: [(path: String, bytes: [UInt8])] = []
@@ -106,6 +72,35 @@ func runGCOnce(_ folder: String, n: Int, context: BenchContext) throws {
     guard removed.count == victimCount else { throw BenchError("directory-scan removed \(removed.count), expected \(victimCount)") }
     context.report(
         suite: "gc", case: "prune-1pct", impl: "directory-scan", n: n, bytes: CacheFixture.recordBytes, nsPerOp: Double(elapsed))
+}
+
+/// larder's case: opens the fixture of `n` records in `folder`, then `rounds` + 1 times makes
+/// the volume look 1 % short of free space and times one `collectGarbage()`, which must
+/// remove 1 % of the records, and stores them back (unmeasured). Closes the cache.
+/// - Returns: The times of every round but the first, in nanoseconds.
+private func measureLarderPrune(_ folder: String, n: Int, clock: ManualClock, rounds: Int) throws -> [Double] {
+    let victimCount = n / 100
+    let gauge = VolumeGauge()
+    let cache = try DiskCache(options: CacheFixture.options(folder, clock: clock, keepsFree: true), systemCalls: gauge.systemCalls)
+    defer { cache.close() }
+    let total = cache.totalSize
+    let payload = randomPayload(CacheFixture.recordBytes, seed: 1024)
+    var samples: [Double] = []
+    for round in 0 ... rounds {
+        gauge.setShort(by: total / 100)
+        let start = monotonicNanoseconds()
+        let report = try cache.collectGarbage()
+        let elapsed = monotonicNanoseconds() - start
+        gauge.setPlenty()
+        guard report.removed.count == victimCount else {
+            throw BenchError("collectGarbage removed \(report.removed.count) records, expected \(victimCount)")
+        }
+        if round > 0 { samples.append(Double(elapsed)) }
+        // Past the cache's one-second memory of the free space, then put the records back.
+        clock.advance(by: 10)
+        for removal in report.removed { try cache.store(payload, forKey: removal.key!) }
+    }
+    return samples
 }
 
 /// SPT's size-limit pass over a cache folder: every record's header and size, sorted by update

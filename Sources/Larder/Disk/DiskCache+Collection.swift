@@ -23,16 +23,19 @@ extension DiskCache {
     ///
     /// The pass takes the cache's lock a batch at a time, so loads and stores of other keys go on
     /// meanwhile. Access times held by the index are written back, and the index's changes since
-    /// the last collection are appended to its journal beside the snapshot (a new snapshot is
-    /// written instead once the journal outgrows a quarter of it); the next change withdraws
-    /// them again, so a crash never leaves a stale index on disk.
+    /// the last collection are appended to its journal beside the snapshot (once the journal
+    /// outgrows a quarter of the snapshot, a new snapshot is written in the background, on the
+    /// cache's utility queue); the next change withdraws them again, so a crash never leaves a
+    /// stale index on disk.
     /// A folder deleted behind the cache's back, before or during the pass, is made again and
     /// the index restarted (``CacheEvent/folderRecreated(path:)``); a failure to make it is
     /// reported as an event, not thrown.
     /// - Returns: What was removed, and why.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/closed``.
-    /// - Complexity: Memory work linear in the records for the expiry check; file work
-    ///   proportional to what is removed.
+    /// - Complexity: Proportional to what is removed (plus the records read since the last
+    ///   collection, whose access times are written back): expired records come from the
+    ///   index's expiry order and the others from the least recently used end, and the index's
+    ///   journal gets only the changes.
     @discardableResult
     public func collectGarbage() throws(CacheError) -> CollectionReport {
         try checkWritable(key: nil)
@@ -248,25 +251,25 @@ extension DiskCache {
         }
     }
 
-    /// Removes expired, unlocked records, a batch at a time. Expects the collection gate held.
+    /// Removes expired, unlocked records, a batch at a time, taking them from the index's
+    /// expiry order (so the pass costs what it removes, not what the index holds); the records
+    /// whose headers say otherwise are kept and queued again. Expects the collection gate held.
     func removeExpired(in pass: inout CollectionPass) {
         let now = options.clock.now
-        var next: Int? = 0
-        while let start = next {
-            let candidates: [IndexEntry]
-            (candidates, next) = state.withLock { s in
-                s.index.entriesInSlots(from: start, batch: Self.collectionBatch * 16) { lockCount, ttl, updateTime in
-                    expiryRule.isExpired(lockCount: lockCount, ttl: ttl, anchor: updateTime, now: now)
-                }
-            }
+        var kept: [String] = []
+        while true {
+            let candidates = state.withLock { s in s.takeExpired(by: expiryRule, now: now, limit: Self.collectionBatch) }
+            if candidates.isEmpty { break }
             for candidate in candidates {
-                removeVictim(candidate.name, reason: .expired, allowLocked: false, in: &pass) { header, entry in
+                let removed = removeVictim(candidate.name, reason: .expired, allowLocked: false, in: &pass) { header, entry in
                     let anchor = expiryRule.anchor(
                         ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: entry.updateTime)
                     return expiryRule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: anchor, now: now)
                 }
+                if !removed { kept.append(candidate.name) }
             }
         }
+        if !kept.isEmpty { state.withLock { s in s.queueForExpiry(kept) } }
     }
 
     /// Removes least recently used records until the cache is within `sizeLimit` and

@@ -2,8 +2,8 @@ import Foundation
 
 // The index image on disk: a base (`.larder-index`, ``IndexSnapshot``) and a journal of the
 // changes since (`.larder-journal`, ``IndexJournal``). A collection appends a commit to the
-// journal; a flush and a close write a new base (so does a collection once the journal outgrows
-// a quarter of the base); before any change to a record the image is withdrawn, by appending an
+// journal; a flush and a close write a new base (so does a background compaction, which a
+// collection schedules once the journal outgrows a quarter of the base: `DiskCache+Compaction`); before any change to a record the image is withdrawn, by appending an
 // `open` record, so that the image on disk is always exact or absent.
 extension DiskCache {
     /// Whether the image on disk may read as exact, what this cache knows of its base and
@@ -41,9 +41,24 @@ extension DiskCache {
         /// journal was created), so that syncing an appended record suffices (``Durability/fsync``).
         var journalIsDurable = false
 
-        /// The most the journal may hold before the next collection writes a new base instead:
-        /// a quarter of the base, so that loading both costs at most 1.25 times the base alone.
-        var journalBound: Int { max(64 << 10, baseLength / 4) }
+        /// Whether a background compaction is scheduled and has not started yet.
+        var isCompactionScheduled = false
+        /// Where background compactions run: `nil` for the cache's utility queue; tests put
+        /// them where they choose. Called under ``snapshotGate``: it must not run the work
+        /// before it returns.
+        var compactionRunner: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
+
+        /// The journal's length past which a collection schedules a background compaction (a
+        /// new base): a quarter of the base, so that loading both costs about 1.25 times the
+        /// base alone.
+        var journalBound: Int { max(journalBoundFloor, baseLength / 4) }
+        /// The least ``journalBound``: 64 KiB, so that a small cache does not compact at every
+        /// collection; the power-loss tests lower it to reach compactions in a short run.
+        var journalBoundFloor = 64 << 10
+
+        /// The most the journal may hold: past it, a collection writes the new base itself, for
+        /// when background compactions could not run (a change was under way each time).
+        var journalLimit: Int { 2 * journalBound }
     }
 
     /// What became of an attempt to write the image.
@@ -65,10 +80,11 @@ extension DiskCache {
     }
 
     /// Brings the image on disk up to the index, unless a change to the records is under way or
-    /// the index is not complete: by appending a commit to the journal, or, with `compacting`,
-    /// when the journal has outgrown ``SnapshotState/journalBound``, or when the index's changes
-    /// cannot be replayed (no base of this cache's, an order change), by writing a new base
-    /// atomically (a temporary file, then a rename) and removing the journal.
+    /// the index is not complete: by appending a commit to the journal (and scheduling a
+    /// background compaction once the journal outgrows ``SnapshotState/journalBound``), or, with
+    /// `compacting`, when the journal would outgrow ``SnapshotState/journalLimit``, or when the
+    /// index's changes cannot be replayed (no base of this cache's, an order change), by writing
+    /// a new base atomically (a temporary file, then a rename) and removing the journal.
     /// - Parameters:
     ///   - sync: Whether to `fsync` a new base and the root folder once it is in place, so that
     ///     it survives a power loss (`flush()` under ``Durability/fsync``).
@@ -79,15 +95,16 @@ extension DiskCache {
             // Changes register under this lock before they touch a record, so with none in
             // flight the index holds every change that reached the disk.
             guard gate.changesInFlight == 0 else { return .skipped }
-            if !compacting, let epoch = gate.epoch, gate.journalLength <= gate.journalBound {
+            if !compacting, let epoch = gate.epoch, gate.journalLength <= gate.journalLimit {
                 let taken: DiskIndex.Changes?? = state.withLock { s in s.isIndexReady ? .some(s.takeIndexChanges()) : nil }
                 guard let taken else { return .skipped }
                 if let changes = taken {
                     if changes.isEmpty && gate.isOnDisk { return .written }
                     let record = IndexJournal.commitRecord(epoch: epoch, changes: changes)
-                    if gate.journalLength + record.count <= gate.journalBound {
+                    if gate.journalLength + record.count <= gate.journalLimit {
                         if appendToJournal(record, sealed: true, sync: false, &gate) {
                             gate.isOnDisk = true
+                            if gate.journalLength > gate.journalBound { scheduleCompaction(&gate) }
                             return .written
                         }
                         // A record cut short leaves the image absent until the next base.
@@ -215,7 +232,11 @@ extension DiskCache {
         let image = IndexJournal.load(base: base, journal: journal, keyEncoding: options.keyEncoding)
         if !options.isReadOnly {
             snapshotGate.withLock { gate in
-                // A store that came first withdrew the image by unlinking the base.
+                // A store that came first withdrew the image by unlinking the base: it could not
+                // append an `open`, not knowing the base's epoch nor the journal's length, and
+                // the image read here would then hold its change's absence as exact. Keeping the
+                // base would take reading both in `init`, and reading the journal only up to that
+                // length here (docs/FORMAT.md).
                 guard gate.isOnDisk else { return }
                 if let image {
                     gate.epoch = image.epoch

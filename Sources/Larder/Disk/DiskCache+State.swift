@@ -71,6 +71,18 @@ extension DiskCache {
             noteChanged(entry.name)
         }
 
+        /// Takes up to `limit` entries the index's expiry order finds expired at `now`, for a
+        /// collection, which removes them or queues them again (``queueForExpiry(_:)``).
+        mutating func takeExpired(by rule: ExpiryRule, now: Double, limit: Int) -> [IndexEntry] {
+            index.takeExpired(by: rule, now: now, limit: limit)
+        }
+
+        /// Queues entries a collection took as expired and kept (their headers said otherwise,
+        /// or they could not be removed) again in the index's expiry order.
+        mutating func queueForExpiry(_ names: [String]) {
+            for name in names { index.queueForExpiry(name) }
+        }
+
         /// Corrects the lock count of an entry whose header says otherwise.
         mutating func correctLockCount(of name: String, to lockCount: UInt32) {
             index.setLockCount(name, lockCount)

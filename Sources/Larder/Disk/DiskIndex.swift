@@ -47,8 +47,11 @@ struct IndexEntry: Sendable {
 /// order, and running totals. About 130 bytes a record at 100,000 records with keys of a dozen
 /// bytes (`open/index-memory` in BENCHMARKS.md).
 ///
-/// Every operation is O(1) (amortized, for growth and arena compaction) except where noted; no
-/// allocation per entry.
+/// The unlocked records are also queued in the order they expire (`DiskIndex+Expiry.swift`).
+///
+/// Every operation is O(1) (amortized, for growth and arena compaction) except where noted, and
+/// except that a change lowering a record's expiry key (an insertion, an unlock, a shorter
+/// `ttl`) queues it in O(log *n*); no allocation per entry.
 struct DiskIndex: Sendable {
     /// One record's fixed-width fields.
     struct Slot: Sendable {
@@ -90,6 +93,9 @@ struct DiskIndex: Sendable {
         static let movedSinceTaken = Flags(rawValue: 16)
         /// Changed in place (a lock count) since ``takeChanges()``.
         static let changedSinceTaken = Flags(rawValue: 32)
+        /// Taken from the expiry queues by a collection (``takeExpired(by:now:limit:)``) and not
+        /// queued again yet: its other elements there are skipped.
+        static let takenForExpiry = Flags(rawValue: 64)
     }
 
     static let noKey = UInt32.max
@@ -114,6 +120,9 @@ struct DiskIndex: Sendable {
     private(set) var count = 0
     /// What changed since ``takeChanges()``, for the index journal (see `DiskIndex+Changes`).
     private var changes = ChangeLog()
+    /// The unlocked records in the order they expire, so that a collection finds the expired
+    /// ones without visiting every slot (see `DiskIndex+Expiry.swift`).
+    var expiry = ExpiryQueues()
 
     init() {}
 
@@ -301,12 +310,19 @@ struct DiskIndex: Sendable {
         if isDirty { slots[Int(slot)].flags.insert(.accessDirty) } else { slots[Int(slot)].flags.remove(.accessDirty) }
     }
 
+    /// Sets or clears flags of the slot at `slot` (for the facets kept in other files).
+    mutating func setFlags(_ flags: Flags, _ isOn: Bool, atSlot slot: Int32) {
+        if isOn { slots[Int(slot)].flags.formUnion(flags) } else { slots[Int(slot)].flags.subtract(flags) }
+    }
+
     /// Sets the lock count of a name's entry.
     mutating func setLockCount(_ name: String, _ lockCount: UInt32) {
         guard let slot = slot(of: name) else { return }
+        let expiring = Self.expiryPosition(slots[Int(slot)])
         account(slot, sign: -1)
         slots[Int(slot)].lockCount = lockCount
         account(slot, sign: 1)
+        noteExpiryChange(of: slot, from: expiring)
         markChanged(slot)
     }
 
@@ -375,22 +391,6 @@ struct DiskIndex: Sendable {
         return result
     }
 
-    /// The entries in slots `start ..< start + batch` that `isMatch` selects by their lock
-    /// count, ttl and update time (for passes that take the lock a batch at a time), and the
-    /// next slot to visit, or `nil` at the end. Only the selected entries are built.
-    /// - Complexity: O(*batch*).
-    func entriesInSlots(
-        from start: Int, batch: Int, where isMatch: (_ lockCount: UInt32, _ ttl: UInt64, _ updateTime: UInt64) -> Bool
-    ) -> (entries: [IndexEntry], next: Int?) {
-        var selected: [IndexEntry] = []
-        let end = min(slots.count, start + batch)
-        for slot in start ..< max(start, end) {
-            let s = slots[slot]
-            if s.flags.contains(.occupied), isMatch(s.lockCount, UInt64(s.ttl), s.updateTime) { selected.append(self[slot: Int32(slot)]) }
-        }
-        return (selected, end < slots.count ? end : nil)
-    }
-
     // MARK: - Private: slots
 
     private mutating func insert(_ entry: IndexEntry) -> Int32 {
@@ -418,7 +418,7 @@ struct DiskIndex: Sendable {
         count += 1
         if let key = entry.key { appendKey(key, of: slot) }
         mapKey(of: slot)
-        setFields(of: slot, from: entry)
+        setFields(of: slot, from: entry, isNew: true)
         return slot
     }
 
@@ -441,7 +441,8 @@ struct DiskIndex: Sendable {
         mapKey(of: slot)
     }
 
-    private mutating func setFields(of slot: Int32, from entry: IndexEntry) {
+    private mutating func setFields(of slot: Int32, from entry: IndexEntry, isNew: Bool = false) {
+        let expiring = isNew ? nil : Self.expiryPosition(slots[Int(slot)])
         account(slot, sign: -1)
         slots[Int(slot)].diskSize = entry.diskSize
         slots[Int(slot)].fileSize = entry.fileSize
@@ -451,6 +452,7 @@ struct DiskIndex: Sendable {
         slots[Int(slot)].lockCount = entry.lockCount
         if entry.isAccessDirty { slots[Int(slot)].flags.insert(.accessDirty) } else { slots[Int(slot)].flags.remove(.accessDirty) }
         account(slot, sign: 1)
+        noteExpiryChange(of: slot, from: expiring)
     }
 
     // MARK: - Private: the arena
@@ -681,6 +683,7 @@ struct DiskIndex: Sendable {
         tail = slots.isEmpty ? -1 : Int32(slots.count - 1)
         buildTables(keepingFirstOf: 0 ..< Int32(slots.count))
         changes = ChangeLog()
+        rebuildExpiryQueues()
     }
 
     // MARK: - Private: totals and links
@@ -849,6 +852,7 @@ extension DiskIndex {
             precondition(key != nil && self.slot(forKey: key!) == slot, "key \(key ?? "-") maps to a wrong slot")
         }
         precondition(byKey.count + unmappedCount == count, "key table and unmapped count disagree")
+        _checkExpiryQueues()
     }
 }
 

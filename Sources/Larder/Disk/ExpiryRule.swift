@@ -40,6 +40,13 @@ package struct ExpiryRule: Sendable, Hashable {
         return now.rounded(.down) - Double(anchor) > threshold(ttl: ttl)
     }
 
+    /// Whether an unlocked record with a `ttl` of its own and `deadline` (its anchor plus its
+    /// `ttl`) has expired at `now`: ``isExpired(lockCount:ttl:anchor:now:)`` with the sum taken
+    /// first, for the index's expiry order.
+    package func isPast(deadline: UInt64, now: Double) -> Bool {
+        now.rounded(.down) - Double(deadline) > 0
+    }
+
     /// When a record with these fields expires, in seconds since the epoch; `nil` while locked.
     package func expirationTime(lockCount: UInt32, ttl: UInt64, anchor: UInt64) -> Double? {
         lockCount > 0 ? nil : Double(anchor) + threshold(ttl: ttl)

@@ -38,7 +38,7 @@ enum IndexJournal {
 
     /// An `open` record for the base of `epoch`.
     static func openRecord(epoch: UInt64) -> [UInt8] {
-        record(.open, epoch: epoch, payloadSize: 0) { _, _ in }
+        record(.open, epoch: epoch, payloadSize: 0) { _ in }
     }
 
     /// A `commit` record holding `changes` (``DiskIndex/takeChanges()``) for the base of `epoch`.
@@ -50,44 +50,34 @@ enum IndexJournal {
         let arenaLength = IndexSnapshot.arenaLength(slots, order: order)
         var size = 4 + 4 + 4 + 8 + entries.count * IndexSnapshot.entrySize + arenaLength
         for name in changes.removed { size += 2 + min(name.utf8.count, Int(UInt16.max)) }
-        return record(.commit, epoch: epoch, payloadSize: size) { out, offset in
-            func put<T: FixedWidthInteger>(_ value: T) {
-                out.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
-                offset += MemoryLayout<T>.size
-            }
-            put(UInt32(changes.removed.count))
+        return record(.commit, epoch: epoch, payloadSize: size) { writer in
+            writer.put(UInt32(changes.removed.count))
             for name in changes.removed {
                 // A name is at most a file name's length (255 bytes); cut, it matches nothing.
                 let bytes = name.utf8.prefix(Int(UInt16.max))
-                put(UInt16(bytes.count))
-                UnsafeMutableRawBufferPointer(rebasing: out[offset ..< offset + bytes.count]).copyBytes(from: bytes)
-                offset += bytes.count
+                writer.put(UInt16(bytes.count))
+                writer.put(bytes: bytes)
             }
-            put(UInt32(changes.changedInPlace.count))
-            put(UInt32(changes.moved.count))
-            put(UInt64(arenaLength))
-            IndexSnapshot.writeEntryList(slots, order: order, arena: arena, to: out, at: &offset)
+            writer.put(UInt32(changes.changedInPlace.count))
+            writer.put(UInt32(changes.moved.count))
+            writer.put(UInt64(arenaLength))
+            IndexSnapshot.writeEntryList(slots, order: order, arena: arena, into: &writer)
         }
     }
 
     private static func record(
-        _ kind: Kind, epoch: UInt64, payloadSize: Int, _ writePayload: (UnsafeMutableRawBufferPointer, inout Int) -> Void
+        _ kind: Kind, epoch: UInt64, payloadSize: Int, _ writePayload: (inout LittleEndianWriter) -> Void
     ) -> [UInt8] {
         let total = recordOverhead + payloadSize
         return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
-            let out = UnsafeMutableRawBufferPointer(buffer)
-            var offset = 0
-            func put<T: FixedWidthInteger>(_ value: T) {
-                out.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
-                offset += MemoryLayout<T>.size
-            }
-            put(UInt32(total - 8))
-            put(kind.rawValue)
-            put(epoch)
-            writePayload(out, &offset)
-            precondition(offset == total - 4, "a journal record's size")
-            put(CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[0 ..< offset])))
-            count = offset
+            var writer = LittleEndianWriter(UnsafeMutableRawBufferPointer(buffer))
+            writer.put(UInt32(total - 8))
+            writer.put(kind.rawValue)
+            writer.put(epoch)
+            writePayload(&writer)
+            precondition(writer.offset == total - 4, "a journal record's size")
+            writer.put(CRC32.checksum(writer.written))
+            count = writer.offset
         }
     }
 

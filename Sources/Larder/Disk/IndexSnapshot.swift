@@ -51,25 +51,17 @@ enum IndexSnapshot {
         let stampBytes = encode(stamps)
         let total = headerSize + order.count * entrySize + arenaLength + stampBytes.count + 4 + 4
         return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
-            let out = UnsafeMutableRawBufferPointer(buffer)
-            var offset = 0
-            func put<T: FixedWidthInteger>(_ value: T) {
-                out.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
-                offset += MemoryLayout<T>.size
-            }
-            put(magic)
-            put(version)
-            put(UInt32(order.count))
-            put(UInt64(arenaLength))
-            put(epoch)
-            writeEntryList(slots, order: order, arena: arena, to: out, at: &offset)
-            stampBytes.withUnsafeBytes { bytes in
-                out.baseAddress!.advanced(by: offset).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-            }
-            offset += stampBytes.count
-            put(UInt32(stampBytes.count))
-            put(CRC32.checksum(UnsafeRawBufferPointer(rebasing: out[0 ..< offset])))
-            count = offset
+            var writer = LittleEndianWriter(UnsafeMutableRawBufferPointer(buffer))
+            writer.put(magic)
+            writer.put(version)
+            writer.put(UInt32(order.count))
+            writer.put(UInt64(arenaLength))
+            writer.put(epoch)
+            writeEntryList(slots, order: order, arena: arena, into: &writer)
+            writer.put(bytes: stampBytes)
+            writer.put(UInt32(stampBytes.count))
+            writer.put(CRC32.checksum(writer.written))
+            count = writer.offset
         }
     }
 
@@ -80,34 +72,24 @@ enum IndexSnapshot {
         return length
     }
 
-    /// Writes the entry list of `order` (its entries, then its arena) at `offset`, which it
-    /// advances; `out` has room for `order.count * entrySize + arenaLength(slots, order:)` bytes there.
-    static func writeEntryList(
-        _ slots: [DiskIndex.Slot], order: [Int32], arena: [UInt8], to out: UnsafeMutableRawBufferPointer, at offset: inout Int
-    ) {
-        func put<T: FixedWidthInteger>(_ value: T) {
-            out.storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
-            offset += MemoryLayout<T>.size
-        }
+    /// Writes the entry list of `order` (its entries, then its arena) with `writer`, which has
+    /// room for `order.count * entrySize + arenaLength(slots, order:)` more bytes.
+    static func writeEntryList(_ slots: [DiskIndex.Slot], order: [Int32], arena: [UInt8], into writer: inout LittleEndianWriter) {
         for slot in order {
             let s = slots[Int(slot)]
-            put(s.flags.intersection([.hexName, .keyIsName]).rawValue)
-            put(s.nameLength)
-            put(s.keyLength)
-            put(UInt64(s.diskSize))
-            put(s.updateTime)
-            put(s.lastAccessMs)
-            put(s.ttl)
-            put(s.lockCount)
+            writer.put(s.flags.intersection([.hexName, .keyIsName]).rawValue)
+            writer.put(s.nameLength)
+            writer.put(s.keyLength)
+            writer.put(UInt64(s.diskSize))
+            writer.put(s.updateTime)
+            writer.put(s.lastAccessMs)
+            writer.put(s.ttl)
+            writer.put(s.lockCount)
         }
         arena.withUnsafeBytes { bytes in
             for slot in order {
                 let s = slots[Int(slot)]
-                let length = storedLength(s)
-                guard length > 0 else { continue }
-                out.baseAddress!.advanced(by: offset).copyMemory(
-                    from: bytes.baseAddress!.advanced(by: s.arenaOffset), byteCount: length)
-                offset += length
+                writer.put(bytes.baseAddress!.advanced(by: s.arenaOffset), count: storedLength(s))
             }
         }
     }

@@ -186,9 +186,13 @@ import Testing
         }
     }
 
-    /// The journal stays within its bound (64 KiB here, a quarter of a larger base): past it,
-    /// a collection writes a new base instead, and the image stays exact after each.
-    @Test func theJournalIsCompactedPastItsBound() throws {
+    /// Past its bound (64 KiB here, a quarter of a larger base), a collection schedules a
+    /// background compaction, which writes a new base and removes the journal; the image stays
+    /// exact after each collection and each compaction. Compactions that never run (a change
+    /// under way each time) leave the journal at most twice its bound: then a collection
+    /// writes the base itself.
+    @Test(arguments: [true, false])
+    func theJournalIsCompactedPastItsBound(runsCompactions: Bool) throws {
         let dir = TemporaryDirectory("larder-journal")
         defer { dir.remove() }
         let clock = ManualClock(now: 100_000)
@@ -197,9 +201,11 @@ import Testing
         cache.close()
         cache = try makeCache(dir.url, clock: clock)
         defer { cache.close() }
+        let held = HeldCompactions(cache)
         let bound = 64 << 10
         var bases: Set<[UInt8]> = []
         var largest = 0
+        var compactions = 0
         // Long keys: a commit of ten stores holds about 10 KiB.
         let longKey = String(repeating: "k", count: 1000)
         for round in 0 ..< 30 {
@@ -207,11 +213,21 @@ import Testing
             try cache.remove(forKeys: ["seed\(round % 20)"])
             try cache.collectGarbage()
             #expect(DiskAudit.imageFacts(cache) == DiskAudit.indexFacts(cache), "round \(round)")
-            largest = max(largest, Self.bytes(cache.layout.journalPath)?.count ?? 0)
+            let journal = Self.bytes(cache.layout.journalPath)?.count ?? 0
+            largest = max(largest, journal)
+            if runsCompactions {
+                #expect(held.count == (journal > bound ? 1 : 0), "round \(round): a compaction is scheduled past the bound")
+                if held.runAll() > 0 {
+                    compactions += 1
+                    #expect(Self.bytes(cache.layout.journalPath) == nil, "round \(round): the compaction removed the journal")
+                    #expect(DiskAudit.imageFacts(cache) == DiskAudit.indexFacts(cache), "round \(round)")
+                }
+            }
             if let base = Self.bytes(cache.layout.snapshotPath) { bases.insert(base) }
         }
-        #expect(largest > 0 && largest <= bound)
+        #expect(largest > bound && largest <= 2 * bound)
         #expect(bases.count >= 3, "the base was rewritten when the journal filled up")
+        if runsCompactions { #expect(compactions >= 2) } else { #expect(held.count == 1, "scheduled once, never run") }
     }
 
     /// A journal that cannot be written (a folder in its place): the cache falls back to

@@ -60,6 +60,9 @@ struct PowerLossRun {
     private(set) var problems: [String] = []
     /// Operations run.
     private(set) var stepCount = 0
+    /// Background compactions of the journal run (each right after the collection that
+    /// scheduled it, so that the trace stays in order).
+    private(set) var compactions = 0
 
     /// The options of every cache in these tests: a size limit small enough that stores and
     /// collections evict, and a clock that only the workload moves.
@@ -107,10 +110,15 @@ struct PowerLossRun {
         var lockCounts: [String: Int] = [:]
         var nextVersion = seed &* 1_000_000
 
+        var held: HeldCompactions?
         func open() -> DiskCache? {
             do {
                 let cache = try DiskCache(options: options, systemCalls: disk.calls)
                 _ = cache.count  // waits for the background index build, so the trace stays in order
+                // A bound a few commits long, so that collections schedule compactions, run
+                // after them here rather than on the cache's queue.
+                held = HeldCompactions(cache)
+                cache.snapshotGate.withLock { $0.journalBoundFloor = 256 }
                 return cache
             } catch {
                 problems.append("open failed on the live disk: \(error)")
@@ -156,6 +164,7 @@ struct PowerLossRun {
                     }
                 case .collect:
                     try cache.collectGarbage()
+                    compactions += held?.runAll() ?? 0
                 case .reopen:
                     cache.close()
                     guard let reopened = open() else { return }

@@ -59,6 +59,7 @@ import Testing
         let run = PowerLossRun(steps: PowerLossRun.randomSteps(count: 32, seed: seed), durability: durability, seed: seed)
         #expect(run.problems.isEmpty, "\(run.problems)")
         let points = Array(0 ... run.disk.traceCount)
+        #expect(run.compactions > 0, "a background compaction ran in the trace")
         explore(run, model: model, points: points, randomStatesPerPoint: 4 * Self.scale, seed: seed, label: "short")
     }
 
@@ -68,6 +69,7 @@ import Testing
         let seed = Self.seed &+ 100 &+ (durability == .fsync ? 1 : 0)
         let run = PowerLossRun(steps: PowerLossRun.randomSteps(count: 300, seed: seed), durability: durability, seed: seed)
         #expect(run.problems.isEmpty, "\(run.problems)")
+        #expect(run.compactions > 0, "a background compaction ran in the trace")
         var random = SplitMix64(seed: seed)
         let points = (0 ..< 300 * Self.scale).map { _ in random.below(run.disk.traceCount + 1) }.sorted()
         explore(run, model: model, points: points, randomStatesPerPoint: 4, seed: seed, label: "long")
@@ -100,7 +102,7 @@ import Testing
             if problems.count >= 10 { break }
         }
         print(
-            "PowerLossTests.\(label) \(run.durability) \(model): \(run.stepCount) operations, \(run.disk.traceCount) calls traced; \(tally)"
+            "PowerLossTests.\(label) \(run.durability) \(model): \(run.stepCount) operations, \(run.compactions) background compactions, \(run.disk.traceCount) calls traced; \(tally)"
         )
         #expect(problems.isEmpty, "seed \(seed), \(run.durability), \(model):\n\(problems.prefix(10).joined(separator: "\n"))")
         #expect(tally.states > 0 && tally.hits > 0)
