@@ -171,6 +171,32 @@ public struct DiskCacheOptions: Sendable {
     /// another process changes its folder.
     public var maximumOpenFiles: Int = DiskCacheOptions.defaultMaximumOpenFiles
 
+    /// The most bytes of recently read small records the cache keeps in memory beside their kept
+    /// files (``maximumOpenFiles``), so that a hit on one of its most read records makes one
+    /// `fstat` and no read: SQLite's page cache does the same for its pages, 2 MiB per
+    /// connection by default, which is this default too (``defaultMaximumPayloadMemory``). 0
+    /// keeps none; so does a cache that keeps no files (`maximumOpenFiles` 0, or read-only).
+    /// ``HybridCache`` sets it to 0 for its disk tier, whose memory tier keeps payloads already.
+    ///
+    /// A record is kept from a read through its kept file (its third read lately at the
+    /// earliest), when it is at most an eighth of this bound and at most 64 KiB long (its file:
+    /// header, key and payload, which is what it costs), and, once the bound is reached, only
+    /// in place of kept records read less often (the same admission as kept files'). A hit
+    /// returns the kept `Data` itself, without copying it.
+    ///
+    /// Every store, removal, collection, import or wipe of a record drops its kept record with
+    /// its kept file, before it returns. Each hit checks the kept file with `fstat` first: a
+    /// file removed or renamed over behind the cache's back (no link left), or resized, is read
+    /// afresh, and so is one written in place (its change or modification time moved). A write
+    /// in place that changes neither (within the file system's timestamp granularity, a few
+    /// milliseconds on Linux, of the file's previous change, and keeping its length) goes
+    /// unseen until the record is dropped; the cache itself never writes a record's payload in
+    /// place, and no other process writes into a folder a writable cache holds.
+    public var maximumPayloadMemory: Int = DiskCacheOptions.defaultMaximumPayloadMemory
+
+    /// The default of ``maximumPayloadMemory``: 2 MiB (2,097,152 bytes), SQLite's default page cache.
+    public static let defaultMaximumPayloadMemory = 2 << 20
+
     /// The most ``defaultMaximumOpenFiles`` gives: 4,096.
     public static let defaultMaximumOpenFilesCap = 4_096
 
@@ -242,6 +268,9 @@ public struct DiskCacheOptions: Sendable {
             throw fail("maximumConcurrentOperations must be 0 (no limit) or positive, not \(maximumConcurrentOperations)")
         }
         guard maximumOpenFiles >= 0 else { throw fail("maximumOpenFiles must be 0 (none) or positive, not \(maximumOpenFiles)") }
+        guard maximumPayloadMemory >= 0 else {
+            throw fail("maximumPayloadMemory must be 0 (none) or a positive number of bytes, not \(maximumPayloadMemory)")
+        }
         guard !name.isEmpty, !name.utf8.contains(0) else { throw fail("name must be a non-empty string without NUL bytes") }
         guard garbageCollectionInterval.isFinite, garbageCollectionInterval > 0 else {
             throw fail("garbageCollectionInterval must be a positive number of seconds, not \(garbageCollectionInterval)")

@@ -111,9 +111,11 @@ package struct RecordFile: Sendable {
         if readPayload, let hint = expectedFileSize, hint >= RecordHeader.size,
             hint - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize
         {
-            if let name, let descriptors, let fd = descriptors.lend(name) {
-                defer { descriptors.giveBack(fd) }
-                if let result = try readKept(fd, hint, verifyPayload: verifyPayload, expectedKey: expectedKey) { return result }
+            if let name, let descriptors, let loan = descriptors.borrow(name) {
+                defer { descriptors.giveBack(loan.fd) }
+                if let result = try readKept(loan, hint, as: name, verifyPayload: verifyPayload, expectedKey: expectedKey) {
+                    return result
+                }
                 // Removed, replaced or resized behind the cache's back: open whatever is there now.
                 descriptors.retire(name)
             }
@@ -167,15 +169,37 @@ package struct RecordFile: Sendable {
 
     /// A read of a known length through a kept descriptor: one `fstat`, which proves the file still
     /// has a name (a link count above 0: not removed or renamed over since it was kept) and that
-    /// length, then one `pread`. (The cache's own changes retire the descriptor first; this
-    /// catches the ones behind its back.)
+    /// length, then the record kept beside the descriptor when the file is unchanged since it was
+    /// read (``FileStamp``), else one `pread`, whose record is offered to be kept. (The cache's
+    /// own changes retire the descriptor and its record first; this catches the ones behind its back.)
     /// - Returns: The record, or `.corrupt`; `nil` when the file is not the one kept any more.
-    private func readKept(_ fd: Int32, _ length: Int, verifyPayload: Bool, expectedKey: String?) throws(Errno) -> RecordReadResult? {
+    private func readKept(
+        _ loan: DescriptorCache.Loan, _ length: Int, as name: String, verifyPayload: Bool, expectedKey: String?
+    ) throws(Errno) -> RecordReadResult? {
+        let fd = loan.fd
         let info = try io.info(fd)
         guard info.linkCount > 0, info.size == length else { return nil }
+        if let kept = loan.record, let descriptors {
+            if kept.stamp.matches(info), kept.isVerified || !verifyPayload, Self.spellsKey(kept.contents.storedKey, expectedKey) {
+                return .record(kept.contents)
+            }
+            // Written in place since (another process, or the cache's own header write-back).
+            descriptors.forgetRecord(name)
+        }
         guard let memory = try readFromStart(fd, length) else { return nil }
-        return try parse(
+        let result = try parse(
             memory, count: length, of: fd, fileSize: length, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey)
+        if case .record(let contents) = result, let descriptors, descriptors.payloadCapacity > 0 {
+            descriptors.keepRecord(KeptRecord(contents: contents, stamp: FileStamp(info), isVerified: verifyPayload), readThrough: fd, as: name)
+        }
+        return result
+    }
+
+    /// Whether a kept record's stored key is the one a read expects (a record without a stored
+    /// key, or a read that expects none, matches).
+    private static func spellsKey(_ stored: String?, _ expected: String?) -> Bool {
+        guard let stored, let expected else { return true }
+        return stored.utf8.elementsEqual(expected.utf8)
     }
 
     /// Checks a record file the way ``read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:)``
