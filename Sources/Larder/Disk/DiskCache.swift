@@ -83,7 +83,9 @@ public final class DiskCache: Sendable {
         let rootInfo = try? io.info(atPath: layout.root)
         // Only a writer keeps record files open: it owns the folder, so it knows when one changes.
         let descriptors =
-            options.isReadOnly || options.maximumOpenFiles == 0 ? nil : DescriptorCache(
+            options.isReadOnly || options.maximumOpenFiles == 0
+            ? nil
+            : DescriptorCache(
                 limit: options.maximumOpenFiles, payloadCapacity: options.maximumPayloadMemory, calls: systemCalls)
         if let descriptors { io.relievesDescriptorExhaustion = { descriptors.relieve() } }
         self.options = options

@@ -190,7 +190,8 @@ package struct RecordFile: Sendable {
         let result = try parse(
             memory, count: length, of: fd, fileSize: length, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey)
         if case .record(let contents) = result, let descriptors, descriptors.payloadCapacity > 0 {
-            descriptors.keepRecord(KeptRecord(contents: contents, stamp: FileStamp(info), isVerified: verifyPayload), readThrough: fd, as: name)
+            descriptors.keepRecord(
+                KeptRecord(contents: contents, stamp: FileStamp(info), isVerified: verifyPayload), readThrough: fd, as: name)
         }
         return result
     }
