@@ -305,7 +305,7 @@ public final class DiskCache: Sendable {
             do throws(Errno) {
                 result = try records.read(
                     layout.path(for: name), verifyPayload: options.verifiesPayloadChecksum, expectedKey: key,
-                    expectedFileSize: expectedFileSize, keptAs: name)
+                    expectedFileSize: expectedFileSize, relativePath: layout.relativePath(for: name), keptAs: name)
             } catch {
                 throw CacheError(.ioFailure, "cannot read the record", key: key, path: layout.path(for: name), errno: error.rawValue)
             }

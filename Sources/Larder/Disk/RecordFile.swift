@@ -94,6 +94,9 @@ package struct RecordFile: Sendable {
     ///   - expectedFileSize: The file's length as the caller last saw it (the index's, from when
     ///     the cache wrote or read it). A file that still has that length is one the cache wrote
     ///     or has read, and is read without the sparse-file check.
+    ///   - relativePath: The file's path beneath the root (``DiskLayout/relativePath(for:)``), which
+    ///     a read of a known length opens straight beneath the root's descriptor; `nil`: `path`.
+    ///     Computed only when that read opens the file.
     ///   - name: The record's file name, under which a read of a known length (`expectedFileSize`)
     ///     reuses or keeps its descriptor in ``descriptors``; the caller holds the name's key lock
     ///     (see ``DescriptorCache``). `nil`: the file is opened and closed.
@@ -106,7 +109,7 @@ package struct RecordFile: Sendable {
     ///   needs none.
     package func read(
         _ path: @autoclosure () -> String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil,
-        expectedFileSize: Int? = nil, keptAs name: String? = nil
+        expectedFileSize: Int? = nil, relativePath: @autoclosure () -> String? = nil, keptAs name: String? = nil
     ) throws(Errno) -> RecordReadResult {
         if readPayload, let hint = expectedFileSize, hint >= RecordHeader.size,
             hint - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize
@@ -119,7 +122,8 @@ package struct RecordFile: Sendable {
                 // Removed, replaced or resized behind the cache's back: open whatever is there now.
                 descriptors.retire(name)
             }
-            return try readKnownLength(path(), hint, verifyPayload: verifyPayload, expectedKey: expectedKey, keptAs: name)
+            return try readKnownLength(
+                path, relativePath, hint, verifyPayload: verifyPayload, expectedKey: expectedKey, keptAs: name)
         }
         return try withRecordFile(path()) { (fd, info) throws(Errno) in
             try read(
@@ -134,11 +138,16 @@ package struct RecordFile: Sendable {
     /// folder with `EISDIR`), so no `fstat` is needed. Anything else starts over with one.
     /// A valid record read is offered to ``descriptors`` under `name`, which may keep its descriptor.
     private func readKnownLength(
-        _ path: String, _ length: Int, verifyPayload: Bool, expectedKey: String?, keptAs name: String?
+        _ path: () -> String, _ relativePath: () -> String?, _ length: Int, verifyPayload: Bool, expectedKey: String?,
+        keptAs name: String?
     ) throws(Errno) -> RecordReadResult {
         let fd: Int32
         do {
-            fd = try io.open(path, O_RDONLY)
+            if let relativePath = relativePath() {
+                fd = try io.open(beneathRoot: relativePath, orPath: path, O_RDONLY)
+            } else {
+                fd = try io.open(path(), O_RDONLY)
+            }
         } catch {
             return try Self.failedOpen(error)
         }
