@@ -15,10 +15,9 @@
 ///
 /// Beside up to ``KeptPayloads/capacity`` bytes of its most read small records, the cache keeps
 /// the record itself (``KeptRecord``, ``DiskCacheOptions/maximumPayloadMemory``), so that a hit
-/// on one makes one `fstat` and no `pread`. A kept record lives and dies with its descriptor
-/// (every retirement above drops it too), and a read serves it only when that `fstat` shows
-/// the file unchanged since it was read (``FileStamp``): a link, the same length, change and
-/// modification times.
+/// on one makes no system call. A kept record lives and dies with its descriptor (every
+/// retirement above drops it too); it is served without the `fstat` above, since only this
+/// instance writes the folder (its directory lock) and its own changes retire the record first.
 ///
 /// The bound is soft under descriptor exhaustion: ``relieve()`` closes every idle descriptor and
 /// halves the bound when an open fails with `EMFILE` or `ENFILE` (``FileIO`` calls it, then

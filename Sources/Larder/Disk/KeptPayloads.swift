@@ -1,33 +1,10 @@
-/// A record read through a kept descriptor, kept in memory so that its next read makes one
-/// `fstat` and no `pread` (``DiskCacheOptions/maximumPayloadMemory``).
+/// A record read through a kept descriptor, kept in memory so that its next read makes no
+/// system call (``DiskCacheOptions/maximumPayloadMemory``).
 package struct KeptRecord: Sendable {
     /// The record as that read returned it; its payload is handed out as is (copy on write).
     package var contents: RecordContents
-    /// What `fstat` said of the file before those bytes were read.
-    package var stamp: FileStamp
     /// Whether that read checked the payload against its CRC-32.
     package var isVerified: Bool
-}
-
-/// The facts of a file that a kept record is checked against at each hit: a file written in
-/// place since (by another process, or by the cache's own header write-back) has a new change
-/// time, one renamed over or removed has no link, one resized another length.
-package struct FileStamp: Sendable, Equatable {
-    package var size: Int
-    package var modificationTime: Double
-    package var changeTime: Double
-
-    package init(_ info: FileInfo) {
-        size = info.size
-        modificationTime = info.modificationTime
-        changeTime = info.changeTime
-    }
-
-    /// Whether `info`, from an `fstat` of the kept descriptor, shows the file as it was when
-    /// its record was kept.
-    package func matches(_ info: FileInfo) -> Bool {
-        info.linkCount > 0 && info.size == size && info.changeTime == changeTime && info.modificationTime == modificationTime
-    }
 }
 
 /// The records kept in memory beside their kept descriptors, within a byte budget: their

@@ -176,31 +176,33 @@ package struct RecordFile: Sendable {
             fd: fd, info: info, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey, expectedFileSize: nil)
     }
 
-    /// A read of a known length through a kept descriptor: one `fstat`, which proves the file still
-    /// has a name (a link count above 0: not removed or renamed over since it was kept) and that
-    /// length, then the record kept beside the descriptor when the file is unchanged since it was
-    /// read (``FileStamp``), else one `pread`, whose record is offered to be kept. (The cache's
-    /// own changes retire the descriptor and its record first; this catches the ones behind its back.)
+    /// A read of a known length through a kept descriptor. A record kept beside it is returned
+    /// with no system call: the cache owns its folder, so its own stores, removals and
+    /// collections retire the descriptor and its record before they return, and the directory
+    /// lock makes this instance the folder's only writer (a file changed behind its back breaks
+    /// that contract; see ``DiskCacheOptions/maximumPayloadMemory``). Without one: one `fstat`,
+    /// which proves the file still has a name (a link count above 0: not removed or renamed over
+    /// since it was kept; it also lets a purged file's descriptor go) and that length, then one
+    /// `pread`, whose record is offered to be kept.
     /// - Returns: The record, or `.corrupt`; `nil` when the file is not the one kept any more.
     private func readKept(
         _ loan: DescriptorCache.Loan, _ length: Int, as name: String, verifyPayload: Bool, expectedKey: String?
     ) throws(Errno) -> RecordReadResult? {
         let fd = loan.fd
-        let info = try io.info(fd)
-        guard info.linkCount > 0, info.size == length else { return nil }
         if let kept = loan.record, let descriptors {
-            if kept.stamp.matches(info), kept.isVerified || !verifyPayload, Self.spellsKey(kept.contents.storedKey, expectedKey) {
+            if kept.contents.fileSize == length, kept.isVerified || !verifyPayload, Self.spellsKey(kept.contents.storedKey, expectedKey) {
                 return .record(kept.contents)
             }
-            // Written in place since (another process, or the cache's own header write-back).
+            // Read without its payload checked, or under another key: read again.
             descriptors.forgetRecord(name)
         }
+        let info = try io.info(fd)
+        guard info.linkCount > 0, info.size == length else { return nil }
         guard let memory = try readFromStart(fd, length) else { return nil }
         let result = try parse(
             memory, count: length, of: fd, fileSize: length, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey)
         if case .record(let contents) = result, let descriptors, descriptors.payloadCapacity > 0 {
-            descriptors.keepRecord(
-                KeptRecord(contents: contents, stamp: FileStamp(info), isVerified: verifyPayload), readThrough: fd, as: name)
+            descriptors.keepRecord(KeptRecord(contents: contents, isVerified: verifyPayload), readThrough: fd, as: name)
         }
         return result
     }

@@ -31,9 +31,6 @@ package struct FileInfo: Sendable, Hashable {
     package var linkCount: Int
     /// The last modification, in seconds since the epoch.
     package var modificationTime: Double
-    /// The last change of the file or its inode (a write, a rename over, a new link, a new
-    /// mode), in seconds since the epoch. Unlike ``modificationTime``, no call can set it back.
-    package var changeTime: Double
 
     package init(_ info: stat) {
         kind =
@@ -52,16 +49,14 @@ package struct FileInfo: Sendable, Hashable {
         linkCount = Int(info.st_nlink)
         #if canImport(Darwin)
         modificationTime = Double(info.st_mtimespec.tv_sec) + Double(info.st_mtimespec.tv_nsec) / 1e9
-        changeTime = Double(info.st_ctimespec.tv_sec) + Double(info.st_ctimespec.tv_nsec) / 1e9
         #else
         modificationTime = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
-        changeTime = Double(info.st_ctim.tv_sec) + Double(info.st_ctim.tv_nsec) / 1e9
         #endif
     }
 
     package init(
         kind: Kind, size: Int, allocatedBytes: Int, blockSize: Int = 4096, ownerID: UInt32 = 0, permissions: UInt16 = 0o600,
-        linkCount: Int = 1, modificationTime: Double = 0, changeTime: Double = 0
+        linkCount: Int = 1, modificationTime: Double = 0
     ) {
         self.kind = kind
         self.size = size
@@ -71,7 +66,6 @@ package struct FileInfo: Sendable, Hashable {
         self.permissions = permissions
         self.linkCount = linkCount
         self.modificationTime = modificationTime
-        self.changeTime = changeTime
     }
 
     /// Files up to this length are read whatever their blocks say (small files may live inside

@@ -26,16 +26,15 @@ struct KeptPayloadTests {
         let contents = RecordContents(
             header: RecordHeader(updateTimeSec: 1_700_000_000, payloadSizeBytes: UInt64(payload.count)), storedKey: nil,
             payload: payload, fileSize: size)
-        let stamp = FileStamp(FileInfo(kind: .regular, size: size, allocatedBytes: size))
-        return KeptRecord(contents: contents, stamp: stamp, isVerified: true)
+        return KeptRecord(contents: contents, isVerified: true)
     }
 
-    @Test("the default is 2 MiB; 0 keeps none; a negative bound is refused; the hybrid's disk tier keeps none")
+    @Test("the default is 4 MiB; 0 keeps none; a negative bound is refused; the hybrid's disk tier keeps none")
     func defaults() throws {
-        #expect(DiskCacheOptions.defaultMaximumPayloadMemory == 2_097_152)
+        #expect(DiskCacheOptions.defaultMaximumPayloadMemory == 4_194_304)
         let dir = TemporaryDirectory("larder-payload")
         defer { dir.remove() }
-        #expect(DiskCacheOptions(directory: dir.url).maximumPayloadMemory == 2_097_152)
+        #expect(DiskCacheOptions(directory: dir.url).maximumPayloadMemory == 4_194_304)
         var options = Self.options(dir, payloadMemory: -1)
         #expect(throws: CacheError.self) { try DiskCache(options: options) }
         options.maximumPayloadMemory = 0
@@ -75,7 +74,27 @@ struct KeptPayloadTests {
         #expect(cache.statistics.hits >= 5)
     }
 
-    @Test("a file replaced, resized, removed or written in place behind the cache's back is never served from memory")
+    /// The bytes of another cache's record file for "a" holding `data`, under `name`.
+    static func otherFile(_ data: Data, in other: TemporaryDirectory, name: String) throws -> (path: String, bytes: Data) {
+        let writer = try DiskCache(options: DescriptorCacheTests.options(other, limit: 0))
+        defer { writer.close() }
+        try writer.store(data, forKey: "a")
+        let otherPath = writer.layout.path(for: name)
+        return (otherPath, try Data(contentsOf: URL(fileURLWithPath: otherPath)))
+    }
+
+    /// Writes `bytes` over the start of the file at `path`, in place.
+    static func writeInPlace(_ bytes: Data, at path: String, offset: UInt64 = 0) throws {
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: offset)
+        try handle.write(contentsOf: bytes)
+        try handle.close()
+    }
+
+    /// The documented contract: a hit on a kept record makes no system call, so a record
+    /// changed, replaced or removed behind a writable cache's back (which breaks the folder
+    /// contract) is served as it was read until the cache itself changes or drops it.
+    @Test("a kept record is served as read, whatever happens to its file behind the cache's back, until the cache changes it")
     func changesBehindTheCachesBack() throws {
         let dir = TemporaryDirectory("larder-payload")
         defer { dir.remove() }
@@ -90,47 +109,76 @@ struct KeptPayloadTests {
             for _ in 0 ..< 4 { #expect(try cache.value(forKey: "a") == expected) }
             #expect(descriptors.isKeepingRecord(name))
         }
-        /// The bytes of another cache's record file for "a" holding `data`.
-        func otherFile(_ data: Data) throws -> (path: String, bytes: Data) {
-            let writer = try DiskCache(options: DescriptorCacheTests.options(other, limit: 0))
-            defer { writer.close() }
-            try writer.store(data, forKey: "a")
-            let otherPath = writer.layout.path(for: name)
-            return (otherPath, try Data(contentsOf: URL(fileURLWithPath: otherPath)))
+        let v0 = DescriptorCacheTests.payload("a", 0)
+        try cache.store(v0, forKey: "a")
+        try keep(v0)
+
+        // Renamed over, written in place, resized, removed: still the record as read.
+        let renamed = try Self.otherFile(DescriptorCacheTests.payload("a", 1), in: other, name: name)
+        #expect(rename(renamed.path, path) == 0)
+        #expect(try cache.value(forKey: "a") == v0)
+        let inPlace = try Self.otherFile(DescriptorCacheTests.payload("a", 2), in: other, name: name)
+        try Self.writeInPlace(inPlace.bytes, at: path)
+        #expect(try cache.value(forKey: "a") == v0)
+        try Self.writeInPlace(Data(repeating: 0xEE, count: 16), at: path, offset: UInt64(RecordHeader.size + 8))
+        #expect(try cache.value(forKey: "a") == v0)
+        #expect(truncate(path, off_t(RecordHeader.size + 10)) == 0)
+        #expect(try cache.value(forKey: "a") == v0)
+        #expect(unlink(path) == 0)
+        #expect(try cache.value(forKey: "a") == v0, "a purge only costs memory until the cache drops the record")
+        #expect(descriptors.isKeepingRecord(name))
+
+        // The cache's own store retires the record before it returns.
+        let v3 = DescriptorCacheTests.payload("a", 3)
+        try cache.store(v3, forKey: "a")
+        #expect(!descriptors.isKeepingRecord(name))
+        #expect(try cache.value(forKey: "a") == v3)
+        try keep(v3)
+        // And its own removal.
+        try cache.remove(forKey: "a")
+        #expect(!descriptors.isKeeping(name) && !descriptors.isKeepingRecord(name))
+        #expect(try cache.value(forKey: "a") == nil)
+    }
+
+    /// Without kept records, a hit through a kept descriptor `fstat`s it first: a file renamed
+    /// over, resized or removed behind the cache's back is not read through the old descriptor,
+    /// and one written in place is read as it is now.
+    @Test("without kept records, a kept descriptor's file replaced, resized, removed or written in place is read as it is now")
+    func keptDescriptorsCheckTheFile() throws {
+        let dir = TemporaryDirectory("larder-payload")
+        defer { dir.remove() }
+        let other = TemporaryDirectory("larder-payload-other")
+        defer { other.remove() }
+        let cache = try DiskCache(options: Self.options(dir, payloadMemory: 0))
+        defer { cache.close() }
+        let descriptors = try #require(cache.records.descriptors)
+        let name = try cache.options.keyEncoding.fileName(for: "a")
+        let path = cache.layout.path(for: name)
+        func keep(_ expected: Data) throws {
+            for _ in 0 ..< 4 { #expect(try cache.value(forKey: "a") == expected) }
+            #expect(descriptors.isKeeping(name) && !descriptors.isKeepingRecord(name))
         }
 
         try cache.store(DescriptorCacheTests.payload("a", 0), forKey: "a")
         try keep(DescriptorCacheTests.payload("a", 0))
 
         // Renamed over by a record of the same length.
-        let renamed = try otherFile(DescriptorCacheTests.payload("a", 1))
+        let renamed = try Self.otherFile(DescriptorCacheTests.payload("a", 1), in: other, name: name)
         #expect(rename(renamed.path, path) == 0)
         #expect(try cache.value(forKey: "a") == DescriptorCacheTests.payload("a", 1))
         try keep(DescriptorCacheTests.payload("a", 1))
 
-        // Another record of the same length written in place over the kept file, at once: its
-        // change time moves, so the new bytes are read.
-        let inPlace = try otherFile(DescriptorCacheTests.payload("a", 2))
+        // Another record of the same length written in place over the kept file.
+        let inPlace = try Self.otherFile(DescriptorCacheTests.payload("a", 2), in: other, name: name)
         #expect(inPlace.bytes.count == (try Data(contentsOf: URL(fileURLWithPath: path))).count)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        try handle.write(contentsOf: inPlace.bytes)
-        try handle.close()
+        try Self.writeInPlace(inPlace.bytes, at: path)
         #expect(try cache.value(forKey: "a") == DescriptorCacheTests.payload("a", 2))
         try keep(DescriptorCacheTests.payload("a", 2))
 
-        // Its modification time set back to what it was: the change time still moved.
-        var times = [timespec(tv_sec: 1_600_000_000, tv_nsec: 0), timespec(tv_sec: 1_600_000_000, tv_nsec: 0)]
-        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
-        #expect(try cache.value(forKey: "a") == DescriptorCacheTests.payload("a", 2))
-        try keep(DescriptorCacheTests.payload("a", 2))
-
-        // Garbage in place: corrupt, removed, descriptor and record dropped.
-        let garbage = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        try garbage.seek(toOffset: UInt64(RecordHeader.size + 8))
-        try garbage.write(contentsOf: Data(repeating: 0xEE, count: 16))
-        try garbage.close()
+        // Garbage in place: corrupt, removed, descriptor dropped.
+        try Self.writeInPlace(Data(repeating: 0xEE, count: 16), at: path, offset: UInt64(RecordHeader.size + 8))
         #expect(try cache.value(forKey: "a") == nil)
-        #expect(!descriptors.isKeeping(name) && !descriptors.isKeepingRecord(name))
+        #expect(!descriptors.isKeeping(name))
 
         // Resized, then removed.
         try cache.store(DescriptorCacheTests.payload("a", 3), forKey: "a")
@@ -141,6 +189,7 @@ struct KeptPayloadTests {
         try keep(DescriptorCacheTests.payload("a", 4))
         #expect(unlink(path) == 0)
         #expect(try cache.value(forKey: "a") == nil)
+        #expect(!descriptors.isKeeping(name))
         #expect(descriptors.recordCounts.records == 0)
     }
 
