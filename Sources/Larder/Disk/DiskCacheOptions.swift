@@ -186,7 +186,7 @@ public struct DiskCacheOptions: Sendable {
     /// without copying it.
     ///
     /// The cache owns its folder, and a writable cache is its only writer (its directory lock:
-    /// a second writable opener, in any process, gets ``CacheError/directoryInUse``). Every
+    /// a second writable opener, in any process, gets ``CacheError/Code/directoryInUse``). Every
     /// store, removal, collection, import or wipe of a record drops its kept record with its
     /// kept file before it returns, so no read sees a record the cache replaced or removed, and
     /// a hit on a kept record checks nothing on disk. A record changed, replaced or removed
