@@ -21,7 +21,8 @@ let usage = """
     suites: \(suites.map(\.name).joined(separator: ", ")) (all when none is named)
 
     LARDER_BENCH_OPEN_FILES=N sets DiskCacheOptions.maximumOpenFiles of the larder stores of the
-    disk and concurrency suites (default: the cache's own default). LARDER_BENCH_DISK_4K=1 runs the
+    disk and concurrency suites (default: the cache's own default), LARDER_BENCH_PAYLOAD_MEMORY=B
+    their DiskCacheOptions.maximumPayloadMemory. LARDER_BENCH_DISK_4K=1 runs the
     disk suite's 4 KiB loads alone; LARDER_BENCH_DISK_KINDS=larder,sqlite only those implementations;
     LARDER_BENCH_CPU_TIME=1 times its loads, and the remote suite its reads, in thread CPU time
     instead of wall time.

@@ -13,6 +13,12 @@
 ///   closes it when that read gives it back, never under it. Reads use `pread`, so readers of one
 ///   descriptor share no file offset.
 ///
+/// Beside up to ``KeptPayloads/capacity`` bytes of its most read small records, the cache keeps
+/// the record itself (``KeptRecord``, ``DiskCacheOptions/maximumPayloadMemory``), so that a hit
+/// on one makes no system call. A kept record lives and dies with its descriptor (every
+/// retirement above drops it too); it is served without the `fstat` above, since only this
+/// instance writes the folder (its directory lock) and its own changes retire the record first.
+///
 /// The bound is soft under descriptor exhaustion: ``relieve()`` closes every idle descriptor and
 /// halves the bound when an open fails with `EMFILE` or `ENFILE` (``FileIO`` calls it, then
 /// retries the open once), and the bound grows back by one every ``regrowthInterval`` kept
@@ -25,6 +31,16 @@ package final class DescriptorCache: Sendable {
         var place: Int
         /// Its name's ``DescriptorCache/tag(_:)``, counted in the sketch at every use.
         var tag: UInt64
+        /// The place in ``State/payloads`` of its kept record, if any.
+        var payloadPlace: Int?
+    }
+
+    /// A kept descriptor lent by ``borrow(_:)``, with the record kept beside it, if any.
+    package struct Loan {
+        /// The descriptor, to give back with ``giveBack(_:)``.
+        package var fd: Int32
+        /// The record last read through it, to serve when the file is unchanged.
+        package var record: KeptRecord?
     }
 
     /// A kept descriptor's name and last use, in an array that eviction samples without hashing.
@@ -60,6 +76,8 @@ package final class DescriptorCache: Sendable {
         var sketch: [UInt8]
         /// Reads counted since the sketch was last halved.
         var counted = 0
+        /// The records kept beside their descriptors.
+        var payloads: KeptPayloads
     }
 
     /// The most descriptors kept (``DiskCacheOptions/maximumOpenFiles``).
@@ -84,8 +102,12 @@ package final class DescriptorCache: Sendable {
     /// (Caffeine's sample size).
     let agingPeriod: Int
 
-    /// A cache keeping up to `limit` descriptors, closed with `calls.close`.
-    package init(limit: Int, calls: SystemCalls) {
+    /// The most bytes of records kept beside their descriptors (0: none).
+    package let payloadCapacity: Int
+
+    /// A cache keeping up to `limit` descriptors, closed with `calls.close`, and beside them
+    /// records of up to `payloadCapacity` bytes in all.
+    package init(limit: Int, payloadCapacity: Int = 0, calls: SystemCalls) {
         self.limit = max(0, limit)
         closeCall = calls.close
         // 16 one-byte counters per kept descriptor, as a power of two (64 KiB at a bound of
@@ -95,7 +117,11 @@ package final class DescriptorCache: Sendable {
         var counters = 64
         while counters < 16 * limit { counters <<= 1 }
         agingPeriod = max(640, 10 * limit)
-        state = LarderMutex(State(bound: max(0, limit), sketch: [UInt8](repeating: 0, count: counters)))
+        self.payloadCapacity = max(0, limit) == 0 ? 0 : max(0, payloadCapacity)
+        state = LarderMutex(
+            State(
+                bound: max(0, limit), sketch: [UInt8](repeating: 0, count: counters),
+                payloads: KeptPayloads(capacity: self.payloadCapacity)))
     }
 
     deinit {
@@ -106,13 +132,55 @@ package final class DescriptorCache: Sendable {
 
     /// The descriptor kept for `name`, lent to the caller until ``giveBack(_:)``; `nil` when none is kept.
     package func lend(_ name: String) -> Int32? {
+        borrow(name)?.fd
+    }
+
+    /// The descriptor kept for `name`, lent to the caller until ``giveBack(_:)``, with the record
+    /// kept beside it; `nil` when none is kept. One lookup of the name.
+    package func borrow(_ name: String) -> Loan? {
         state.withLock { s in
             guard let entry = s.entries[ExactName(name)] else { return nil }
             count(entry.tag, in: &s)
             s.tick &+= 1
             s.users[entry.fd, default: 0] += 1
             s.slots[entry.place].lastUse = s.tick
-            return entry.fd
+            guard let place = entry.payloadPlace else { return Loan(fd: entry.fd, record: nil) }
+            s.payloads.use(at: place, tick: s.tick)
+            return Loan(fd: entry.fd, record: s.payloads.slots[place].record)
+        }
+    }
+
+    /// Keeps `record`, just read through `fd`, the descriptor kept for `name`, beside it, when
+    /// it fits: at most ``KeptPayloads/largest`` bytes, and within the budget, if need be in
+    /// place of kept records read less often (by ``admissionMargin``: TinyLFU's rule, over the
+    /// same sketch as the descriptors'). Replaces a record kept for `name` before. Expects the
+    /// key lock of `name` held, so that no change to the file ran since `record` was read.
+    package func keepRecord(_ record: KeptRecord, readThrough fd: Int32, as name: String) {
+        guard payloadCapacity > 0 else { return }
+        let cost = KeptPayloads.cost(of: record)
+        state.withLock { s in
+            guard !s.isClosed, let entry = s.entries[ExactName(name)], entry.fd == fd else { return }
+            if let place = entry.payloadPlace { Self.dropPayload(at: place, in: &s) }
+            guard cost <= s.payloads.largest else { return }
+            let tag = entry.tag
+            let frequency = Self.frequency(tag, in: s.sketch)
+            while s.payloads.bytes + cost > s.payloads.capacity {
+                guard !s.payloads.slots.isEmpty else { return }
+                let victim = Self.payloadVictim(&s)
+                guard frequency > Self.frequency(s.payloads.slots[victim].tag, in: s.sketch) + Self.admissionMargin else { return }
+                Self.dropPayload(at: victim, in: &s)
+            }
+            s.tick &+= 1
+            let place = s.payloads.append(.init(name: name, tag: tag, record: record, cost: cost, lastUse: s.tick))
+            s.entries[ExactName(name)]?.payloadPlace = place
+        }
+    }
+
+    /// Drops the record kept beside `name`'s descriptor (its file changed), keeping the descriptor.
+    package func forgetRecord(_ name: String) {
+        state.withLock { s in
+            guard let place = s.entries[ExactName(name)]?.payloadPlace else { return }
+            Self.dropPayload(at: place, in: &s)
         }
     }
 
@@ -223,6 +291,16 @@ package final class DescriptorCache: Sendable {
         state.withLock { $0.entries[ExactName(name)] != nil }
     }
 
+    /// Whether a record is kept beside `name`'s descriptor (tests).
+    package func isKeepingRecord(_ name: String) -> Bool {
+        state.withLock { $0.entries[ExactName(name)]?.payloadPlace != nil }
+    }
+
+    /// How many records are kept beside their descriptors, and their bytes (tests).
+    package var recordCounts: (records: Int, bytes: Int) {
+        state.withLock { s in (s.payloads.slots.count, s.payloads.bytes) }
+    }
+
     /// How many descriptors are kept, and how many retired ones wait for their last user (tests).
     package var counts: (kept: Int, draining: Int, bound: Int) {
         state.withLock { s in (s.entries.count, s.draining.count, s.bound) }
@@ -232,6 +310,9 @@ package final class DescriptorCache: Sendable {
     /// it to `draining`.
     private static func remove(_ name: String, from s: inout State) -> Int32? {
         guard let entry = s.entries.removeValue(forKey: ExactName(name)) else { return nil }
+        if let place = entry.payloadPlace, let moved = s.payloads.remove(at: place) {
+            s.entries[ExactName(moved)]?.payloadPlace = place
+        }
         let last = s.slots.removeLast()
         if entry.place < s.slots.count {
             s.slots[entry.place] = last
@@ -240,6 +321,37 @@ package final class DescriptorCache: Sendable {
         guard s.users[entry.fd] != nil else { return entry.fd }
         s.draining.insert(entry.fd)
         return nil
+    }
+
+    /// Drops the kept record at `place` in ``State/payloads``, keeping its descriptor.
+    private static func dropPayload(at place: Int, in s: inout State) {
+        s.entries[ExactName(s.payloads.slots[place].name)]?.payloadPlace = nil
+        if let moved = s.payloads.remove(at: place) { s.entries[ExactName(moved)]?.payloadPlace = place }
+    }
+
+    /// The place in ``State/payloads`` of the kept record to drop first: of a few sampled, the
+    /// least often read, the less recently used on a tie.
+    private static func payloadVictim(_ s: inout State) -> Int {
+        var victim = 0
+        var least = (count: UInt8.max, lastUse: UInt64.max)
+        for _ in 0 ..< evictionSamples {
+            let place = Int(nextRandom(&s) % UInt64(s.payloads.slots.count))
+            let slot = s.payloads.slots[place]
+            let candidate = (count: frequency(slot.tag, in: s.sketch), lastUse: slot.lastUse)
+            if candidate < least {
+                least = candidate
+                victim = place
+            }
+        }
+        return victim
+    }
+
+    /// The next xorshift64 draw.
+    private static func nextRandom(_ s: inout State) -> UInt64 {
+        s.random ^= s.random << 13
+        s.random ^= s.random >> 7
+        s.random ^= s.random << 17
+        return s.random
     }
 
     /// A name's sketch tag: its 64-bit FNV-1a hash (deterministic, unlike `hashValue`, so that
@@ -280,10 +392,7 @@ package final class DescriptorCache: Sendable {
         var victim = 0
         var least = (count: UInt8.max, lastUse: UInt64.max)
         for _ in 0 ..< evictionSamples {
-            s.random ^= s.random << 13
-            s.random ^= s.random >> 7
-            s.random ^= s.random << 17
-            let place = Int(s.random % UInt64(s.slots.count))
+            let place = Int(nextRandom(&s) % UInt64(s.slots.count))
             let candidate = (count: frequency(s.slots[place].tag, in: s.sketch), lastUse: s.slots[place].lastUse)
             if candidate < least {
                 least = candidate

@@ -189,7 +189,7 @@ extension DiskCache {
 
     /// What the index says of a key before a load touches the disk.
     enum IndexLookup {
-        case indexed(name: String, fileSize: Int)
+        case indexed(name: String, fileSize: Int, slot: Int32)
         case absent
         case unknown
     }

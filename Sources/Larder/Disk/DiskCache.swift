@@ -83,7 +83,10 @@ public final class DiskCache: Sendable {
         let rootInfo = try? io.info(atPath: layout.root)
         // Only a writer keeps record files open: it owns the folder, so it knows when one changes.
         let descriptors =
-            options.isReadOnly || options.maximumOpenFiles == 0 ? nil : DescriptorCache(limit: options.maximumOpenFiles, calls: systemCalls)
+            options.isReadOnly || options.maximumOpenFiles == 0
+            ? nil
+            : DescriptorCache(
+                limit: options.maximumOpenFiles, payloadCapacity: options.maximumPayloadMemory, calls: systemCalls)
         if let descriptors { io.relievesDescriptorExhaustion = { descriptors.relieve() } }
         self.options = options
         self.layout = layout.with(folder.layout)
@@ -260,7 +263,7 @@ public final class DiskCache: Sendable {
         let lookup: IndexLookup = state.withLock { s in
             if let slot = s.index.slot(forKey: key) {
                 // The name and length alone: building the whole entry would copy its key out too.
-                return .indexed(name: s.index.name(atSlot: slot), fileSize: s.index.fileSize(atSlot: slot))
+                return .indexed(name: s.index.name(atSlot: slot), fileSize: s.index.fileSize(atSlot: slot), slot: slot)
             }
             // A writer owns its directory, so once its index knows every key, a key it lacks has
             // no file: the miss costs no system call.
@@ -272,11 +275,13 @@ public final class DiskCache: Sendable {
         }
         let name: String
         var expectedFileSize: Int?
+        var indexedSlot: Int32?
         switch lookup {
         case .absent:
             return nil
-        case .indexed(let indexedName, let fileSize):
+        case .indexed(let indexedName, let fileSize, let slot):
             name = indexedName
+            indexedSlot = slot
             expectedFileSize = fileSize > 0 ? fileSize : nil
         case .unknown:
             if let computedName { name = computedName } else { name = try options.keyEncoding.fileName(for: key) }
@@ -300,7 +305,7 @@ public final class DiskCache: Sendable {
             do throws(Errno) {
                 result = try records.read(
                     layout.path(for: name), verifyPayload: options.verifiesPayloadChecksum, expectedKey: key,
-                    expectedFileSize: expectedFileSize, keptAs: name)
+                    expectedFileSize: expectedFileSize, relativePath: layout.relativePath(for: name), keptAs: name)
             } catch {
                 throw CacheError(.ioFailure, "cannot read the record", key: key, path: layout.path(for: name), errno: error.rawValue)
             }
@@ -316,7 +321,9 @@ public final class DiskCache: Sendable {
                 return nil
             case .record(let contents):
                 // `read` checked any stored key against `key`.
-                return _registerUse(name: name, key: key, path: layout.path(for: name), contents: contents, now: now, countsAsRead: true)
+                return _registerUse(
+                    name: name, key: key, path: layout.path(for: name), contents: contents, now: now, countsAsRead: true,
+                    slot: indexedSlot)
             }
         }
         emit(events)
@@ -598,9 +605,11 @@ public final class DiskCache: Sendable {
 
     /// Records a use of a valid record read under its key lock; returns the record, or `nil`
     /// when it has expired (removing it unless read-only). Expects the key lock of `name` held.
-    /// `path` is computed only when the record has expired.
+    /// `path` is computed only when the record has expired. `slot`, where the caller's lookup
+    /// found the name's entry, spares a second lookup while it still holds that entry.
     func _registerUse(
-        name: String, key: String, path: @autoclosure () -> String, contents: RecordContents, now: Double, countsAsRead: Bool
+        name: String, key: String, path: @autoclosure () -> String, contents: RecordContents, now: Double, countsAsRead: Bool,
+        slot known: Int32? = nil
     ) -> CacheRecord? {
         let header = contents.header
         let nowSeconds = Self.seconds(now)
@@ -608,8 +617,9 @@ public final class DiskCache: Sendable {
         let tracksAccess = !options.isReadOnly
         let outcome: (expired: Bool, anchor: UInt64) = state.withLock { s in
             // One lookup of the name for the anchor and the use (each costs a hash of the name),
-            // and the update time alone: `s.index[name]` would build the whole entry, its strings too.
-            let slot = s.index.slot(of: name)
+            // none when the caller's still holds (a comparison of the name instead), and the update
+            // time alone: `s.index[name]` would build the whole entry, its strings too.
+            let slot = known.flatMap { s.index.slot($0, holds: name) ? $0 : nil } ?? s.index.slot(of: name)
             let anchor = expiryRule.anchor(
                 ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: slot.map { s.index.updateTime(atSlot: $0) })
             if expiryRule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: anchor, now: now) {

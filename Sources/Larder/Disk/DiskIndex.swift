@@ -148,6 +148,21 @@ struct DiskIndex: Sendable {
         PackedName.with(name) { packed in findName(packed).slot }
     }
 
+    /// Whether `slot` still holds the entry named `name`: a slot found by an earlier lookup,
+    /// checked again by comparing the name with the one stored, without hashing it (the entry
+    /// may have been removed and its slot reused since).
+    func slot(_ slot: Int32, holds name: String) -> Bool {
+        guard slot >= 0, Int(slot) < slots.count else { return false }
+        let s = slots[Int(slot)]
+        guard s.flags.contains(.occupied) else { return false }
+        var name = name
+        return name.withUTF8 { utf8 in
+            PackedName.stored(s, in: arena) { packed in
+                packed.isHex ? PackedName.spells(packed.bytes, hex: UnsafeRawBufferPointer(utf8)) : packed.bytes.elementsEqual(utf8)
+            }
+        }
+    }
+
     /// The slot that holds the entry stored under an original key.
     func slot(forKey key: String) -> Int32? {
         var key = key
@@ -905,6 +920,19 @@ struct PackedName {
         for i in 0 ..< 32 {
             guard let high = value(text[2 * i]), let low = value(text[2 * i + 1]) else { return false }
             out[i] = high << 4 | low
+        }
+        return true
+    }
+
+    /// Whether `text` is the 64 lowercase hex digits of the 32 `bytes`.
+    static func spells(_ bytes: UnsafeRawBufferPointer, hex text: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count == 32, text.count == 64 else { return false }
+        let digits: StaticString = "0123456789abcdef"
+        for i in 0 ..< 32 {
+            let byte = bytes[i]
+            guard text[2 * i] == digits.utf8Start[Int(byte >> 4)], text[2 * i + 1] == digits.utf8Start[Int(byte & 0xF)] else {
+                return false
+            }
         }
         return true
     }

@@ -113,6 +113,16 @@ package struct DiskLayout: Sendable {
         return path
     }
 
+    /// The path of a record file relative to the root: its shard folder and name, or its name.
+    package func relativePath(for name: String) -> String {
+        guard let shard = shard(for: name) else { return name }
+        var path = shard
+        path.reserveCapacity(shard.utf8.count + 1 + name.utf8.count)
+        path += "/"
+        path += name
+        return path
+    }
+
     /// Whether a name in the root is one of Larder's own files or folders (or any hidden name).
     package static func isReserved(_ name: String) -> Bool { name.hasPrefix(".") }
 

@@ -94,6 +94,9 @@ package struct RecordFile: Sendable {
     ///   - expectedFileSize: The file's length as the caller last saw it (the index's, from when
     ///     the cache wrote or read it). A file that still has that length is one the cache wrote
     ///     or has read, and is read without the sparse-file check.
+    ///   - relativePath: The file's path beneath the root (``DiskLayout/relativePath(for:)``), which
+    ///     a read of a known length opens straight beneath the root's descriptor; `nil`: `path`.
+    ///     Computed only when that read opens the file.
     ///   - name: The record's file name, under which a read of a known length (`expectedFileSize`)
     ///     reuses or keeps its descriptor in ``descriptors``; the caller holds the name's key lock
     ///     (see ``DescriptorCache``). `nil`: the file is opened and closed.
@@ -106,18 +109,21 @@ package struct RecordFile: Sendable {
     ///   needs none.
     package func read(
         _ path: @autoclosure () -> String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil,
-        expectedFileSize: Int? = nil, keptAs name: String? = nil
+        expectedFileSize: Int? = nil, relativePath: @autoclosure () -> String? = nil, keptAs name: String? = nil
     ) throws(Errno) -> RecordReadResult {
         if readPayload, let hint = expectedFileSize, hint >= RecordHeader.size,
             hint - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize
         {
-            if let name, let descriptors, let fd = descriptors.lend(name) {
-                defer { descriptors.giveBack(fd) }
-                if let result = try readKept(fd, hint, verifyPayload: verifyPayload, expectedKey: expectedKey) { return result }
+            if let name, let descriptors, let loan = descriptors.borrow(name) {
+                defer { descriptors.giveBack(loan.fd) }
+                if let result = try readKept(loan, hint, as: name, verifyPayload: verifyPayload, expectedKey: expectedKey) {
+                    return result
+                }
                 // Removed, replaced or resized behind the cache's back: open whatever is there now.
                 descriptors.retire(name)
             }
-            return try readKnownLength(path(), hint, verifyPayload: verifyPayload, expectedKey: expectedKey, keptAs: name)
+            return try readKnownLength(
+                path, relativePath, hint, verifyPayload: verifyPayload, expectedKey: expectedKey, keptAs: name)
         }
         return try withRecordFile(path()) { (fd, info) throws(Errno) in
             try read(
@@ -132,11 +138,16 @@ package struct RecordFile: Sendable {
     /// folder with `EISDIR`), so no `fstat` is needed. Anything else starts over with one.
     /// A valid record read is offered to ``descriptors`` under `name`, which may keep its descriptor.
     private func readKnownLength(
-        _ path: String, _ length: Int, verifyPayload: Bool, expectedKey: String?, keptAs name: String?
+        _ path: () -> String, _ relativePath: () -> String?, _ length: Int, verifyPayload: Bool, expectedKey: String?,
+        keptAs name: String?
     ) throws(Errno) -> RecordReadResult {
         let fd: Int32
         do {
-            fd = try io.open(path, O_RDONLY)
+            if let relativePath = relativePath() {
+                fd = try io.open(beneathRoot: relativePath, orPath: path, O_RDONLY)
+            } else {
+                fd = try io.open(path(), O_RDONLY)
+            }
         } catch {
             return try Self.failedOpen(error)
         }
@@ -165,17 +176,42 @@ package struct RecordFile: Sendable {
             fd: fd, info: info, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey, expectedFileSize: nil)
     }
 
-    /// A read of a known length through a kept descriptor: one `fstat`, which proves the file still
-    /// has a name (a link count above 0: not removed or renamed over since it was kept) and that
-    /// length, then one `pread`. (The cache's own changes retire the descriptor first; this
-    /// catches the ones behind its back.)
+    /// A read of a known length through a kept descriptor. A record kept beside it is returned
+    /// with no system call: the cache owns its folder, so its own stores, removals and
+    /// collections retire the descriptor and its record before they return, and the directory
+    /// lock makes this instance the folder's only writer (a file changed behind its back breaks
+    /// that contract; see ``DiskCacheOptions/maximumPayloadMemory``). Without one: one `fstat`,
+    /// which proves the file still has a name (a link count above 0: not removed or renamed over
+    /// since it was kept; it also lets a purged file's descriptor go) and that length, then one
+    /// `pread`, whose record is offered to be kept.
     /// - Returns: The record, or `.corrupt`; `nil` when the file is not the one kept any more.
-    private func readKept(_ fd: Int32, _ length: Int, verifyPayload: Bool, expectedKey: String?) throws(Errno) -> RecordReadResult? {
+    private func readKept(
+        _ loan: DescriptorCache.Loan, _ length: Int, as name: String, verifyPayload: Bool, expectedKey: String?
+    ) throws(Errno) -> RecordReadResult? {
+        let fd = loan.fd
+        if let kept = loan.record, let descriptors {
+            if kept.contents.fileSize == length, kept.isVerified || !verifyPayload, Self.spellsKey(kept.contents.storedKey, expectedKey) {
+                return .record(kept.contents)
+            }
+            // Read without its payload checked, or under another key: read again.
+            descriptors.forgetRecord(name)
+        }
         let info = try io.info(fd)
         guard info.linkCount > 0, info.size == length else { return nil }
         guard let memory = try readFromStart(fd, length) else { return nil }
-        return try parse(
+        let result = try parse(
             memory, count: length, of: fd, fileSize: length, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey)
+        if case .record(let contents) = result, let descriptors, descriptors.payloadCapacity > 0 {
+            descriptors.keepRecord(KeptRecord(contents: contents, isVerified: verifyPayload), readThrough: fd, as: name)
+        }
+        return result
+    }
+
+    /// Whether a kept record's stored key is the one a read expects (a record without a stored
+    /// key, or a read that expects none, matches).
+    private static func spellsKey(_ stored: String?, _ expected: String?) -> Bool {
+        guard let stored, let expected else { return true }
+        return stored.utf8.elementsEqual(expected.utf8)
     }
 
     /// Checks a record file the way ``read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:)``

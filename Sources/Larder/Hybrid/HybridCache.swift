@@ -129,6 +129,8 @@ public final class HybridCache: Sendable {
             defaultExpiration: options.memoryDefaultExpiration, clock: options.disk.clock, policy: options.memoryPolicy)
         memory.respondToMemoryPressure(options.respondsToMemoryPressure, center: options.pressureCenter)
         var diskOptions = options.disk
+        // The memory tier in front keeps payloads already.
+        diskOptions.maximumPayloadMemory = 0
         let handler = diskOptions.eventHandler
         let typedMemories = TypedMemories()
         // Records the disk drops on its own must not live on in memory.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A file name or key compared and hashed by its UTF-8 bytes.
 ///
 /// Swift's `String` equality is canonical equivalence: "caf\u{E9}" (composed) equals
@@ -14,7 +16,11 @@ struct ExactName: Hashable, Sendable {
     }
 
     static func == (a: ExactName, b: ExactName) -> Bool {
-        a.string.utf8.elementsEqual(b.string.utf8)
+        // memcmp over contiguous UTF-8 (native strings always are), not a byte-by-byte walk.
+        var (a, b) = (a.string, b.string)
+        return a.withUTF8 { x in
+            b.withUTF8 { y in x.count == y.count && (x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0) }
+        }
     }
 
     func hash(into hasher: inout Hasher) {

@@ -139,6 +139,23 @@ package struct FileIO: Sendable {
         return fd
     }
 
+    /// ``open(_:_:mode:)`` of `relative`, a path beneath the root of several components the
+    /// caller built itself (a record's shard folder and file name: ``DiskLayout/relativePath(for:)``),
+    /// straight to `openat2`, without first building the absolute path and taking the root's
+    /// prefix off it again. The kernel still refuses any way out (`RESOLVE_BENEATH`, no links).
+    /// Anywhere else (no root, one component, no `openat2`) it opens `absolute()` as
+    /// ``open(_:_:mode:)`` does. Never creates a file.
+    package func open(beneathRoot relative: String, orPath absolute: () -> String, _ flags: Int32) throws(Errno) -> Int32 {
+        if let root, !root.beneathIsUnavailable.load(ordering: .relaxed), relative.utf8.contains(UInt8(ascii: "/")) {
+            do {
+                return try opening { calls.openBeneath(root.fd, relative, (flags & ~O_CREAT) | Self.safetyFlags, 0) }
+            } catch let error where error.rawValue == ENOSYS || error.rawValue == EPERM {
+                root.beneathIsUnavailable.store(true, ordering: .relaxed)
+            }
+        }
+        return try open(absolute(), flags & ~O_CREAT)
+    }
+
     /// Opens a regular file for reading.
     /// - Throws: ``Errno/notARegularFile`` for anything else (a FIFO, a socket, a device, a
     ///   folder); ``Errno/tooManySymbolicLinks`` for a link.

@@ -25,6 +25,10 @@ final class LarderStore: BenchStore, Sendable {
         if let value = ProcessInfo.processInfo.environment["LARDER_BENCH_OPEN_FILES"], let limit = Int(value) {
             options.maximumOpenFiles = limit
         }
+        // And with the bytes of records kept in memory beside them.
+        if let value = ProcessInfo.processInfo.environment["LARDER_BENCH_PAYLOAD_MEMORY"], let bytes = Int(value) {
+            options.maximumPayloadMemory = bytes
+        }
         cache = try DiskCache(options: options)
     }
 

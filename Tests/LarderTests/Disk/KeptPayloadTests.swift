@@ -1,0 +1,324 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import LarderTestSupport
+import Testing
+@testable import Larder
+
+/// Records kept in memory beside their kept descriptors (``DiskCacheOptions/maximumPayloadMemory``):
+/// the byte bound, retirement with the descriptor, and what a change behind the cache's back does.
+@Suite("Kept record payloads")
+struct KeptPayloadTests {
+    static func options(_ dir: TemporaryDirectory, payloadMemory: Int, clock: ManualClock = ManualClock(now: 1_700_000_000))
+        -> DiskCacheOptions
+    {
+        var options = DescriptorCacheTests.options(dir, limit: 6, clock: clock)
+        options.maximumPayloadMemory = payloadMemory
+        return options
+    }
+
+    /// A made-up kept record of `size` bytes (a file of `size` bytes: header, then payload).
+    static func record(_ size: Int, tag: UInt8) -> KeptRecord {
+        let payload = Data(repeating: tag, count: size - RecordHeader.size)
+        let contents = RecordContents(
+            header: RecordHeader(updateTimeSec: 1_700_000_000, payloadSizeBytes: UInt64(payload.count)), storedKey: nil,
+            payload: payload, fileSize: size)
+        return KeptRecord(contents: contents, isVerified: true)
+    }
+
+    @Test("the default is 4 MiB; 0 keeps none; a negative bound is refused; the hybrid's disk tier keeps none")
+    func defaults() throws {
+        #expect(DiskCacheOptions.defaultMaximumPayloadMemory == 4_194_304)
+        let dir = TemporaryDirectory("larder-payload")
+        defer { dir.remove() }
+        #expect(DiskCacheOptions(directory: dir.url).maximumPayloadMemory == 4_194_304)
+        var options = Self.options(dir, payloadMemory: -1)
+        #expect(throws: CacheError.self) { try DiskCache(options: options) }
+        options.maximumPayloadMemory = 0
+        do {
+            let cache = try DiskCache(options: options)
+            defer { cache.close() }
+            #expect(try #require(cache.records.descriptors).payloadCapacity == 0)
+            try cache.store(DescriptorCacheTests.payload("a", 0), forKey: "a")
+            for _ in 0 ..< 5 { _ = try cache.value(forKey: "a") }
+            #expect(try #require(cache.records.descriptors).recordCounts.records == 0)
+        }
+        let hybrid = try HybridCache(options: HybridCacheOptions(disk: Self.options(dir, payloadMemory: 1 << 20)))
+        defer { hybrid.close() }
+        #expect(try #require(hybrid.disk.records.descriptors).payloadCapacity == 0)
+    }
+
+    @Test("a hit on a kept record returns the kept Data itself, not a copy, and makes no read")
+    func hitsShareTheKeptData() throws {
+        let dir = TemporaryDirectory("larder-payload")
+        defer { dir.remove() }
+        let cache = try DiskCache(options: Self.options(dir, payloadMemory: 64 * 1024))
+        defer { cache.close() }
+        let data = DescriptorCacheTests.payload("a", 1, size: 2_000)
+        try cache.store(data, forKey: "a")
+        let name = try cache.options.keyEncoding.fileName(for: "a")
+        let descriptors = try #require(cache.records.descriptors)
+        // First read: opened; second: descriptor kept; third: read through it, record kept.
+        for _ in 0 ..< 3 { #expect(try cache.value(forKey: "a") == data) }
+        #expect(descriptors.isKeepingRecord(name))
+        let first = try #require(try cache.value(forKey: "a"))
+        let second = try #require(try cache.value(forKey: "a"))
+        #expect(first == data)
+        let firstBase = first.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+        let secondBase = second.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+        #expect(firstBase == secondBase)
+        // Reads still count as uses.
+        #expect(cache.statistics.hits >= 5)
+    }
+
+    /// The bytes of another cache's record file for "a" holding `data`, under `name`.
+    static func otherFile(_ data: Data, in other: TemporaryDirectory, name: String) throws -> (path: String, bytes: Data) {
+        let writer = try DiskCache(options: DescriptorCacheTests.options(other, limit: 0))
+        defer { writer.close() }
+        try writer.store(data, forKey: "a")
+        let otherPath = writer.layout.path(for: name)
+        return (otherPath, try Data(contentsOf: URL(fileURLWithPath: otherPath)))
+    }
+
+    /// Writes `bytes` over the start of the file at `path`, in place.
+    static func writeInPlace(_ bytes: Data, at path: String, offset: UInt64 = 0) throws {
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: offset)
+        try handle.write(contentsOf: bytes)
+        try handle.close()
+    }
+
+    /// The documented contract: a hit on a kept record makes no system call, so a record
+    /// changed, replaced or removed behind a writable cache's back (which breaks the folder
+    /// contract) is served as it was read until the cache itself changes or drops it.
+    @Test("a kept record is served as read, whatever happens to its file behind the cache's back, until the cache changes it")
+    func changesBehindTheCachesBack() throws {
+        let dir = TemporaryDirectory("larder-payload")
+        defer { dir.remove() }
+        let other = TemporaryDirectory("larder-payload-other")
+        defer { other.remove() }
+        let cache = try DiskCache(options: Self.options(dir, payloadMemory: 64 * 1024))
+        defer { cache.close() }
+        let descriptors = try #require(cache.records.descriptors)
+        let name = try cache.options.keyEncoding.fileName(for: "a")
+        let path = cache.layout.path(for: name)
+        func keep(_ expected: Data) throws {
+            for _ in 0 ..< 4 { #expect(try cache.value(forKey: "a") == expected) }
+            #expect(descriptors.isKeepingRecord(name))
+        }
+        let v0 = DescriptorCacheTests.payload("a", 0)
+        try cache.store(v0, forKey: "a")
+        try keep(v0)
+
+        // Renamed over, written in place, resized, removed: still the record as read.
+        let renamed = try Self.otherFile(DescriptorCacheTests.payload("a", 1), in: other, name: name)
+        #expect(rename(renamed.path, path) == 0)
+        #expect(try cache.value(forKey: "a") == v0)
+        let inPlace = try Self.otherFile(DescriptorCacheTests.payload("a", 2), in: other, name: name)
+        try Self.writeInPlace(inPlace.bytes, at: path)
+        #expect(try cache.value(forKey: "a") == v0)
+        try Self.writeInPlace(Data(repeating: 0xEE, count: 16), at: path, offset: UInt64(RecordHeader.size + 8))
+        #expect(try cache.value(forKey: "a") == v0)
+        #expect(truncate(path, off_t(RecordHeader.size + 10)) == 0)
+        #expect(try cache.value(forKey: "a") == v0)
+        #expect(unlink(path) == 0)
+        #expect(try cache.value(forKey: "a") == v0, "a purge only costs memory until the cache drops the record")
+        #expect(descriptors.isKeepingRecord(name))
+
+        // The cache's own store retires the record before it returns.
+        let v3 = DescriptorCacheTests.payload("a", 3)
+        try cache.store(v3, forKey: "a")
+        #expect(!descriptors.isKeepingRecord(name))
+        #expect(try cache.value(forKey: "a") == v3)
+        try keep(v3)
+        // And its own removal.
+        try cache.remove(forKey: "a")
+        #expect(!descriptors.isKeeping(name) && !descriptors.isKeepingRecord(name))
+        #expect(try cache.value(forKey: "a") == nil)
+    }
+
+    /// Without kept records, a hit through a kept descriptor `fstat`s it first: a file renamed
+    /// over, resized or removed behind the cache's back is not read through the old descriptor,
+    /// and one written in place is read as it is now.
+    @Test("without kept records, a kept descriptor's file replaced, resized, removed or written in place is read as it is now")
+    func keptDescriptorsCheckTheFile() throws {
+        let dir = TemporaryDirectory("larder-payload")
+        defer { dir.remove() }
+        let other = TemporaryDirectory("larder-payload-other")
+        defer { other.remove() }
+        let cache = try DiskCache(options: Self.options(dir, payloadMemory: 0))
+        defer { cache.close() }
+        let descriptors = try #require(cache.records.descriptors)
+        let name = try cache.options.keyEncoding.fileName(for: "a")
+        let path = cache.layout.path(for: name)
+        func keep(_ expected: Data) throws {
+            for _ in 0 ..< 4 { #expect(try cache.value(forKey: "a") == expected) }
+            #expect(descriptors.isKeeping(name) && !descriptors.isKeepingRecord(name))
+        }
+
+        try cache.store(DescriptorCacheTests.payload("a", 0), forKey: "a")
+        try keep(DescriptorCacheTests.payload("a", 0))
+
+        // Renamed over by a record of the same length.
+        let renamed = try Self.otherFile(DescriptorCacheTests.payload("a", 1), in: other, name: name)
+        #expect(rename(renamed.path, path) == 0)
+        #expect(try cache.value(forKey: "a") == DescriptorCacheTests.payload("a", 1))
+        try keep(DescriptorCacheTests.payload("a", 1))
+
+        // Another record of the same length written in place over the kept file.
+        let inPlace = try Self.otherFile(DescriptorCacheTests.payload("a", 2), in: other, name: name)
+        #expect(inPlace.bytes.count == (try Data(contentsOf: URL(fileURLWithPath: path))).count)
+        try Self.writeInPlace(inPlace.bytes, at: path)
+        #expect(try cache.value(forKey: "a") == DescriptorCacheTests.payload("a", 2))
+        try keep(DescriptorCacheTests.payload("a", 2))
+
+        // Garbage in place: corrupt, removed, descriptor dropped.
+        try Self.writeInPlace(Data(repeating: 0xEE, count: 16), at: path, offset: UInt64(RecordHeader.size + 8))
+        #expect(try cache.value(forKey: "a") == nil)
+        #expect(!descriptors.isKeeping(name))
+
+        // Resized, then removed.
+        try cache.store(DescriptorCacheTests.payload("a", 3), forKey: "a")
+        try keep(DescriptorCacheTests.payload("a", 3))
+        #expect(truncate(path, off_t(RecordHeader.size + 10)) == 0)
+        #expect(try cache.value(forKey: "a") == nil)
+        try cache.store(DescriptorCacheTests.payload("a", 4), forKey: "a")
+        try keep(DescriptorCacheTests.payload("a", 4))
+        #expect(unlink(path) == 0)
+        #expect(try cache.value(forKey: "a") == nil)
+        #expect(!descriptors.isKeeping(name))
+        #expect(descriptors.recordCounts.records == 0)
+    }
+
+    /// One step of the randomized test over a cache.
+    enum Step: CaseIterable {
+        case store, read, read2, read3, remove, collect, advance, lock, flush, storeLarge
+    }
+
+    @Test(
+        "randomized: reads equal a model under a byte bound while stores, removals and collections drop kept records",
+        arguments: [11, 12, 13, 14])
+    func randomizedAgainstModel(seed: UInt64) throws {
+        let dir = TemporaryDirectory("larder-payload-model")
+        defer { dir.remove() }
+        let before = openDescriptors(beneath: dir.url)
+        let clock = ManualClock(now: 1_700_000_000)
+        var random = SplitMix64(seed: seed)
+        // A bound of 4 KiB: records of about 700 bytes with header and key, up to 512 each.
+        let bound = 4_096
+        // No record expires: the clock moves at most 200 s of the default 600.
+        let cache = try DiskCache(options: Self.options(dir, payloadMemory: bound, clock: clock))
+        let descriptors = try #require(cache.records.descriptors)
+        var model: [String: Data] = [:]
+        let keys = (0 ..< 10).map { "key-\($0)" }
+        var version = 0
+        var keptSeen = 0
+        func isKept(_ key: String) throws -> Bool { descriptors.isKeepingRecord(try cache.options.keyEncoding.fileName(for: key)) }
+        for step in 0 ..< 2_000 {
+            // Skewed, so that some records are read often enough to be kept.
+            let key = keys[Int(min(random.next() % 10, random.next() % 10))]
+            switch Step.allCases[Int(random.next() % UInt64(Step.allCases.count))] {
+            case .store, .storeLarge:
+                version += 1
+                let large = random.next() % 5 == 0
+                let data = DescriptorCacheTests.payload(key, version, size: large ? 700 : 300 + version % 50)
+                try cache.store(data, forKey: key)
+                #expect(try !isKept(key), "step \(step): a store drops the kept record")
+                model[key] = data
+            case .read, .read2, .read3:
+                let expected = model[key]
+                #expect(try cache.value(forKey: key) == expected, "step \(step): read \(key)")
+            case .remove:
+                try cache.remove(forKey: key)
+                #expect(try !isKept(key), "step \(step): a removal drops the kept record")
+                model[key] = nil
+            case .collect:
+                _ = try cache.collectGarbage()
+                for key in keys where model[key] == nil {
+                    #expect(try !isKept(key), "step \(step): nothing is kept for an absent record")
+                }
+            case .advance:
+                clock.advance(by: 1)
+            case .lock:
+                if model[key] != nil {
+                    #expect(try cache.lock(forKeys: [key]) == [key])
+                    #expect(try !isKept(key), "step \(step): a header change drops the kept record")
+                    #expect(try cache.unlock(forKeys: [key]) == [key])
+                }
+            case .flush:
+                _ = try cache.flush()
+            }
+            let counts = descriptors.recordCounts
+            #expect(counts.bytes <= bound, "step \(step): \(counts.bytes) bytes kept")
+            keptSeen += counts.records
+        }
+        // The test exercised kept records.
+        #expect(keptSeen > 100)
+        for key in keys { #expect(try cache.value(forKey: key) == model[key]) }
+        cache.close()
+        #expect(descriptors.recordCounts.records == 0)
+        #expect(openDescriptors(beneath: dir.url) == before)
+    }
+
+    @Test("randomized, on the descriptor cache alone: byte bound, records only beside their descriptors, retired with them")
+    func descriptorCacheModel() {
+        let closes = RecordedCloses(performing: false)
+        let bound = 8_192
+        let cache = DescriptorCache(limit: 6, payloadCapacity: bound, calls: closes.calls)
+        var random = SplitMix64(seed: 21)
+        let names = (0 ..< 12).map { "n\($0)" }
+        var next: Int32 = 500
+        /// The record last offered for each name's present descriptor (the only one a borrow may return).
+        var offered: [String: (fd: Int32, tag: UInt8)] = [:]
+        var served = 0
+        for step in 0 ..< 6_000 {
+            let name = names[Int(min(random.next() % 12, random.next() % 12))]
+            switch random.next() % 8 {
+            case 0, 1, 2, 3:
+                if let loan = cache.borrow(name) {
+                    if let record = loan.record {
+                        let expected = offered[name]
+                        #expect(expected?.fd == loan.fd, "step \(step): a record kept beside another descriptor")
+                        #expect(record.contents.payload?.first == expected?.tag, "step \(step): not the last record offered")
+                        served += 1
+                    } else {
+                        let tag = UInt8(truncatingIfNeeded: step)
+                        let size = random.next() % 6 == 0 ? 2_000 : 600 + Int(random.next() % 300)
+                        cache.keepRecord(Self.record(size, tag: tag), readThrough: loan.fd, as: name)
+                        offered[name] = (loan.fd, tag)
+                    }
+                    cache.giveBack(loan.fd)
+                } else {
+                    next += 1
+                    if cache.keep(next, as: name) { offered[name] = nil }
+                }
+            case 4:
+                cache.retire(name)
+                #expect(!cache.isKeepingRecord(name), "step \(step)")
+                offered[name] = nil
+            case 5:
+                cache.forgetRecord(name)
+                #expect(!cache.isKeepingRecord(name), "step \(step)")
+            case 6:
+                if random.next() % 10 == 0 {
+                    _ = cache.relieve()
+                }
+            default:
+                // A record offered for another descriptor than the one kept is not kept.
+                let before = cache.recordCounts
+                cache.keepRecord(Self.record(700, tag: 1), readThrough: -1, as: name)
+                #expect(cache.recordCounts == before, "step \(step)")
+            }
+            let counts = cache.recordCounts
+            #expect(counts.bytes <= bound, "step \(step)")
+            #expect(counts.records <= cache.counts.kept, "step \(step)")
+            for name in names where cache.isKeepingRecord(name) { #expect(cache.isKeeping(name), "step \(step)") }
+        }
+        #expect(served > 200)
+        cache.retireAll(closing: true)
+        #expect(cache.recordCounts == (0, 0))
+    }
+}
