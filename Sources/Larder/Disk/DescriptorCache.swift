@@ -1,5 +1,8 @@
+import Dispatch
+
 /// Descriptors of often read record files, kept open so that a hit on a hot record costs one
-/// `fstat` and one `pread` instead of an open, a read and a close (``DiskCacheOptions/maximumOpenFiles``).
+/// `pread` (and, once per ``recheckInterval``, an `fstat`) instead of an open, a read and a close
+/// (``DiskCacheOptions/maximumOpenFiles``).
 ///
 /// Keyed by record file name and owned by one writable ``DiskCache``, which owns its folder. What
 /// keeps a kept descriptor right:
@@ -7,8 +10,12 @@
 ///   removes the file (a store, an import, a removal, a collection, a corrupt or expired record),
 ///   so that no read, which holds the same lock, sees the file a change replaced. Header rewrites
 ///   in place (lock counts, access times) change the same inode, which a kept descriptor reads.
-/// - A read checks the kept descriptor's link count and length first (`fstat`): a file removed or
-///   renamed over behind the cache's back (the system purging a caches folder) is not read.
+/// - A read proves the kept file's length unchanged (it asks one byte more than that length of
+///   its `pread`), and, at most once per ``recheckInterval`` per descriptor, its link count
+///   first (`fstat`): a file removed or renamed over behind the cache's back (the system purging
+///   a caches folder) is read through its old descriptor for at most that long, then let go.
+///   Only a change behind the cache's back, which breaks the contract of its directory lock,
+///   sees that delay: the cache's own changes retire the descriptor first.
 /// - A descriptor in use is lent, not handed over: retiring or evicting it while a read uses it
 ///   closes it when that read gives it back, never under it. Reads use `pread`, so readers of one
 ///   descriptor share no file offset.
@@ -16,7 +23,7 @@
 /// Beside up to ``KeptPayloads/capacity`` bytes of its most read small records, the cache keeps
 /// the record itself (``KeptRecord``, ``DiskCacheOptions/maximumPayloadMemory``), so that a hit
 /// on one makes no system call. A kept record lives and dies with its descriptor (every
-/// retirement above drops it too); it is served without the `fstat` above, since only this
+/// retirement above drops it too); it is served with no system call at all, since only this
 /// instance writes the folder (its directory lock) and its own changes retire the record first.
 ///
 /// The bound is soft under descriptor exhaustion: ``relieve()`` closes every idle descriptor and
@@ -41,6 +48,10 @@ package final class DescriptorCache: Sendable {
         package var fd: Int32
         /// The record last read through it, to serve when the file is unchanged.
         package var record: KeptRecord?
+        /// Whether the read should check the file's link count (`fstat`) before reading it: its
+        /// last check is ``DescriptorCache/recheckInterval`` old or more. Always `false` with a
+        /// kept record, which is served as it is.
+        package var needsCheck: Bool
     }
 
     /// A kept descriptor's name and last use, in an array that eviction samples without hashing.
@@ -49,6 +60,9 @@ package final class DescriptorCache: Sendable {
         /// The value of ``State/tick`` at its last use: the smaller, the less recently used.
         var lastUse: UInt64
         var tag: UInt64
+        /// When its file was last known to have a name: opened, or its link count checked
+        /// (``DescriptorCache/now()``, nanoseconds).
+        var checkedAt: UInt64
     }
 
     private struct State {
@@ -105,10 +119,20 @@ package final class DescriptorCache: Sendable {
     /// The most bytes of records kept beside their descriptors (0: none).
     package let payloadCapacity: Int
 
+    /// How long a kept descriptor is read without checking that its file still has a name
+    /// (``DiskCacheOptions/keptFileRecheckInterval``), in nanoseconds; 0 checks on every read.
+    ///
+    /// The check (`fstat`) is the one system call a hit through a kept descriptor makes besides
+    /// its `pread`, which on a 4 KiB record costs about as much; the cache's own changes never
+    /// need it (they retire the descriptor first), so it only bounds how long a file removed or
+    /// renamed over behind the cache's back is still read, or its space held.
+    package let recheckInterval: UInt64
+
     /// A cache keeping up to `limit` descriptors, closed with `calls.close`, and beside them
     /// records of up to `payloadCapacity` bytes in all.
-    package init(limit: Int, payloadCapacity: Int = 0, calls: SystemCalls) {
+    package init(limit: Int, payloadCapacity: Int = 0, recheckInterval: Double = 0, calls: SystemCalls) {
         self.limit = max(0, limit)
+        self.recheckInterval = recheckInterval.isFinite && recheckInterval > 0 ? UInt64(min(recheckInterval, 1e9) * 1e9) : 0
         closeCall = calls.close
         // 16 one-byte counters per kept descriptor, as a power of two (64 KiB at a bound of
         // 4,096): with 4, names sharing counters let cold records displace kept ones (simulated
@@ -137,6 +161,8 @@ package final class DescriptorCache: Sendable {
 
     /// The descriptor kept for `name`, lent to the caller until ``giveBack(_:)``, with the record
     /// kept beside it; `nil` when none is kept. One lookup of the name.
+    /// A read of a kept record needs no clock; one through a bare descriptor reads
+    /// ``now()`` (a vDSO clock read, no system call) to see whether its check is due.
     package func borrow(_ name: String) -> Loan? {
         state.withLock { s in
             guard let entry = s.entries[ExactName(name)] else { return nil }
@@ -144,10 +170,24 @@ package final class DescriptorCache: Sendable {
             s.tick &+= 1
             s.users[entry.fd, default: 0] += 1
             s.slots[entry.place].lastUse = s.tick
-            guard let place = entry.payloadPlace else { return Loan(fd: entry.fd, record: nil) }
+            guard let place = entry.payloadPlace else {
+                var needsCheck = true
+                if recheckInterval > 0 {
+                    let now = Self.now()
+                    needsCheck = now &- s.slots[entry.place].checkedAt >= recheckInterval
+                    // The read checks now; should the check fail, the descriptor goes.
+                    if needsCheck { s.slots[entry.place].checkedAt = now }
+                }
+                return Loan(fd: entry.fd, record: nil, needsCheck: needsCheck)
+            }
             s.payloads.use(at: place, tick: s.tick)
-            return Loan(fd: entry.fd, record: s.payloads.slots[place].record)
+            return Loan(fd: entry.fd, record: s.payloads.slots[place].record, needsCheck: false)
         }
+    }
+
+    /// A monotonic clock in nanoseconds, for ``recheckInterval``.
+    static func now() -> UInt64 {
+        DispatchTime.now().uptimeNanoseconds
     }
 
     /// Keeps `record`, just read through `fd`, the descriptor kept for `name`, beside it, when
@@ -243,7 +283,7 @@ package final class DescriptorCache: Sendable {
             }
             s.tick &+= 1
             s.entries[ExactName(name)] = Entry(fd: fd, place: s.slots.count, tag: tag)
-            s.slots.append(Slot(name: name, lastUse: s.tick, tag: tag))
+            s.slots.append(Slot(name: name, lastUse: s.tick, tag: tag, checkedAt: recheckInterval > 0 ? Self.now() : 0))
             return true
         }
         for fd in evicted { _ = closeCall(fd) }

@@ -86,7 +86,8 @@ public final class DiskCache: Sendable {
             options.isReadOnly || options.maximumOpenFiles == 0
             ? nil
             : DescriptorCache(
-                limit: options.maximumOpenFiles, payloadCapacity: options.maximumPayloadMemory, calls: systemCalls)
+                limit: options.maximumOpenFiles, payloadCapacity: options.maximumPayloadMemory,
+                recheckInterval: options.keptFileRecheckInterval, calls: systemCalls)
         if let descriptors { io.relievesDescriptorExhaustion = { descriptors.relieve() } }
         self.options = options
         self.layout = layout.with(folder.layout)

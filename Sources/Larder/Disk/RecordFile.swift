@@ -180,10 +180,12 @@ package struct RecordFile: Sendable {
     /// with no system call: the cache owns its folder, so its own stores, removals and
     /// collections retire the descriptor and its record before they return, and the directory
     /// lock makes this instance the folder's only writer (a file changed behind its back breaks
-    /// that contract; see ``DiskCacheOptions/maximumPayloadMemory``). Without one: one `fstat`,
-    /// which proves the file still has a name (a link count above 0: not removed or renamed over
-    /// since it was kept; it also lets a purged file's descriptor go) and that length, then one
-    /// `pread`, whose record is offered to be kept.
+    /// that contract; see ``DiskCacheOptions/maximumPayloadMemory``). Without one: one `pread`
+    /// of one byte more than `length`, whose getting exactly `length` bytes proves the file still
+    /// has that length, and whose record is offered to be kept; when the loan says a check is due
+    /// (``DescriptorCache/recheckInterval``), an `fstat` first, which proves the file still has
+    /// a name (a link count above 0: not removed or renamed over since it was kept; it also lets
+    /// a purged file's descriptor go).
     /// - Returns: The record, or `.corrupt`; `nil` when the file is not the one kept any more.
     private func readKept(
         _ loan: DescriptorCache.Loan, _ length: Int, as name: String, verifyPayload: Bool, expectedKey: String?
@@ -196,9 +198,11 @@ package struct RecordFile: Sendable {
             // Read without its payload checked, or under another key: read again.
             descriptors.forgetRecord(name)
         }
-        let info = try io.info(fd)
-        guard info.linkCount > 0, info.size == length else { return nil }
-        guard let memory = try readFromStart(fd, length) else { return nil }
+        if loan.needsCheck {
+            let info = try io.info(fd)
+            guard info.linkCount > 0, info.size == length else { return nil }
+        }
+        guard let memory = try readFromStart(fd, length, provingLength: true) else { return nil }
         let result = try parse(
             memory, count: length, of: fd, fileSize: length, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey)
         if case .record(let contents) = result, let descriptors, descriptors.payloadCapacity > 0 {
@@ -277,13 +281,17 @@ package struct RecordFile: Sendable {
     }
 
     /// The first `count` bytes of `fd`, in memory from `RawMemory.allocate(_:)` that the caller
-    /// then owns; `nil` (nothing to free) when fewer bytes arrived.
+    /// then owns; `nil` (nothing to free) when fewer bytes arrived. With `provingLength`, one
+    /// `pread` of one byte more, and `nil` too when the file is longer than `count`: exactly
+    /// `count` bytes back proves its length without an `fstat`.
     /// - Throws: `Errno.noMemory` when the memory cannot be had, or the read's error.
-    private func readFromStart(_ fd: Int32, _ count: Int) throws(Errno) -> UnsafeMutableRawPointer? {
-        guard let memory = RawMemory.allocate(count) else { throw .noMemory }
+    private func readFromStart(_ fd: Int32, _ count: Int, provingLength: Bool = false) throws(Errno) -> UnsafeMutableRawPointer? {
+        let asked = provingLength ? count + 1 : count
+        guard let memory = RawMemory.allocate(asked) else { throw .noMemory }
         let got: Int
         do {
-            got = try io.pread(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: count), at: 0)
+            let buffer = UnsafeMutableRawBufferPointer(start: memory, count: asked)
+            got = try provingLength ? io.preadOnce(fd, into: buffer, at: 0) : io.pread(fd, into: buffer, at: 0)
         } catch {
             RawMemory.free(memory)
             throw error

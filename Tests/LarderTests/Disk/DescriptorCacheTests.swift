@@ -104,9 +104,12 @@ struct DescriptorCacheTests {
         defer { dir.remove() }
         let other = TemporaryDirectory("larder-fd-other")
         defer { other.remove() }
-        // Without kept records: a hit on one checks nothing on disk (see KeptPayloadTests).
+        // Without kept records: a hit on one checks nothing on disk (see KeptPayloadTests). The
+        // link count checked on every read (the default checks once a second: see
+        // KeptPayloadTests.recheckInterval).
         var options = Self.options(dir, limit: 8)
         options.maximumPayloadMemory = 0
+        options.keptFileRecheckInterval = 0
         let cache = try DiskCache(options: options)
         defer { cache.close() }
         let path = cache.layout.path(for: try cache.options.keyEncoding.fileName(for: "a"))

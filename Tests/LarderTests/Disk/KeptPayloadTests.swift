@@ -140,16 +140,19 @@ struct KeptPayloadTests {
         #expect(try cache.value(forKey: "a") == nil)
     }
 
-    /// Without kept records, a hit through a kept descriptor `fstat`s it first: a file renamed
-    /// over, resized or removed behind the cache's back is not read through the old descriptor,
-    /// and one written in place is read as it is now.
+    /// Without kept records, a hit through a kept descriptor whose check is due `fstat`s it
+    /// first (here every hit: `keptFileRecheckInterval` 0): a file renamed over, resized or
+    /// removed behind the cache's back is not read through the old descriptor, and one written
+    /// in place is read as it is now.
     @Test("without kept records, a kept descriptor's file replaced, resized, removed or written in place is read as it is now")
     func keptDescriptorsCheckTheFile() throws {
         let dir = TemporaryDirectory("larder-payload")
         defer { dir.remove() }
         let other = TemporaryDirectory("larder-payload-other")
         defer { other.remove() }
-        let cache = try DiskCache(options: Self.options(dir, payloadMemory: 0))
+        var options = Self.options(dir, payloadMemory: 0)
+        options.keptFileRecheckInterval = 0
+        let cache = try DiskCache(options: options)
         defer { cache.close() }
         let descriptors = try #require(cache.records.descriptors)
         let name = try cache.options.keyEncoding.fileName(for: "a")
@@ -191,6 +194,90 @@ struct KeptPayloadTests {
         #expect(try cache.value(forKey: "a") == nil)
         #expect(!descriptors.isKeeping(name))
         #expect(descriptors.recordCounts.records == 0)
+    }
+
+    /// Between two checks (`keptFileRecheckInterval`), a hit through a kept descriptor is one
+    /// `pread` and no `fstat`: the length it proves still catches a file resized behind the
+    /// cache's back, and a file written in place is read as it is now; a file renamed over is
+    /// read through the old descriptor until the next check, and noticed then.
+    @Test("between checks, a kept descriptor's hit makes no fstat; a resize is still caught; a rename only at the next check")
+    func recheckInterval() throws {
+        let dir = TemporaryDirectory("larder-payload")
+        defer { dir.remove() }
+        let other = TemporaryDirectory("larder-payload-other")
+        defer { other.remove() }
+        let stats = LarderMutex(0)
+        var calls = SystemCalls.live
+        calls.fstat = { fd, buffer in
+            stats.withLock { $0 += 1 }
+            return SystemCalls.live.fstat(fd, buffer)
+        }
+        var options = Self.options(dir, payloadMemory: 0)
+        options.keptFileRecheckInterval = 3_600
+        #expect(options.keptFileRecheckInterval == 3_600 && DiskCacheOptions(directory: dir.url).keptFileRecheckInterval == 1)
+        let cache = try DiskCache(options: options, systemCalls: calls)
+        defer { cache.close() }
+        let descriptors = try #require(cache.records.descriptors)
+        #expect(descriptors.recheckInterval == 3_600_000_000_000)
+        let name = try cache.options.keyEncoding.fileName(for: "a")
+        let path = cache.layout.path(for: name)
+        func keep(_ expected: Data) throws {
+            for _ in 0 ..< 4 { #expect(try cache.value(forKey: "a") == expected) }
+            #expect(descriptors.isKeeping(name) && !descriptors.isKeepingRecord(name))
+        }
+        let v0 = DescriptorCacheTests.payload("a", 0)
+        try cache.store(v0, forKey: "a")
+        try keep(v0)
+        let before = stats.withLock { $0 }
+        for _ in 0 ..< 10 { #expect(try cache.value(forKey: "a") == v0) }
+        #expect(stats.withLock { $0 } == before, "hits through a kept descriptor between checks make no fstat")
+
+        // Written in place: read as it is now (the same inode).
+        let inPlace = try Self.otherFile(DescriptorCacheTests.payload("a", 2), in: other, name: name)
+        try Self.writeInPlace(inPlace.bytes, at: path)
+        #expect(try cache.value(forKey: "a") == DescriptorCacheTests.payload("a", 2))
+
+        // Resized: the pread of one byte more sees it; the descriptor goes, the file is read anew.
+        try cache.store(DescriptorCacheTests.payload("a", 3), forKey: "a")
+        try keep(DescriptorCacheTests.payload("a", 3))
+        #expect(truncate(path, off_t(RecordHeader.size + 10)) == 0)
+        #expect(try cache.value(forKey: "a") == nil)
+        #expect(!descriptors.isKeeping(name))
+
+        // Renamed over: the old file until the next check. Invalid argument: a negative interval.
+        try cache.store(DescriptorCacheTests.payload("a", 4), forKey: "a")
+        try keep(DescriptorCacheTests.payload("a", 4))
+        let renamed = try Self.otherFile(DescriptorCacheTests.payload("a", 5), in: other, name: name)
+        #expect(rename(renamed.path, path) == 0)
+        #expect(try cache.value(forKey: "a") == DescriptorCacheTests.payload("a", 4))
+        var negative = Self.options(dir, payloadMemory: 0)
+        negative.keptFileRecheckInterval = -1
+        #expect(throws: CacheError.self) { try DiskCache(options: negative) }
+    }
+
+    /// A check that is due (`keptFileRecheckInterval` passed; a cache whose interval is a
+    /// microsecond) notices a file renamed over behind the cache's back.
+    @Test("once the recheck interval has passed, a kept descriptor's file renamed over is noticed")
+    func recheckNoticesARename() throws {
+        let dir = TemporaryDirectory("larder-payload")
+        defer { dir.remove() }
+        let other = TemporaryDirectory("larder-payload-other")
+        defer { other.remove() }
+        var options = Self.options(dir, payloadMemory: 0)
+        options.keptFileRecheckInterval = 1e-6
+        let cache = try DiskCache(options: options)
+        defer { cache.close() }
+        let name = try cache.options.keyEncoding.fileName(for: "a")
+        let v0 = DescriptorCacheTests.payload("a", 0)
+        try cache.store(v0, forKey: "a")
+        for _ in 0 ..< 4 { #expect(try cache.value(forKey: "a") == v0) }
+        #expect(try #require(cache.records.descriptors).isKeeping(name))
+        let renamed = try Self.otherFile(DescriptorCacheTests.payload("a", 1), in: other, name: name)
+        #expect(rename(renamed.path, cache.layout.path(for: name)) == 0)
+        // Wait out the microsecond without a timed assertion: the check only has to be due.
+        let start = DescriptorCache.now()
+        while DescriptorCache.now() &- start < 1_000 {}
+        #expect(try cache.value(forKey: "a") == DescriptorCacheTests.payload("a", 1))
     }
 
     /// One step of the randomized test over a cache.
