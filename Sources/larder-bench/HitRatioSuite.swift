@@ -41,6 +41,10 @@ func runHitRatioSuite(_ context: BenchContext) throws {
         let recorded = Dictionary(traces.map { ($0.name, $0.keys) }, uniquingKeysWith: { first, _ in first })
         traces = SyntheticTraces.all(recorded: recorded)
     }
+    // `LARDER_BENCH_TRACES=drift,c2k_orm_busy` replays those traces alone (policy experiments).
+    if let chosen = ProcessInfo.processInfo.environment["LARDER_BENCH_TRACES"]?.split(separator: ",").map(String.init) {
+        traces = traces.filter { chosen.contains($0.name) }
+    }
     guard !traces.isEmpty else { throw BenchError("no *.u32 traces in \(folder.path)") }
     let references = context.synthetic || context.references
 

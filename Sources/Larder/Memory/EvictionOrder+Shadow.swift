@@ -2,9 +2,13 @@
 // keys do next, and on some workloads that points the wrong way: on a working set sliding through
 // the keys, the most used keys are the oldest, about to be left behind, so frequency keeps the
 // wrong ones and the histories settle at a third of the cache, where LRU misses much less.
-// So a sample of the keys (all of them below 2,048 entries, else a power-of-two fraction chosen
-// by hash, keeping 512 to 2,047 of the capacity) is also replayed through an exact LRU scaled
-// down with it (`ShadowLRU`), and the two are compared on the same requests. Every `2 ×` the
+// So a sample of the keys (all of them below 8,192 entries, else a power-of-two fraction chosen
+// by hash, keeping 2,048 to 8,191 of the capacity) is also replayed through an exact LRU scaled
+// down with it (`ShadowLRU`), and the two are compared on the same requests. While the order is
+// full, the shadow holds as many keys as the order holds of sampled keys, rather than the
+// capacity times the rate: near a working set the size of the cache, a sample whose share of the
+// working set strays from the rate by a few keys made the shadow hit much more or much less than
+// an LRU of the whole cache would, and the verdicts followed the sample, not the policy. Every `2 ×` the
 // shadow's capacity sampled requests, the requests only one of the two missed are weighed:
 // - the order missed significantly more (by three standard deviations, at least 32 such requests,
 //   and by at least 1/64 of the shadow's misses): the window's share gets a floor a quarter of
@@ -16,26 +20,39 @@
 // At floor zero the histories tune alone, as without this check.
 
 extension EvictionOrder {
-    /// Keeps the sample at about 1,000 to 2,000 of the `capacity` keys: while the shadow would
-    /// hold 2,048 or more, it samples half as many keys; while it would hold fewer than 512, twice
-    /// as many (down to all of them). A new rate starts an empty shadow and a new verdict.
+    /// Keeps the sample at about 4,000 to 8,000 of the `capacity` keys: while the shadow would
+    /// hold 8,192 or more, it samples half as many keys; while it would hold fewer than 2,048, twice
+    /// as many (down to all of them). A new rate starts an empty shadow and a new verdict, and
+    /// counts the entries of the newly sampled keys (O(n), only when the rate changes).
     @inlinable
-    mutating func _resizeShadow() {
+    mutating func _resizeShadow<E: EvictionEntry>(in entries: [E]) {
         var shift = sampleMask.nonzeroBitCount
-        while capacity &>> shift >= 2_048 && shift < 16 { shift &+= 1 }
-        while shift > 0 && capacity &>> shift < 512 { shift &-= 1 }
+        while capacity &>> shift >= 8_192 && shift < 16 { shift &+= 1 }
+        while shift > 0 && capacity &>> shift < 2_048 { shift &-= 1 }
         let mask = UInt32((1 &<< shift) &- 1)
         if mask != sampleMask {
             sampleMask = mask
             shadow = ShadowLRU()
             _startVerdict()
+            sampledEntries = _countSampledEntries(in: entries)
         }
         shadow.capacity = max(1, capacity &>> shift)
+    }
+
+    /// How many of the order's entries are of sampled keys, counted by walking its queues.
+    /// - Complexity: O(n).
+    @usableFromInline
+    func _countSampledEntries<E: EvictionEntry>(in entries: [E]) -> Int {
+        slots(in: entries).count { (entries[Int($0)].hash &>> 16) & sampleMask == 0 }
     }
 
     /// Notes a request for a sampled key hashing to `hash`, which this order hit or (a new entry) missed.
     @usableFromInline
     mutating func _sampleRequest(_ hash: UInt32, hit: Bool) {
+        // Full, the order holds `sampledEntries` sampled keys, and so would an LRU cache of its
+        // capacity, give or take the keys the two disagree on; below its capacity, the shadow may
+        // fill to the scaled capacity.
+        if count >= capacity { shadow.capacity = max(1, sampledEntries) }
         let shadowHit = shadow.access(hash)
         sampledRequests &+= 1
         if !shadowHit { shadowMisses &+= 1 }

@@ -5,14 +5,17 @@
 extension EvictionOrder {
     @inlinable
     mutating func _tinyLFUInsert<E: EvictionEntry>(_ slot: Int32, capacity: Int, in entries: inout [E]) {
-        resize(for: capacity)
+        resize(for: capacity, in: entries)
         let hash = entries[Int(slot)].hash
         insertions &+= 1
         clock &+= 1
         _advanceBucketIfDue(in: &entries)
         if sketch.increment(hash) { _countUse(in: &entries) }
         let marks = _tuneWindow(forNewKey: hash, in: &entries)
-        if (hash &>> 16) & sampleMask == 0 { _sampleRequest(hash, hit: false) }
+        if (hash &>> 16) & sampleMask == 0 {
+            _sampleRequest(hash, hit: false)
+            sampledEntries &+= 1
+        }
         link(slot, to: Self.window, in: &entries)
         entries[Int(slot)].evictionLink.marks = marks
         entries[Int(slot)].evictionLink.stamp = UInt32(truncatingIfNeeded: clock)
@@ -23,9 +26,10 @@ extension EvictionOrder {
         let hash = entries[Int(slot)].hash
         // The entry's count goes back to the sketch, which remembers keys that are not cached.
         sketch.add(hash, UInt64(entries[Int(slot)].evictionLink.marks &>> 4))
-        if !evicted && (hash &>> 16) & sampleMask == 0 {
+        if (hash &>> 16) & sampleMask == 0 {
+            sampledEntries &-= 1
             // An LRU cache would have lost a removed or expired key too.
-            shadow.remove(hash)
+            if !evicted { shadow.remove(hash) }
         }
         if evicted {
             if entries[Int(slot)].evictionLink.queue == Self.window {
@@ -38,14 +42,14 @@ extension EvictionOrder {
         unlink(slot, in: &entries)
         if evicted {
             // A trim or memory pressure leaves the cache below its capacity: an LRU cache would
-            // have kept only its most recent keys too.
-            shadow.removeLeastRecent(keeping: count &>> sampleMask.nonzeroBitCount)
+            // have kept only its most recent keys too, as many sampled ones as this order keeps.
+            shadow.removeLeastRecent(keeping: sampledEntries)
         }
     }
 
     @inlinable
     mutating func _tinyLFUNextVictim<E: EvictionEntry>(capacity: Int, in entries: inout [E]) -> Int32? {
-        resize(for: capacity)
+        resize(for: capacity, in: entries)
         let hasMain = probation.count &+ protected.count > 0
         if window.count > windowLimit && hasMain {
             return _contest(in: &entries)
@@ -56,7 +60,7 @@ extension EvictionOrder {
 
     @inlinable
     mutating func _tinyLFUSettle<E: EvictionEntry>(capacity: Int, in entries: inout [E]) {
-        resize(for: capacity)
+        resize(for: capacity, in: entries)
         while window.count > windowLimit { _admit(_windowVictim(in: &entries), in: &entries) }
     }
 

@@ -67,7 +67,8 @@ protocol EvictionEntry {
 ///   last `capacity / 4` insertions) grows it and ages two protected entries, a key found in the
 ///   main area's (within its last `capacity / 4` evictions) shrinks it; by one entry, and by up to
 ///   eight when several signals in a row agree. A sample of the requests is also replayed through
-///   a scaled-down ``ShadowLRU``: while it misses significantly less than this order on the same
+///   a scaled-down ``ShadowLRU`` (which, while the order is full, holds as many keys as the order
+///   holds sampled ones): while it misses significantly less than this order on the same
 ///   keys, the window's share gets a floor (see `EvictionOrder+Shadow.swift`), so that workloads
 ///   on which frequency misleads the histories still get an LRU-like cache.
 ///
@@ -145,6 +146,11 @@ struct EvictionOrder {
     @usableFromInline var onlyOrderMissed = 0
     @usableFromInline var onlyShadowMissed = 0
     @usableFromInline var shadowMisses = 0
+    /// How many of the order's entries are of sampled keys. While the order is full, the shadow
+    /// holds that many keys: the share of sampled keys among what an LRU cache of this capacity
+    /// would hold, not `capacity` scaled by the sampling rate, which misjudges LRU where the
+    /// sample's share of a working set strays from the rate and the working set is near the capacity.
+    @usableFromInline var sampledEntries = 0
 
     @inlinable
     init(policy: EvictionPolicy) {
@@ -319,6 +325,7 @@ struct EvictionOrder {
         protected = Queue()
         for i in buckets.indices { buckets[i] = Queue() }
         shadow.removeAll()
+        sampledEntries = 0
     }
 
     /// The slots in eviction order: LRU from least to most recently used; TinyLFU the window's
@@ -354,11 +361,11 @@ struct EvictionOrder {
 
     /// Adopts a new capacity, growing the sketch and histories to it.
     @inlinable
-    mutating func resize(for newCapacity: Int) {
+    mutating func resize<E: EvictionEntry>(for newCapacity: Int, in entries: [E]) {
         let newCapacity = max(newCapacity, 1)
         guard newCapacity != capacity else { return }
         capacity = newCapacity
-        _resizeShadow()
+        _resizeShadow(in: entries)
         sketch.ensureCapacity(newCapacity)
         windowHistory.ensureCapacity(newCapacity)
         mainHistory.ensureCapacity(newCapacity)

@@ -77,6 +77,8 @@ extension EvictionOrder {
                 linked += _checkLinks(of: bucket, number: Self.window, atMost: window.count - linked, in: entries)
             }
             precondition(linked == window.count, "the window's buckets link \(linked) entries, count \(window.count)")
+            let sampled = _countSampledEntries(in: entries)
+            precondition(sampled == sampledEntries, "\(sampled) entries of sampled keys, counted \(sampledEntries)")
         }
         for number in [Self.window, Self.probation, Self.protected] where number != Self.window || policy.kind == .lru {
             let queue = self[queue: number]

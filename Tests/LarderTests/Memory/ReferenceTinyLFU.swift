@@ -161,8 +161,8 @@ struct ReferenceTinyLFU: CacheModel {
         guard c != capacity else { return }
         capacity = c
         var shift = sampleShift
-        while c >> shift >= 2_048 && shift < 16 { shift += 1 }
-        while shift > 0 && c >> shift < 512 { shift -= 1 }
+        while c >> shift >= 8_192 && shift < 16 { shift += 1 }
+        while shift > 0 && c >> shift < 2_048 { shift -= 1 }
         if shift != sampleShift {
             sampleShift = shift
             shadow = []
@@ -310,7 +310,7 @@ struct ReferenceTinyLFU: CacheModel {
         let key = chooseVictim()
         let (entry, fromWindow) = take(key, evicted: true)!
         // Below its capacity after a trim or pressure, the shadow keeps its most recent share.
-        while shadow.count > count >> sampleShift { shadow.removeFirst() }
+        while shadow.count > sampledEntries { shadow.removeFirst() }
         if fromWindow {
             let place = historyPlace(key)
             windowLeft[place.bucket] = (place.fingerprint, insertions)
@@ -370,6 +370,9 @@ struct ReferenceTinyLFU: CacheModel {
 
     // MARK: The check against LRU, written from its documentation
 
+    /// How many cached keys are sampled, counted afresh.
+    var sampledEntries: Int { all.count { isSampled($0.key) } }
+
     func isSampled(_ key: Int) -> Bool {
         (Self.hash(key) >> 16) & UInt32((1 << sampleShift) - 1) == 0
     }
@@ -382,6 +385,8 @@ struct ReferenceTinyLFU: CacheModel {
     /// requests, raises the window's floor when the shadow missed significantly less, or lowers it.
     mutating func sample(_ key: Int, hit: Bool) {
         let hash = Self.hash(key)
+        // Full, the shadow holds as many keys as the cache holds sampled ones.
+        if count >= capacity { shadowCapacity = max(1, sampledEntries) }
         let shadowHit = shadow.contains(hash)
         if shadowHit {
             shadow.removeAll { $0 == hash }

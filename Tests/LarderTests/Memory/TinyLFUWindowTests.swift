@@ -64,6 +64,36 @@ struct TinyLFUWindowTests {
         #expect(Double(tinyMisses) <= 1.03 * Double(lru), "TinyLFU \(tinyMisses) misses, LRU \(lru)")
     }
 
+    @Test("While the cache is full, the shadow LRU holds as many keys as the cache holds sampled ones")
+    func shadowFollowsTheSampledEntries() throws {
+        // 9,000 entries: half the keys are sampled, so the scaled capacity would be 4,500, while
+        // the sampled share of the cached working set strays from half as it slides.
+        let trace = Self.drift(workingSet: 8_200, requestsPerKey: 50, seed: 8).prefix(200_000)
+        let lru = try Self.misses(Array(trace), cache: MemoryCache(countLimit: 9_000))
+        let tiny = MemoryCache<Int, Int>(countLimit: 9_000, policy: .tinyLFU)
+        var checked = 0
+        var strayed = 0
+        var step = 0
+        let tinyMisses = try Self.misses(Array(trace), cache: tiny) {
+            step += 1
+            guard step % 97 == 0 else { return }
+            tiny.state.withLock {
+                let order = $0.storage.order
+                guard order.count >= order.capacity else { return }
+                #expect(order.sampleMask == 1)
+                // Set at each sampled request; the inserts and evictions since may have moved the count a little.
+                #expect(abs(order.shadow.capacity - order.sampledEntries) <= 16)
+                #expect(order.shadow.count <= order.shadow.capacity)
+                checked += 1
+                if order.sampledEntries != order.capacity >> 1 { strayed += 1 }
+            }
+        }
+        #expect(checked > 1_000)
+        #expect(strayed > checked / 2, "the sampled share matched the rate at \(checked - strayed) of \(checked) steps")
+        // A short trace: the window's climb to the whole cache weighs more than in `hitratio`.
+        #expect(Double(tinyMisses) <= 1.1 * Double(lru), "TinyLFU \(tinyMisses) misses, LRU \(lru)")
+    }
+
     @Test("The shadow LRU holds what an LRU of its capacity holds", arguments: [1, 7, 50])
     func shadowLRU(capacity: Int) {
         var random = SplitMix64(seed: UInt64(capacity))
