@@ -8,8 +8,8 @@
 // full, the shadow holds as many keys as the order holds of sampled keys, rather than the
 // capacity times the rate: near a working set the size of the cache, a sample whose share of the
 // working set strays from the rate by a few keys made the shadow hit much more or much less than
-// an LRU of the whole cache would, and the verdicts followed the sample, not the policy. Every `2 ×` the
-// shadow's capacity sampled requests, the requests only one of the two missed are weighed:
+// an LRU of the whole cache would, and the verdicts followed the sample, not the policy. Every
+// `2 ×` the shadow's capacity sampled requests, the requests only one of the two missed are weighed:
 // - the order missed significantly more (by three standard deviations, at least 32 such requests,
 //   and by at least 1/64 of the shadow's misses): the window's share gets a floor a quarter of
 //   the cache above its current share, up to the whole cache, where the window's near-LRU order
