@@ -39,11 +39,18 @@ extension EvictionOrder {
         shadow.capacity = max(1, capacity &>> shift)
     }
 
+    /// Whether the key hashing to `hash` is in the sample: the bits of ``sampleMask`` in its
+    /// hash's high half are all clear.
+    @inlinable @inline(__always)
+    func _isSampled(_ hash: UInt32) -> Bool {
+        (hash &>> 16) & sampleMask == 0
+    }
+
     /// How many of the order's entries are of sampled keys, counted by walking its queues.
     /// - Complexity: O(n).
     @usableFromInline
     func _countSampledEntries<E: EvictionEntry>(in entries: [E]) -> Int {
-        slots(in: entries).count { (entries[Int($0)].hash &>> 16) & sampleMask == 0 }
+        slots(in: entries).count { _isSampled(entries[Int($0)].hash) }
     }
 
     /// Notes a request for a sampled key hashing to `hash`, which this order hit or (a new entry) missed.

@@ -12,7 +12,7 @@ extension EvictionOrder {
         _advanceBucketIfDue(in: &entries)
         if sketch.increment(hash) { _countUse(in: &entries) }
         let marks = _tuneWindow(forNewKey: hash, in: &entries)
-        if (hash &>> 16) & sampleMask == 0 {
+        if _isSampled(hash) {
             _sampleRequest(hash, hit: false)
             sampledEntries &+= 1
         }
@@ -26,7 +26,7 @@ extension EvictionOrder {
         let hash = entries[Int(slot)].hash
         // The entry's count goes back to the sketch, which remembers keys that are not cached.
         sketch.add(hash, UInt64(entries[Int(slot)].evictionLink.marks &>> 4))
-        if (hash &>> 16) & sampleMask == 0 {
+        if _isSampled(hash) {
             sampledEntries &-= 1
             // An LRU cache would have lost a removed or expired key too.
             if !evicted { shadow.remove(hash) }

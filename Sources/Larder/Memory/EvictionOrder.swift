@@ -190,7 +190,7 @@ struct EvictionOrder {
             }
             _countUse(in: &entries)
             let hash = entries[Int(slot)].hash
-            if (hash &>> 16) & sampleMask == 0 { _sampleRequest(hash, hit: true) }
+            if _isSampled(hash) { _sampleRequest(hash, hit: true) }
         }
     }
 

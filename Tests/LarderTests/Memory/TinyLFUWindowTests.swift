@@ -64,6 +64,18 @@ struct TinyLFUWindowTests {
         #expect(Double(tinyMisses) <= 1.03 * Double(lru), "TinyLFU \(tinyMisses) misses, LRU \(lru)")
     }
 
+    @Test(
+        "The sample: every key below 8,192 entries, else 2,048 to 8,191 keys' worth",
+        arguments: [(1_000, 0), (8_191, 0), (8_192, 1), (9_000, 1), (16_384, 2), (100_000, 4), (1_000_000, 7)])
+    func sampleRate(countLimit: Int, shift: Int) throws {
+        let cache = MemoryCache<Int, Int>(countLimit: countLimit, policy: .tinyLFU)
+        try cache.store(1, forKey: 1)
+        let (mask, shadowCapacity) = cache.state.withLock { ($0.storage.order.sampleMask, $0.storage.order.shadow.capacity) }
+        #expect(mask == UInt32((1 << shift) - 1))
+        #expect(shadowCapacity == countLimit >> shift)
+        #expect((2_048 ..< 8_192).contains(shadowCapacity) || shift == 0)
+    }
+
     @Test("While the cache is full, the shadow LRU holds as many keys as the cache holds sampled ones")
     func shadowFollowsTheSampledEntries() throws {
         // 9,000 entries: half the keys are sampled, so the scaled capacity would be 4,500, while
