@@ -25,6 +25,10 @@ import LarderTestSupport
 // - `invalidation`: a remove on one instance until the other instance's local read misses (impl
 //   `larder`, median over the rounds), measured by polling the other instance.
 //
+// `LARDER_BENCH_REMOTE_COUNT_LIMIT=N` gives the readers a memory tier of at most N entries
+// (`HybridCacheOptions.countLimit`; default none), so that a promotion evicts an older entry and
+// the allocator reuses its memory, as in a full cache, instead of touching new pages.
+//
 // `LARDER_BENCH_CPU_TIME=1` times `get-hit-remote` and `get-many-remote` in the calling thread's
 // CPU time (user and system) instead of wall time: what the read costs the caller, which a busy
 // neighbour on a shared machine does not inflate (the drained impls then leave out the worker's
@@ -49,6 +53,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
         remote.commandTimeout = 5
         remote.connectTimeout = 5
         options.remote = remote
+        if let limit = readerCountLimit { options.countLimit = limit }
         return try HybridCache(options: options)
     }
     let writer = try open("writer")
@@ -235,6 +240,8 @@ private func remoteClock() -> UInt64 {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
     return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
 }
+
+private let readerCountLimit = ProcessInfo.processInfo.environment["LARDER_BENCH_REMOTE_COUNT_LIMIT"].flatMap { Int($0) }
 
 private let timesRemoteReadsInCPUTime = ProcessInfo.processInfo.environment["LARDER_BENCH_CPU_TIME"] == "1"
 

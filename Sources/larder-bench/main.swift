@@ -26,6 +26,7 @@ let usage = """
     disk suite's 4 KiB loads alone; LARDER_BENCH_DISK_KINDS=larder,sqlite only those implementations;
     LARDER_BENCH_CPU_TIME=1 times its loads, and the remote suite its reads, in thread CPU time
     instead of wall time. LARDER_BENCH_TRACES=drift,c2k_orm_busy replays only those hitratio traces.
+    LARDER_BENCH_REMOTE_COUNT_LIMIT=N caps the remote suite's readers' memory tiers at N entries.
     """
 
 /// Writes a line to standard error.

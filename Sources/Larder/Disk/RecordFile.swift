@@ -373,6 +373,24 @@ package struct RecordFile: Sendable {
         header: RecordHeader, keyBytes: [UInt8], payload: Data, temporaryPath: String, path: String,
         folder: String, sync: Bool
     ) throws(Errno) -> Int {
+        let fileSize = try writeTemporary(header: header, keyBytes: keyBytes, payload: payload, temporaryPath: temporaryPath, sync: sync)
+        do {
+            try moveIntoPlace(temporaryPath, path: path, folder: folder, sync: sync)
+        } catch {
+            _ = try? io.unlink(temporaryPath)
+            throw error
+        }
+        return fileSize
+    }
+
+    /// The first half of ``write(header:keyBytes:payload:temporaryPath:path:folder:sync:)``:
+    /// writes the record to `temporaryPath`, a name no other write uses, and with `sync` syncs
+    /// it. Needs no lock of the record: nothing reads or replaces a temporary file. On failure
+    /// the file is gone.
+    /// - Returns: The file's length.
+    package func writeTemporary(
+        header: RecordHeader, keyBytes: [UInt8], payload: Data, temporaryPath: String, sync: Bool
+    ) throws(Errno) -> Int {
         let fd: Int32
         do {
             fd = try io.createExclusively(temporaryPath)
@@ -415,6 +433,14 @@ package struct RecordFile: Sendable {
             throw error
         }
         io.close(fd)
+        return fileSize
+    }
+
+    /// The second half of ``write(header:keyBytes:payload:temporaryPath:path:folder:sync:)``:
+    /// renames the file written by ``writeTemporary(header:keyBytes:payload:temporaryPath:sync:)``
+    /// to `path`, making `folder` when it is missing. The caller holds the record's lock. On
+    /// failure the temporary file is left for the caller, which may retry or remove it.
+    package func moveIntoPlace(_ temporaryPath: String, path: String, folder: String, sync: Bool) throws(Errno) {
         // A shard folder made for this record: with `sync`, its parent is synced before the
         // rename, since syncing the shard folder afterwards keeps its entries but not the
         // folder's own entry in the root (found by the power-loss tests).
@@ -422,26 +448,20 @@ package struct RecordFile: Sendable {
             if try io.mkdir(folder), sync { try io.syncFolder(FileIO.parentFolder(of: folder)) }
         }
         do {
-            do {
-                try io.rename(temporaryPath, path)
-            } catch let error where error == .noSuchFileOrDirectory && folder != "" {
-                try makeFolder()
-                try io.rename(temporaryPath, path)
-            } catch let error
-                where (error == .tooManySymbolicLinks || error == .notADirectory) && folder != ""
-                && (try? io.info(atPath: folder))?.kind == .symbolicLink
-            {
-                // A link where the record's shard folder should be: the cache owns its folder,
-                // so the link goes (never its target) and a real folder takes its place.
-                try io.unlink(folder)
-                try makeFolder()
-                try io.rename(temporaryPath, path)
-            }
-        } catch {
-            _ = try? io.unlink(temporaryPath)
-            throw error
+            try io.rename(temporaryPath, path)
+        } catch let error where error == .noSuchFileOrDirectory && folder != "" {
+            try makeFolder()
+            try io.rename(temporaryPath, path)
+        } catch let error
+            where (error == .tooManySymbolicLinks || error == .notADirectory) && folder != ""
+            && (try? io.info(atPath: folder))?.kind == .symbolicLink
+        {
+            // A link where the record's shard folder should be: the cache owns its folder,
+            // so the link goes (never its target) and a real folder takes its place.
+            try io.unlink(folder)
+            try makeFolder()
+            try io.rename(temporaryPath, path)
         }
-        return fileSize
     }
 
     /// Overwrites a record's header in place (64 bytes at offset 0), leaving key and payload alone.

@@ -17,9 +17,8 @@ extension HybridCache {
 
     /// Puts a remote hit in memory now and on disk soon (as `tiers` says), for `lifetime` seconds
     /// from now. The disk write would double the read's latency (a file written per hit;
-    /// `larder-bench remote`), so it goes to the remote tier's bounded promotion queue, which
-    /// writes it after checking again, under the key lock, that the key did not change meanwhile;
-    /// when the queue is full, the caller writes it itself.
+    /// `larder-bench remote`), so it goes to the remote tier's bounded promotion queue; when the
+    /// queue is full, the caller writes it itself.
     func promoteRemoteHit(_ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: UInt64) {
         guard let remote, let write = promoteRemoteHitToMemory(data, forKey: key, lifetime: lifetime, into: tiers, generation: generation)
         else { return }
@@ -29,6 +28,15 @@ extension HybridCache {
     /// The memory half of `promoteRemoteHit(_:forKey:lifetime:into:generation:)`, done now; returns
     /// the disk half, the job that writes the disk copy (`nil` when `tiers` has no disk or the
     /// hit has no lifetime left). The same `data` goes to memory and to the job: no copy.
+    ///
+    /// The job writes the file first, holding no lock, and takes the key lock only to check
+    /// that the key did not change locally since the read (`generation`) and to rename the file
+    /// into place (``DiskCache/store(_:forKey:expiry:gate:)``). Every local change of the key
+    /// (a store, a removal, an invalidation, `removeAll`) moves its generation on before it
+    /// takes that lock (or every key lock) to change the disk, so a change that began before the
+    /// check makes the copy go unused, and one that begins after it replaces the copy. Holding the
+    /// key lock for the whole write made every read of a key of the same lock stripe wait for a
+    /// file to be created (`larder-bench remote`, issue 15).
     func promoteRemoteHitToMemory(_ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: UInt64)
         -> PromotionQueue.Job?
     {
@@ -42,12 +50,19 @@ extension HybridCache {
         }
         guard tiers.contains(.disk) else { return nil }
         return { [self] in
-            keyLocks.withLock(forKey: key) {
-                guard remote.generations.allows(key, snapshot: generation) else { return }
-                // The disk keeps whole seconds (rounded up): round down, so its copy never
-                // outlives the remote's.
-                let seconds = (end - clock.now).rounded(.down)
-                if seconds >= 1 { _ = try? disk.store(data, forKey: key, expiry: .seconds(seconds)) }
+            // A copy already out of date is not written at all; the check that decides is the
+            // one under the key lock.
+            guard remote.generations.allows(key, snapshot: generation) else { return }
+            // The disk keeps whole seconds (rounded up): round down, so its copy never outlives
+            // the remote's.
+            let seconds = (end - clock.now).rounded(.down)
+            guard seconds >= 1 else { return }
+            _ = try? disk.store(data, forKey: key, expiry: .seconds(seconds)) { (commit) throws(Errno) -> Bool in
+                try keyLocks.withLock(forKey: key) { () throws(Errno) -> Bool in
+                    guard remote.generations.allows(key, snapshot: generation) else { return false }
+                    try commit()
+                    return true
+                }
             }
         }
     }

@@ -336,34 +336,53 @@ public final class HybridCache: Sendable {
 
     /// The memory and disk part of ``store(_:forKey:in:expiry:locked:)``; returns the expiration
     /// (seconds since 1970, `nil` for none).
+    ///
+    /// The disk record's file is written before the key lock is taken; the lock covers its
+    /// rename into place and the memory tiers' change (``DiskCache/store(_:forKey:expiry:locked:gate:)``),
+    /// so that the two tiers change together and a read of another key of the same lock stripe
+    /// never waits for a file being written.
     private func storeLocally(
         _ data: Data, forKey key: String, in tiers: CacheTiers, expiry: Expiry, seconds: Double?, locked: Bool,
         memoryCopy: ((Double?) -> Void)?
     ) throws(CacheError) -> Double? {
-        try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Double? in
-            let expiration: Double?
-            if tiers.contains(.disk) {
-                // Read before the disk reads it, so memory's expiry is never later than the disk's.
-                let now = disk.options.clock.now
-                try disk.store(data, forKey: key, expiry: expiry, locked: locked)
-                expiration = storeExpiration(expiry, locked: locked, now: now)
-            } else {
+        guard tiers.contains(.disk) else {
+            return try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Double? in
                 if !tiers.isEmpty { try disk.remove(forKey: key) }
-                expiration = locked ? nil : seconds.map { disk.options.clock.now + $0 }
+                let expiration = locked ? nil : seconds.map { disk.options.clock.now + $0 }
+                _storeInMemory(data, forKey: key, in: tiers, expiration: expiration, memoryCopy: memoryCopy)
+                return expiration
             }
-            // Each memory tier (this cache's, each typed view's) holds the current value or nothing.
-            typedMemories.remove(forKey: key)
-            if tiers.contains(.memory), let memoryCopy {
-                memory.remove(forKey: key)
-                memoryCopy(expiration)
-            } else if tiers.contains(.memory) {
-                promote(data, forKey: key, expiration: expiration)
-            } else {
-                memory.remove(forKey: key)
-            }
-            counters.insertions.add(1, ordering: .relaxed)
-            return expiration
         }
+        // Read before the disk reads it, so memory's expiry is never later than the disk's.
+        let now = disk.options.clock.now
+        let expiration = storeExpiration(expiry, locked: locked, now: now)
+        try disk.store(data, forKey: key, expiry: expiry, locked: locked) { (commit) throws(Errno) -> Bool in
+            try keyLocks.withLock(forKey: key) { () throws(Errno) -> Bool in
+                try commit()
+                _storeInMemory(data, forKey: key, in: tiers, expiration: expiration, memoryCopy: memoryCopy)
+                return true
+            }
+        }
+        return expiration
+    }
+
+    /// The memory part of ``storeLocally(_:forKey:in:expiry:seconds:locked:memoryCopy:)``, once
+    /// the disk holds the new value (or, without the disk among `tiers`, none). Expects the key's
+    /// lock held.
+    private func _storeInMemory(
+        _ data: Data, forKey key: String, in tiers: CacheTiers, expiration: Double?, memoryCopy: ((Double?) -> Void)?
+    ) {
+        // Each memory tier (this cache's, each typed view's) holds the current value or nothing.
+        typedMemories.remove(forKey: key)
+        if tiers.contains(.memory), let memoryCopy {
+            memory.remove(forKey: key)
+            memoryCopy(expiration)
+        } else if tiers.contains(.memory) {
+            promote(data, forKey: key, expiration: expiration)
+        } else {
+            memory.remove(forKey: key)
+        }
+        counters.insertions.add(1, ordering: .relaxed)
     }
 
     /// Removes `key` from every tier.
