@@ -10,9 +10,9 @@ import LarderTestSupport
 //
 // `read-beside-writer`: loads of the first half of the keys on one thread while a second thread
 // overwrites keys of the other half without pause; ns_per_op is per load. The keys differ, so a
-// load waits for the writer only where the cache makes it: a key lock shared by a load's record and
-// the one being written (larder's 64 stripes) held while the file is written, where it was before
-// the stores wrote their file outside it (issue 15).
+// load waits for the writer only where the cache makes it wait: larder's loads and stores share 64
+// key-lock stripes, and until issue 15 a store held its stripe while it wrote the file, so a load
+// whose record fell in that stripe waited for the write. Stores now hold it for the rename only.
 
 func runConcurrencySuite(_ context: BenchContext) throws {
     let keyCount = 10_000

@@ -152,7 +152,7 @@ public final class DiskCache: Sendable {
         try timed(.store, key) { () throws(CacheError) in try storeRecord(data, forKey: key, expiry: expiry, locked: locked, gate: gate) }
     }
 
-    /// Whether and how a prepared record is put in place (see ``store(_:forKey:expiry:gate:)``):
+    /// Whether and how a prepared record is put in place (see ``store(_:forKey:expiry:locked:gate:)``):
     /// runs `commit` (which throws what the rename throws) and returns `true`, or returns `false`
     /// without running it.
     typealias RecordGate = (_ commit: () throws(Errno) -> Void) throws(Errno) -> Bool

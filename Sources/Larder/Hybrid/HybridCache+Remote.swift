@@ -31,7 +31,7 @@ extension HybridCache {
     ///
     /// The job writes the file first, holding no lock, and takes the key lock only to check
     /// that the key did not change locally since the read (`generation`) and to rename the file
-    /// into place (``DiskCache/store(_:forKey:expiry:gate:)``). Every local change of the key
+    /// into place (``DiskCache/store(_:forKey:expiry:locked:gate:)``). Every local change of the key
     /// (a store, a removal, an invalidation, `removeAll`) moves its generation on before it
     /// takes that lock (or every key lock) to change the disk, so a change that began before the
     /// check makes the copy go unused, and one that begins after it replaces the copy. Holding the

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Larder
 
-/// `DiskCache.store(_:forKey:expiry:gate:)`: the record's file is written before the gate runs,
+/// `DiskCache.store(_:forKey:expiry:locked:gate:)`: the record's file is written before the gate runs,
 /// outside every lock of the cache, and put in place only when the gate commits it. The
 /// hybrid's disk copies of remote hits go this way (issue 15), so that a copy being written
 /// holds no key lock.
