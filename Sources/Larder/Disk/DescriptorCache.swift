@@ -4,8 +4,8 @@ import Dispatch
 /// `pread` (and, once per ``recheckInterval``, an `fstat`) instead of an open, a read and a close
 /// (``DiskCacheOptions/maximumOpenFiles``).
 ///
-/// Keyed by record file name and owned by one writable ``DiskCache``, which owns its folder. What
-/// keeps a kept descriptor right:
+/// Keyed by record file name (through its ``tag(_:)``, checked against the name kept in its slot)
+/// and owned by one writable ``DiskCache``, which owns its folder. What keeps a kept descriptor right:
 /// - The cache retires a name's descriptor under that name's key lock whenever it replaces or
 ///   removes the file (a store, an import, a removal, a collection, a corrupt or expired record),
 ///   so that no read, which holds the same lock, sees the file a change replaced. Header rewrites
@@ -36,8 +36,6 @@ package final class DescriptorCache: Sendable {
         var fd: Int32
         /// Its place in ``State/slots``.
         var place: Int
-        /// Its name's ``DescriptorCache/tag(_:)``, counted in the sketch at every use.
-        var tag: UInt64
         /// The place in ``State/payloads`` of its kept record, if any.
         var payloadPlace: Int?
     }
@@ -66,8 +64,11 @@ package final class DescriptorCache: Sendable {
     }
 
     private struct State {
-        /// The kept descriptors, by record file name (its bytes: see ``ExactName``).
-        var entries: [ExactName: Entry] = [:]
+        /// The kept descriptors, by their names' ``DescriptorCache/tag(_:)``: a hash of 8 bytes
+        /// instead of a name's 64, and no string to retain while probing. Each entry's slot holds
+        /// its name, which a lookup compares; of two names with one tag (a 64-bit hash: in
+        /// practice never), only the first is kept.
+        var entries: [UInt64: Entry] = [:]
         /// The kept names with their last uses, in no order, for sampling victims in O(1).
         var slots: [Slot] = []
         /// Reads using each lent descriptor, kept or draining, by descriptor: a number stays
@@ -164,9 +165,10 @@ package final class DescriptorCache: Sendable {
     /// A read of a kept record needs no clock; one through a bare descriptor reads
     /// ``now()`` (a vDSO clock read, no system call) to see whether its check is due.
     package func borrow(_ name: String) -> Loan? {
-        state.withLock { s in
-            guard let entry = s.entries[ExactName(name)] else { return nil }
-            count(entry.tag, in: &s)
+        let tag = Self.tag(name)
+        return state.withLock { s in
+            guard let entry = Self.entry(tag, name, in: s) else { return nil }
+            count(tag, in: &s)
             s.tick &+= 1
             s.users[entry.fd, default: 0] += 1
             s.slots[entry.place].lastUse = s.tick
@@ -198,11 +200,11 @@ package final class DescriptorCache: Sendable {
     package func keepRecord(_ record: KeptRecord, readThrough fd: Int32, as name: String) {
         guard payloadCapacity > 0 else { return }
         let cost = KeptPayloads.cost(of: record)
+        let tag = Self.tag(name)
         state.withLock { s in
-            guard !s.isClosed, let entry = s.entries[ExactName(name)], entry.fd == fd else { return }
+            guard !s.isClosed, let entry = Self.entry(tag, name, in: s), entry.fd == fd else { return }
             if let place = entry.payloadPlace { Self.dropPayload(at: place, in: &s) }
             guard cost <= s.payloads.largest else { return }
-            let tag = entry.tag
             let frequency = Self.frequency(tag, in: s.sketch)
             while s.payloads.bytes + cost > s.payloads.capacity {
                 guard !s.payloads.slots.isEmpty else { return }
@@ -211,15 +213,16 @@ package final class DescriptorCache: Sendable {
                 Self.dropPayload(at: victim, in: &s)
             }
             s.tick &+= 1
-            let place = s.payloads.append(.init(name: name, tag: tag, record: record, cost: cost, lastUse: s.tick))
-            s.entries[ExactName(name)]?.payloadPlace = place
+            let place = s.payloads.append(.init(tag: tag, record: record, cost: cost, lastUse: s.tick))
+            s.entries[tag]?.payloadPlace = place
         }
     }
 
     /// Drops the record kept beside `name`'s descriptor (its file changed), keeping the descriptor.
     package func forgetRecord(_ name: String) {
+        let tag = Self.tag(name)
         state.withLock { s in
-            guard let place = s.entries[ExactName(name)]?.payloadPlace else { return }
+            guard let place = Self.entry(tag, name, in: s)?.payloadPlace else { return }
             Self.dropPayload(at: place, in: &s)
         }
     }
@@ -263,7 +266,8 @@ package final class DescriptorCache: Sendable {
             count(tag, in: &s)
             let frequency = Self.frequency(tag, in: s.sketch)
             guard frequency >= 2 else { return false }
-            guard !s.isClosed, s.entries[ExactName(name)] == nil else { return false }
+            // A name with a descriptor kept already, or (never, in practice) another name with its tag.
+            guard !s.isClosed, s.entries[tag] == nil else { return false }
             if s.bound < limit {
                 s.keptSinceChange += 1
                 if s.keptSinceChange >= Self.regrowthInterval {
@@ -272,6 +276,10 @@ package final class DescriptorCache: Sendable {
                 }
             }
             guard s.bound > 0 else { return false }
+            // At the bound, a name no more often read than the margin displaces no one (a
+            // victim's count is at least 0): no victim to sample. Most reads of a uniform load
+            // over more records than the bound end here.
+            if s.entries.count == s.bound, frequency <= Self.admissionMargin { return false }
             while s.entries.count >= s.bound {
                 // After exhaustion halved the bound, more than one may have to go.
                 let victim = Self.victim(&s)
@@ -279,10 +287,10 @@ package final class DescriptorCache: Sendable {
                 guard s.entries.count > s.bound || frequency > victimFrequency + Self.admissionMargin else {
                     return false
                 }
-                if let fd = Self.remove(s.slots[victim].name, from: &s) { evicted.append(fd) }
+                if let fd = Self.remove(tag: s.slots[victim].tag, from: &s) { evicted.append(fd) }
             }
             s.tick &+= 1
-            s.entries[ExactName(name)] = Entry(fd: fd, place: s.slots.count, tag: tag)
+            s.entries[tag] = Entry(fd: fd, place: s.slots.count)
             s.slots.append(Slot(name: name, lastUse: s.tick, tag: tag, checkedAt: recheckInterval > 0 ? Self.now() : 0))
             return true
         }
@@ -293,7 +301,11 @@ package final class DescriptorCache: Sendable {
     /// Stops keeping the descriptor of `name`, closing it now or, when a read uses it, when that
     /// read gives it back. Does nothing when none is kept.
     package func retire(_ name: String) {
-        let closing = state.withLock { s in Self.remove(name, from: &s) }
+        let tag = Self.tag(name)
+        let closing = state.withLock { s -> Int32? in
+            guard Self.entry(tag, name, in: s) != nil else { return nil }
+            return Self.remove(tag: tag, from: &s)
+        }
         if let closing { _ = closeCall(closing) }
     }
 
@@ -302,7 +314,7 @@ package final class DescriptorCache: Sendable {
         let fds = state.withLock { s -> [Int32] in
             if closing { s.isClosed = true }
             var idle: [Int32] = []
-            for slot in s.slots { if let fd = Self.remove(slot.name, from: &s) { idle.append(fd) } }
+            for slot in s.slots { if let fd = Self.remove(tag: slot.tag, from: &s) { idle.append(fd) } }
             return idle
         }
         for fd in fds { _ = closeCall(fd) }
@@ -317,8 +329,8 @@ package final class DescriptorCache: Sendable {
             s.keptSinceChange = 0
             var idle: [Int32] = []
             for slot in s.slots {
-                guard let fd = s.entries[ExactName(slot.name)]?.fd, s.users[fd] == nil else { continue }
-                if let fd = Self.remove(slot.name, from: &s) { idle.append(fd) }
+                guard let fd = s.entries[slot.tag]?.fd, s.users[fd] == nil else { continue }
+                if let fd = Self.remove(tag: slot.tag, from: &s) { idle.append(fd) }
             }
             return idle
         }
@@ -328,12 +340,14 @@ package final class DescriptorCache: Sendable {
 
     /// Whether a descriptor is kept for `name` (tests).
     package func isKeeping(_ name: String) -> Bool {
-        state.withLock { $0.entries[ExactName(name)] != nil }
+        let tag = Self.tag(name)
+        return state.withLock { Self.entry(tag, name, in: $0) != nil }
     }
 
     /// Whether a record is kept beside `name`'s descriptor (tests).
     package func isKeepingRecord(_ name: String) -> Bool {
-        state.withLock { $0.entries[ExactName(name)]?.payloadPlace != nil }
+        let tag = Self.tag(name)
+        return state.withLock { Self.entry(tag, name, in: $0)?.payloadPlace != nil }
     }
 
     /// How many records are kept beside their descriptors, and their bytes (tests).
@@ -346,17 +360,24 @@ package final class DescriptorCache: Sendable {
         state.withLock { s in (s.entries.count, s.draining.count, s.bound) }
     }
 
-    /// Removes `name`'s entry; returns its descriptor when nobody uses it (to close), else moves
-    /// it to `draining`.
-    private static func remove(_ name: String, from s: inout State) -> Int32? {
-        guard let entry = s.entries.removeValue(forKey: ExactName(name)) else { return nil }
+    /// The entry kept for `name`, whose tag is `tag`: the entry under that tag, when its slot
+    /// holds that name.
+    private static func entry(_ tag: UInt64, _ name: String, in s: State) -> Entry? {
+        guard let entry = s.entries[tag], ExactName(s.slots[entry.place].name) == ExactName(name) else { return nil }
+        return entry
+    }
+
+    /// Removes the entry tagged `tag`; returns its descriptor when nobody uses it (to close), else
+    /// moves it to `draining`.
+    private static func remove(tag: UInt64, from s: inout State) -> Int32? {
+        guard let entry = s.entries.removeValue(forKey: tag) else { return nil }
         if let place = entry.payloadPlace, let moved = s.payloads.remove(at: place) {
-            s.entries[ExactName(moved)]?.payloadPlace = place
+            s.entries[moved]?.payloadPlace = place
         }
         let last = s.slots.removeLast()
         if entry.place < s.slots.count {
             s.slots[entry.place] = last
-            s.entries[ExactName(last.name)]!.place = entry.place
+            s.entries[last.tag]!.place = entry.place
         }
         guard s.users[entry.fd] != nil else { return entry.fd }
         s.draining.insert(entry.fd)
@@ -365,8 +386,8 @@ package final class DescriptorCache: Sendable {
 
     /// Drops the kept record at `place` in ``State/payloads``, keeping its descriptor.
     private static func dropPayload(at place: Int, in s: inout State) {
-        s.entries[ExactName(s.payloads.slots[place].name)]?.payloadPlace = nil
-        if let moved = s.payloads.remove(at: place) { s.entries[ExactName(moved)]?.payloadPlace = place }
+        s.entries[s.payloads.slots[place].tag]?.payloadPlace = nil
+        if let moved = s.payloads.remove(at: place) { s.entries[moved]?.payloadPlace = place }
     }
 
     /// The place in ``State/payloads`` of the kept record to drop first: of a few sampled, the
@@ -394,11 +415,11 @@ package final class DescriptorCache: Sendable {
         return s.random
     }
 
-    /// A name's sketch tag: its 64-bit FNV-1a hash (deterministic, unlike `hashValue`, so that
-    /// which names share counters does not change from run to run), never 0.
-    private static func tag(_ name: String) -> UInt64 {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+    /// A name's tag, the key of its entry and of its sketch counters: its ``NameHash`` (deterministic,
+    /// unlike `hashValue`, so that which names share counters does not change from run to run),
+    /// never 0.
+    static func tag(_ name: String) -> UInt64 {
+        let hash = NameHash.of(name)
         return hash == 0 ? 1 : hash
     }
 

@@ -267,7 +267,7 @@ public final class DiskCache: Sendable {
                     do throws(Errno) {
                         let committed = try withoutActuallyEscaping(body) { (body) throws(Errno) -> Bool in
                             try gate { () throws(Errno) in
-                                result = try keyLocks.withLock(forKey: name) { () throws(Errno) -> T in
+                                result = try keyLocks.withLock(forName: name) { () throws(Errno) -> T in
                                     defer { records.descriptors?.retire(name) }
                                     return try body(prepared)
                                 }
@@ -569,7 +569,7 @@ public final class DiskCache: Sendable {
 
     /// Runs `body` holding the key lock of the record file `name`: reads and uses of one record.
     func withKeyLock<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T {
-        try keyLocks.withLock(forKey: name, body)
+        try keyLocks.withLock(forName: name, body)
     }
 
     /// Runs `body` holding every key lock, so that no read or change of any record is under way.
@@ -585,7 +585,7 @@ public final class DiskCache: Sendable {
     @discardableResult
     func changingRecord<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T? {
         try changingRecords(name: name) { () throws(E) -> T in
-            try keyLocks.withLock(forKey: name) { () throws(E) -> T in
+            try keyLocks.withLock(forName: name) { () throws(E) -> T in
                 defer { records.descriptors?.retire(name) }
                 return try body()
             }

@@ -115,12 +115,29 @@ package struct DiskLayout: Sendable {
 
     /// The path of a record file relative to the root: its shard folder and name, or its name.
     package func relativePath(for name: String) -> String {
-        guard let shard = shard(for: name) else { return name }
+        guard folderLayout == .sharded else { return name }
+        // Fast path (every hashed name): two ASCII bytes are the shard, copied with the name into
+        // one new string, the read path's one allocation for a path.
+        var name = name
+        if let path = name.withUTF8({ Self.asciiShardedPath($0) }) { return path }
+        guard let shard = Self.shard(for: name) else { return name }
         var path = shard
         path.reserveCapacity(shard.utf8.count + 1 + name.utf8.count)
         path += "/"
         path += name
         return path
+    }
+
+    /// `ab/abc…` for a name whose first two bytes are ASCII; `nil` otherwise.
+    private static func asciiShardedPath(_ name: UnsafeBufferPointer<UInt8>) -> String? {
+        guard name.count >= 2, name[0] < 0x80, name[1] < 0x80 else { return nil }
+        return String(unsafeUninitializedCapacity: name.count + 3) { path in
+            path[0] = name[0]
+            path[1] = name[1]
+            path[2] = UInt8(ascii: "/")
+            _ = UnsafeMutableBufferPointer(rebasing: path[3...]).initialize(from: name)
+            return name.count + 3
+        }
     }
 
     /// Whether a name in the root is one of Larder's own files or folders (or any hidden name).

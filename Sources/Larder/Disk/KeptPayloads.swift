@@ -13,7 +13,7 @@ package struct KeptRecord: Sendable {
 struct KeptPayloads {
     /// A kept record and what eviction needs to know of it.
     struct Slot {
-        var name: String
+        /// Its name's ``DescriptorCache/tag(_:)``.
         var tag: UInt64
         var record: KeptRecord
         /// Bytes charged: the record file's length, the bytes its read holds in memory.
@@ -54,13 +54,13 @@ struct KeptPayloads {
     }
 
     /// Removes the slot at `place`, moving the last slot there.
-    /// - Returns: The name of the slot moved to `place`, whose owner must learn its new place.
-    mutating func remove(at place: Int) -> String? {
+    /// - Returns: The tag of the slot moved to `place`, whose owner must learn its new place.
+    mutating func remove(at place: Int) -> UInt64? {
         bytes -= slots[place].cost
         let last = slots.removeLast()
         guard place < slots.count else { return nil }
         slots[place] = last
-        return last.name
+        return last.tag
     }
 
     /// Marks a use of the record at `place`.

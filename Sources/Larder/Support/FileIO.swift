@@ -103,13 +103,21 @@ package struct FileIO: Sendable {
         var directory = root.fd
         defer { if directory != root.fd { close(directory) } }
         for component in components {
-            let next = try opening {
-                calls.openat(directory, component, O_RDONLY | O_DIRECTORY | Self.safetyFlags, 0)
+            let next = try Self.withCString(component) { (component) throws(Errno) in
+                try opening { calls.openat(directory, component, O_RDONLY | O_DIRECTORY | Self.safetyFlags, 0) }
             }
             if directory != root.fd { close(directory) }
             directory = next
         }
         return try body(directory, last)
+    }
+
+    /// Runs `body` with `string` as a C string: a native string's own bytes. Passing a `String`
+    /// where a closure of the table takes an `UnsafePointer<CChar>` copies it into a new array
+    /// (`utf8CString`) on every call: on a 4 KiB read, an allocation and a free beside three
+    /// system calls.
+    private static func withCString<T>(_ string: String, _ body: (UnsafePointer<CChar>) throws(Errno) -> T) throws(Errno) -> T {
+        try string.withCString { pointer in Result { () throws(Errno) in try body(pointer) } }.get()
     }
 
     // MARK: - Descriptors
@@ -124,7 +132,9 @@ package struct FileIO: Sendable {
             if relative.utf8.contains(UInt8(ascii: "/")) {
                 let relative = String(relative)
                 do {
-                    let fd = try opening { calls.openBeneath(root.fd, relative, flags | Self.safetyFlags, mode) }
+                    let fd = try Self.withCString(relative) { (relative) throws(Errno) in
+                        try opening { calls.openBeneath(root.fd, relative, flags | Self.safetyFlags, mode) }
+                    }
                     if forcesModes, flags & O_CREAT != 0 { _ = calls.fchmod(fd, mode) }
                     return fd
                 } catch let error where error.rawValue == ENOSYS || error.rawValue == EPERM {
@@ -133,7 +143,9 @@ package struct FileIO: Sendable {
             }
         }
         let fd = try resolving(path) { (directory, name) throws(Errno) in
-            try opening { calls.openat(directory, name, flags | Self.safetyFlags, mode) }
+            try Self.withCString(name) { (name) throws(Errno) in
+                try opening { calls.openat(directory, name, flags | Self.safetyFlags, mode) }
+            }
         }
         if forcesModes, flags & O_CREAT != 0 { _ = calls.fchmod(fd, mode) }
         return fd
@@ -148,7 +160,9 @@ package struct FileIO: Sendable {
     package func open(beneathRoot relative: String, orPath absolute: () -> String, _ flags: Int32) throws(Errno) -> Int32 {
         if let root, !root.beneathIsUnavailable.load(ordering: .relaxed), relative.utf8.contains(UInt8(ascii: "/")) {
             do {
-                return try opening { calls.openBeneath(root.fd, relative, (flags & ~O_CREAT) | Self.safetyFlags, 0) }
+                return try Self.withCString(relative) { (relative) throws(Errno) in
+                    try opening { calls.openBeneath(root.fd, relative, (flags & ~O_CREAT) | Self.safetyFlags, 0) }
+                }
             } catch let error where error.rawValue == ENOSYS || error.rawValue == EPERM {
                 root.beneathIsUnavailable.store(true, ordering: .relaxed)
             }
@@ -288,7 +302,9 @@ package struct FileIO: Sendable {
         var buf = stat()
         do {
             _ = try resolving(path) { (directory, name) throws(Errno) in
-                try retrying { calls.fstatat(directory, name, &buf, AT_SYMLINK_NOFOLLOW) }
+                try Self.withCString(name) { (name) throws(Errno) in
+                    try retrying { calls.fstatat(directory, name, &buf, AT_SYMLINK_NOFOLLOW) }
+                }
             }
         } catch let error where error == .noSuchFileOrDirectory {
             return nil
@@ -304,7 +320,11 @@ package struct FileIO: Sendable {
     package func rename(_ from: String, _ to: String) throws(Errno) {
         _ = try resolving(from) { (fromDirectory, fromName) throws(Errno) in
             try resolving(to) { (toDirectory, toName) throws(Errno) in
-                try retrying { calls.renameat(fromDirectory, fromName, toDirectory, toName) }
+                try Self.withCString(fromName) { (fromName) throws(Errno) in
+                    try Self.withCString(toName) { (toName) throws(Errno) in
+                        try retrying { calls.renameat(fromDirectory, fromName, toDirectory, toName) }
+                    }
+                }
             }
         }
     }
@@ -314,7 +334,7 @@ package struct FileIO: Sendable {
     package func unlink(_ path: String) throws(Errno) -> Bool {
         do {
             _ = try resolving(path) { (directory, name) throws(Errno) in
-                try retrying { calls.unlinkat(directory, name, 0) }
+                try Self.withCString(name) { (name) throws(Errno) in try retrying { calls.unlinkat(directory, name, 0) } }
             }
             return true
         } catch let error where error == .noSuchFileOrDirectory {
@@ -329,7 +349,7 @@ package struct FileIO: Sendable {
         let mode = mode_t(mode ?? folderMode)
         do {
             _ = try resolving(path) { (directory, name) throws(Errno) in
-                try retrying { calls.mkdirat(directory, name, mode) }
+                try Self.withCString(name) { (name) throws(Errno) in try retrying { calls.mkdirat(directory, name, mode) } }
             }
             if forcesModes, let fd = try? openDirectory(path) {
                 _ = calls.fchmod(fd, mode)
