@@ -10,8 +10,8 @@
 /// On x86-64 processors with carry-less multiplication (PCLMULQDQ) the bulk of the buffer is
 /// folded 64 bytes at a time with it (BENCHMARKS.md shows what that saves a verified load); the
 /// tail and short buffers (a record's 64-byte header) go through eight tables a word ("slicing
-/// by 8", about 4 × zlib's loop on short buffers), and so do other processors' buffers below 4 KiB;
-/// longer ones there go to zlib.
+/// by 8", where zlib takes a short buffer a byte at a time), and so do other processors' buffers
+/// below 4 KiB; longer ones there go to zlib.
 uint32_t larder_crc32(uint32_t crc, const void *buffer, size_t length);
 
 #endif
