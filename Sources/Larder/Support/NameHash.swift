@@ -1,6 +1,7 @@
 /// A 64-bit hash of a string's UTF-8 bytes, taken 8 at a time: the same on every run (unlike
-/// `hashValue`, seeded per process) and about a tenth of the cost of `Hasher` on a 64-character
-/// record file name. Bytes, not characters: two spellings of one canonical string hash apart,
+/// `hashValue`, seeded per process) and a multiply and a shift per word, where `Hasher` runs
+/// SipHash over a string's bytes (BENCHMARKS.md, "Hot hits, round five", for what that changed on
+/// a disk read). Bytes, not characters: two spellings of one canonical string hash apart,
 /// as file names, which the disk tier compares byte for byte (``ExactName``), should.
 ///
 /// Not for tables an attacker fills: unseeded, so colliding names can be made on purpose. Its

@@ -23,9 +23,9 @@ final class StripedLock: Sendable {
         return try stripe.mutex.withLock { (_: inout Void) throws(E) -> T in try body() }
     }
 
-    /// Runs `body` holding the stripe of the file name `name`, chosen by its bytes' ``NameHash``:
-    /// the disk tier's key lock, which a read takes once, where `withLock(forKey:)`'s `Hasher`
-    /// costs several times as much on a 64-character name.
+    /// Runs `body` holding the stripe of the file name `name`, chosen by its bytes' ``NameHash``
+    /// instead of `withLock(forKey:)`'s `Hasher`: the disk tier's key lock, taken once per read,
+    /// whose names are compared byte for byte anyway.
     func withLock<T, E: Error>(forName name: String, _ body: () throws(E) -> T) throws(E) -> T {
         let stripe = stripes[Int(NameHash.of(name) % UInt64(stripes.count))]
         return try stripe.mutex.withLock { (_: inout Void) throws(E) -> T in try body() }
