@@ -19,7 +19,8 @@ package typealias StatVFS = statvfs
 /// `AT_SYMLINK_NOFOLLOW`) at every component: a path outside the root fails with
 /// ``Errno/escapesRoot``, a link at any component with ``Errno/tooManySymbolicLinks`` (or
 /// ``Errno/notADirectory``). Every file is opened `O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC`, so a
-/// FIFO never blocks an open. An unrooted `FileIO` takes paths as they are (for the root's own
+/// FIFO never blocks an open; on Linux a file opened for reading only is also opened
+/// `O_NOATIME`, so a read writes nothing (see ``noAccessTime``). An unrooted `FileIO` takes paths as they are (for the root's own
 /// parents), with the same flags on the last component.
 package struct FileIO: Sendable {
     /// The calls underneath.
@@ -44,6 +45,32 @@ package struct FileIO: Sendable {
     /// The flags every open gets: never follow a link at the last component, never block on a
     /// FIFO, never leak the descriptor into a child process.
     private static let safetyFlags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
+
+    /// `O_NOATIME` (Linux; the Glibc module does not export it: `01000000` in every Linux ABI
+    /// Swift runs on), 0 elsewhere. Reading a record is no reason to write its inode: under
+    /// `relatime` the first read after a store would otherwise dirty it, a journal write per
+    /// fresh record. Nothing in Larder, or in SPTPersistentCache's format, reads a file's atime.
+    private static let noAccessTime: Int32 = {
+        #if os(Linux)
+        return 0o1000000
+        #else
+        return 0
+        #endif
+    }()
+
+    /// Runs `open` with `flags`, plus ``noAccessTime`` when they open a file for reading only.
+    /// The kernel refuses that flag with `EPERM` for a file this user does not own (a foreign
+    /// cache opened read-only), so that case is tried once more without it.
+    private func openingForRead(_ flags: Int32, _ open: (Int32) -> Int32) throws(Errno) -> Int32 {
+        guard Self.noAccessTime != 0, flags & O_ACCMODE == O_RDONLY, flags & (O_CREAT | O_DIRECTORY) == 0 else {
+            return try opening { open(flags) }
+        }
+        do {
+            return try opening { open(flags | Self.noAccessTime) }
+        } catch let error where error == .notPermitted {
+            return try opening { open(flags) }
+        }
+    }
 
     /// Runs `body` until it returns something other than -1 with `EINTR`.
     @inline(__always)
@@ -133,7 +160,7 @@ package struct FileIO: Sendable {
                 let relative = String(relative)
                 do {
                     let fd = try Self.withCString(relative) { (relative) throws(Errno) in
-                        try opening { calls.openBeneath(root.fd, relative, flags | Self.safetyFlags, mode) }
+                        try openingForRead(flags | Self.safetyFlags) { calls.openBeneath(root.fd, relative, $0, mode) }
                     }
                     if forcesModes, flags & O_CREAT != 0 { _ = calls.fchmod(fd, mode) }
                     return fd
@@ -144,7 +171,7 @@ package struct FileIO: Sendable {
         }
         let fd = try resolving(path) { (directory, name) throws(Errno) in
             try Self.withCString(name) { (name) throws(Errno) in
-                try opening { calls.openat(directory, name, flags | Self.safetyFlags, mode) }
+                try openingForRead(flags | Self.safetyFlags) { calls.openat(directory, name, $0, mode) }
             }
         }
         if forcesModes, flags & O_CREAT != 0 { _ = calls.fchmod(fd, mode) }
@@ -161,7 +188,7 @@ package struct FileIO: Sendable {
         if let root, !root.beneathIsUnavailable.load(ordering: .relaxed), relative.utf8.contains(UInt8(ascii: "/")) {
             do {
                 return try Self.withCString(relative) { (relative) throws(Errno) in
-                    try opening { calls.openBeneath(root.fd, relative, (flags & ~O_CREAT) | Self.safetyFlags, 0) }
+                    try openingForRead((flags & ~O_CREAT) | Self.safetyFlags) { calls.openBeneath(root.fd, relative, $0, 0) }
                 }
             } catch let error where error.rawValue == ENOSYS || error.rawValue == EPERM {
                 root.beneathIsUnavailable.store(true, ordering: .relaxed)
