@@ -20,8 +20,8 @@ package typealias StatVFS = statvfs
 /// ``Errno/escapesRoot``, a link at any component with ``Errno/tooManySymbolicLinks`` (or
 /// ``Errno/notADirectory``). Every file is opened `O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC`, so a
 /// FIFO never blocks an open; on Linux a file opened for reading only is also opened
-/// `O_NOATIME`, so a read writes nothing (see ``noAccessTime``). An unrooted `FileIO` takes paths as they are (for the root's own
-/// parents), with the same flags on the last component.
+/// `O_NOATIME`, so a read writes nothing (see `noAccessTime`). An unrooted `FileIO` takes paths
+/// as they are (for the root's own parents), with the same flags on the last component.
 package struct FileIO: Sendable {
     /// The calls underneath.
     package var calls: SystemCalls
@@ -58,7 +58,7 @@ package struct FileIO: Sendable {
         #endif
     }()
 
-    /// Runs `open` with `flags`, plus ``noAccessTime`` when they open a file for reading only.
+    /// Runs `open` with `flags`, plus `noAccessTime` when they open a file for reading only.
     /// The kernel refuses that flag with `EPERM` for a file this user does not own (a foreign
     /// cache opened read-only), so that case is tried once more without it.
     private func openingForRead(_ flags: Int32, _ open: (Int32) -> Int32) throws(Errno) -> Int32 {
