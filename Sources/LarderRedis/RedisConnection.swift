@@ -81,6 +81,29 @@ final class RedisConnection: @unchecked Sendable {
         return try readReply()
     }
 
+    /// Sends `name key` (a command of one key, such as `GET`) and reads its reply: the arguments
+    /// go to hiredis from the stack, with no ``RedisArguments`` buffer (the remote tier's read).
+    func command(_ name: StaticString, key: String) throws(CacheError) -> RedisReply {
+        guard !isBroken else { throw CacheError(.remoteFailure, "the Redis connection is broken") }
+        var key = key
+        let status = key.withUTF8 { keyBytes in
+            // Any address will do for an empty key: hiredis reads its length.
+            let keyBase = UnsafeRawPointer(keyBytes.baseAddress ?? name.utf8Start).assumingMemoryBound(to: CChar.self)
+            let nameBase = UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self)
+            var argv: (UnsafePointer<CChar>?, UnsafePointer<CChar>?) = (nameBase, keyBase)
+            var lengths: (Int, Int) = (name.utf8CodeUnitCount, keyBytes.count)
+            return withUnsafeMutableBytes(of: &argv) { argvBytes in
+                withUnsafeBytes(of: &lengths) { lengthBytes in
+                    redisAppendCommandArgv(
+                        context, 2, argvBytes.baseAddress!.assumingMemoryBound(to: UnsafePointer<CChar>?.self),
+                        lengthBytes.baseAddress!.assumingMemoryBound(to: Int.self))
+                }
+            }
+        }
+        guard status == REDIS_OK else { throw failure("sending a command") }
+        return try readReply()
+    }
+
     /// Sends every command, then reads their replies: one round trip.
     func pipeline(_ commands: [RedisArguments]) throws(CacheError) -> [RedisReply] {
         for arguments in commands { try send(arguments) }
@@ -122,7 +145,9 @@ final class RedisConnection: @unchecked Sendable {
     }
 
     /// Converts `reply` and frees it, or hands it over: a string reply's bytes are not copied,
-    /// the `Data` owns the reply object and frees it (`freeReplyObject`) when its last copy goes.
+    /// the `Data` takes the buffer hiredis allocated for them and frees it with `free` when its
+    /// last copy goes; the reply object itself is freed at once, its string detached first
+    /// (hiredis 0.14 frees a string reply's buffer with `free`, and a `NULL` one as nothing).
     /// An array's elements are detached from it first (hiredis frees a `NULL` element as
     /// nothing), so that each string element lives as long as its own `Data`.
     static func adopt(_ reply: UnsafeMutablePointer<redisReply>) -> RedisReply {
@@ -130,8 +155,9 @@ final class RedisConnection: @unchecked Sendable {
         switch r.type {
         case REDIS_REPLY_STRING:
             guard let bytes = r.str, r.len > 0 else { break }
-            let owner = UnsafeMutableRawPointer(reply)
-            return .string(Data(bytesNoCopy: bytes, count: r.len, deallocator: .custom { _, _ in freeReplyObject(owner) }))
+            reply.pointee.str = nil
+            freeReplyObject(reply)
+            return .string(Data(bytesNoCopy: bytes, count: r.len, deallocator: .free))
         case REDIS_REPLY_ARRAY:
             var elements: [RedisReply] = []
             elements.reserveCapacity(r.elements)

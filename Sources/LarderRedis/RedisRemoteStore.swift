@@ -119,6 +119,19 @@ public final class RedisRemoteStore: RemoteStore {
         }
     }
 
+    /// The value under `key`: one `GET`, its arguments handed to hiredis without a buffer of
+    /// their own (the remote tier's read of one key). The time to live is not asked, as in
+    /// ``values(forKeys:timeouts:)``.
+    public func value(forKey key: String, timeouts: RemoteTimeouts) throws(CacheError) -> RemoteValue? {
+        let reply = try withConnection(timeouts) { (connection) throws(CacheError) in try connection.command("GET", key: key) }
+        switch reply {
+        case .string(let data): return RemoteValue(data: data, millisecondsToLive: nil)
+        case .null: return nil
+        case .error(let message): throw CacheError(.remoteFailure, "Redis answered GET: \(message)")
+        default: throw CacheError(.remoteFailure, "Redis answered GET with something else than a value")
+        }
+    }
+
     /// `SET key value [PX ms] [NX]`.
     public func store(_ data: Data, forKey key: String, expiresIn milliseconds: Int64?, onlyIfAbsent: Bool, timeouts: RemoteTimeouts)
         throws(CacheError) -> Bool

@@ -29,6 +29,8 @@ import LarderTestSupport
 // (`HybridCacheOptions.countLimit`; default none), so that a promotion evicts an older entry and
 // the allocator reuses its memory, as in a full cache, instead of touching new pages.
 //
+// `LARDER_BENCH_REMOTE_CASES=get-hit-remote,invalidation` runs only the named cases (profiling).
+//
 // `LARDER_BENCH_CPU_TIME=1` times `get-hit-remote` and `get-many-remote` in the calling thread's
 // CPU time (user and system) instead of wall time: what the read costs the caller, which a busy
 // neighbour on a shared machine does not inflate (the drained impls then leave out the worker's
@@ -88,7 +90,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
     }
 
     // get-hit-remote
-    do {
+    if remoteCaseRuns("get-hit-remote") {
         let reader = try open("reader-hit")
         let drainedReader = try open("reader-hit-drained")
         let memoryReader = try open("reader-hit-memory")
@@ -162,7 +164,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
     }
 
     // get-many-remote
-    do {
+    if remoteCaseRuns("get-many-remote") {
         let reader = try open("reader-many")
         let drainedReader = try open("reader-many-drained")
         defer {
@@ -208,7 +210,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
     }
 
     // invalidation: remove on the writer, poll the reader until its local read misses.
-    do {
+    if remoteCaseRuns("invalidation") {
         let reader = try open("reader-invalidation")
         defer { reader.close() }
         Thread.sleep(forTimeInterval: 0.5)  // the reader's subscription listens
@@ -242,6 +244,12 @@ private func remoteClock() -> UInt64 {
 }
 
 private let readerCountLimit = ProcessInfo.processInfo.environment["LARDER_BENCH_REMOTE_COUNT_LIMIT"].flatMap { Int($0) }
+
+/// Whether `LARDER_BENCH_REMOTE_CASES` (a comma-separated list; every case without it) names `name`.
+private func remoteCaseRuns(_ name: String) -> Bool {
+    guard let chosen = ProcessInfo.processInfo.environment["LARDER_BENCH_REMOTE_CASES"] else { return true }
+    return chosen.split(separator: ",").contains { $0 == name }
+}
 
 private let timesRemoteReadsInCPUTime = ProcessInfo.processInfo.environment["LARDER_BENCH_CPU_TIME"] == "1"
 

@@ -21,7 +21,7 @@ extension HybridCache {
             return try keys.map { (key) throws(CacheError) in try value(forKey: key, from: tiers) }
         }
         var results = [Data?](repeating: nil, count: keys.count)
-        var missed: [(index: Int, key: String, generation: UInt64)] = []
+        var missed: [(index: Int, key: String, generation: KeyGenerations.Snapshot)] = []
         for (index, key) in keys.enumerated() {
             if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: true, countingOwnerHit: true) {
                 results[index] = hit
@@ -44,7 +44,8 @@ extension HybridCache {
             missed.append((index, key, generation))
         }
         guard !missed.isEmpty else { return results }
-        let fetched = remote.values(forKeys: missed.map(\.key), now: disk.options.clock.now)
+        let now = disk.options.clock.now
+        let fetched = remote.values(forKeys: missed.map(\.key), now: now)
         // Memory copies first, then the disk copies queued under one lock: the worker, which
         // starts once half its backlog waits, does not take key locks while this batch's memory
         // copies are still being made.
@@ -54,7 +55,9 @@ extension HybridCache {
                 counters.misses.add(1, ordering: .relaxed)
                 continue
             }
-            if let write = promoteRemoteHitToMemory(data, forKey: miss.key, lifetime: lifetime, into: tiers, generation: miss.generation) {
+            if let write = promoteRemoteHitToMemory(
+                data, forKey: miss.key, lifetime: lifetime, into: tiers, generation: miss.generation, now: now)
+            {
                 writes.append((miss.key, write))
             }
             results[miss.index] = data

@@ -267,8 +267,9 @@ extension HybridCache {
         let read = { @Sendable () async -> Data? in
             try? await ioQueue.runBlocking(key: key) { () throws(CacheError) -> Data? in
                 let generation = remote.generations.snapshot(key)
-                guard let (data, lifetime) = remote.value(forKey: key, now: self.disk.options.clock.now) else { return nil }
-                self.promoteRemoteHit(data, forKey: key, lifetime: lifetime, into: .all, generation: generation)
+                let now = self.disk.options.clock.now
+                guard let (data, lifetime) = remote.value(forKey: key, now: now) else { return nil }
+                self.promoteRemoteHit(data, forKey: key, lifetime: lifetime, into: .all, generation: generation, now: now)
                 return data
             }
         }

@@ -6,12 +6,13 @@ extension HybridCache {
     /// Reads `key` from the remote tier, outside the key lock, and promotes a hit into the local
     /// tiers of `tiers` with a lifetime no longer than the remote's time to live and the local
     /// cap, unless the key changed locally meanwhile (`generation`). Counts the miss.
-    func valueFromRemote(_ remote: RemoteTier, forKey key: String, into tiers: CacheTiers, generation: UInt64) -> Data? {
-        guard let (data, lifetime) = remote.value(forKey: key, now: disk.options.clock.now) else {
+    func valueFromRemote(_ remote: RemoteTier, forKey key: String, into tiers: CacheTiers, generation: KeyGenerations.Snapshot) -> Data? {
+        let now = disk.options.clock.now
+        guard let (data, lifetime) = remote.value(forKey: key, now: now) else {
             counters.misses.add(1, ordering: .relaxed)
             return nil
         }
-        promoteRemoteHit(data, forKey: key, lifetime: lifetime, into: tiers, generation: generation)
+        promoteRemoteHit(data, forKey: key, lifetime: lifetime, into: tiers, generation: generation, now: now)
         return data
     }
 
@@ -19,13 +20,16 @@ extension HybridCache {
     /// from now. The disk write would double the read's latency (a file written per hit;
     /// `larder-bench remote`), so it goes to the remote tier's bounded promotion queue; when the
     /// queue is full, the caller writes it itself.
-    func promoteRemoteHit(_ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: UInt64) {
-        guard let remote, let write = promoteRemoteHitToMemory(data, forKey: key, lifetime: lifetime, into: tiers, generation: generation)
+    func promoteRemoteHit(
+        _ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: KeyGenerations.Snapshot, now: Double
+    ) {
+        guard let remote,
+            let write = promoteRemoteHitToMemory(data, forKey: key, lifetime: lifetime, into: tiers, generation: generation, now: now)
         else { return }
         if !remote.promotions.submit(key, write) { write() }
     }
 
-    /// The memory half of `promoteRemoteHit(_:forKey:lifetime:into:generation:)`, done now; returns
+    /// The memory half of `promoteRemoteHit(_:forKey:lifetime:into:generation:now:)`, done now; returns
     /// the disk half, the job that writes the disk copy (`nil` when `tiers` has no disk or the
     /// hit has no lifetime left). The same `data` goes to memory and to the job: no copy.
     ///
@@ -37,29 +41,30 @@ extension HybridCache {
     /// check makes the copy go unused, and one that begins after it replaces the copy. Holding the
     /// key lock for the whole write made every read of a key of the same lock stripe wait for a
     /// file to be created (`larder-bench remote`, issue 15).
-    func promoteRemoteHitToMemory(_ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: UInt64)
-        -> PromotionQueue.Job?
-    {
+    /// `now` is the disk clock's time of the read, from which `lifetime` counts.
+    func promoteRemoteHitToMemory(
+        _ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: KeyGenerations.Snapshot, now: Double
+    ) -> PromotionQueue.Job? {
         guard lifetime > 0, let remote else { return nil }
         let clock = disk.options.clock
-        let end = clock.now + lifetime
+        let end = now + lifetime
         if tiers.contains(.memory) {
-            keyLocks.withLock(forKey: key) {
-                if remote.generations.allows(key, snapshot: generation) { promote(data, forKey: key, expiration: end) }
+            keyLocks.withLock(forKeyHash: generation.keyHash) {
+                if remote.generations.allows(generation) { promote(data, forKey: key, expiration: end, now: now) }
             }
         }
         guard tiers.contains(.disk) else { return nil }
         return { [self] in
             // A copy already out of date is not written at all; the check that decides is the
             // one under the key lock.
-            guard remote.generations.allows(key, snapshot: generation) else { return }
+            guard remote.generations.allows(generation) else { return }
             // The disk keeps whole seconds (rounded up): round down, so its copy never outlives
             // the remote's.
             let seconds = (end - clock.now).rounded(.down)
             guard seconds >= 1 else { return }
             _ = try? disk.store(data, forKey: key, expiry: .seconds(seconds)) { (commit) throws(Errno) -> Bool in
-                try keyLocks.withLock(forKey: key) { () throws(Errno) -> Bool in
-                    guard remote.generations.allows(key, snapshot: generation) else { return false }
+                try keyLocks.withLock(forKeyHash: generation.keyHash) { () throws(Errno) -> Bool in
+                    guard remote.generations.allows(generation) else { return false }
                     try commit()
                     return true
                 }

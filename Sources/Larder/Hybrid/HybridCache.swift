@@ -214,18 +214,20 @@ public final class HybridCache: Sendable {
             }
             return valueFromRemote(remote, forKey: key, into: tiers, generation: remote.generations.snapshot(key))
         }
-        var generation: UInt64 = 0
-        let local = try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Data? in
+        // Hashed once: the key lock here, the generation, and the promotion's key lock.
+        let keyHash = StripedLock.hash(ofKey: key)
+        var generation: KeyGenerations.Snapshot?
+        let local = try keyLocks.withLock(forKeyHash: keyHash) { () throws(CacheError) -> Data? in
             // Another caller may have promoted it while this one waited (the first look already
             // counted the miss).
             if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false, countingOwnerHit: true) {
                 return hit
             }
-            generation = self.remote?.generations.snapshot(key) ?? 0
+            generation = remote?.generations.snapshot(keyHash: keyHash)
             return try _valueFromDisk(forKey: key, promoting: tiers.contains(.memory), countingMiss: remote == nil)
         }
         guard local == nil, let remote else { return local }
-        return valueFromRemote(remote, forKey: key, into: tiers, generation: generation)
+        return valueFromRemote(remote, forKey: key, into: tiers, generation: generation ?? remote.generations.snapshot(key))
     }
 
     /// The disk, then the read-through preloaded entries, for a key memory does not hold: a hit
@@ -521,16 +523,20 @@ public final class HybridCache: Sendable {
 
     /// Puts `data` in memory with a lifetime ending at `expiration` (disk time), capped by the
     /// memory tier's default. Expects the key's lock held.
-    func promote(_ data: Data, forKey key: String, expiration: Double?) {
-        promote(data, cost: data.count, forKey: key, expiration: expiration, into: memory)
+    /// - Parameter now: The disk clock's time, when the caller has just read it.
+    func promote(_ data: Data, forKey key: String, expiration: Double?, now: Double? = nil) {
+        promote(data, cost: data.count, forKey: key, expiration: expiration, into: memory, now: now)
     }
 
     /// Puts `value` in `tier` (this cache's memory tier or a typed view's) with a lifetime ending
     /// at `expiration` (disk time), capped by the tier's default. Expects the key's lock held.
-    func promote<Value>(_ value: Value, cost: Int, forKey key: String, expiration: Double?, into tier: MemoryCache<String, Value>) {
+    /// - Parameter now: The disk clock's time, when the caller has just read it.
+    func promote<Value>(
+        _ value: Value, cost: Int, forKey key: String, expiration: Double?, into tier: MemoryCache<String, Value>, now: Double? = nil
+    ) {
         var lifetime = tier.defaultExpiration
         if let expiration {
-            let remaining = expiration - disk.options.clock.now
+            let remaining = expiration - (now ?? disk.options.clock.now)
             lifetime = min(remaining, lifetime ?? .infinity)
         }
         // Nothing is left of an entry already at its expiry: memory does not take it.

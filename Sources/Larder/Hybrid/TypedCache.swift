@@ -72,12 +72,12 @@ public final class TypedCache<Value: Codable & Sendable>: Sendable {
     @usableFromInline
     func valueAfterMemoryMiss(forKey key: String, from tiers: CacheTiers) throws(CacheError) -> Value? {
         let remote = tiers.contains(.remote) ? cache.remote : nil
-        var generation: UInt64 = 0
+        var generation: KeyGenerations.Snapshot?
         if tiers.contains(.disk) {
             let local = try cache.keyLocks.withLock(forKey: key) { () throws(CacheError) -> Value? in
                 // Another caller may have decoded it while this one waited.
                 if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false) { return hit }
-                generation = cache.remote?.generations.snapshot(key) ?? 0
+                generation = remote?.generations.snapshot(key)
                 guard let entry = try cache._entryFromDisk(forKey: key, countingMiss: remote == nil) else { return nil }
                 let value = try coder.decoded(Value.self, from: entry.data, key: key)
                 if tiers.contains(.memory) {
@@ -86,7 +86,7 @@ public final class TypedCache<Value: Codable & Sendable>: Sendable {
                 return value
             }
             guard local == nil, let remote else { return local }
-            return try decodedRemoteValue(remote, forKey: key, from: tiers, generation: generation)
+            return try decodedRemoteValue(remote, forKey: key, from: tiers, generation: generation ?? remote.generations.snapshot(key))
         }
         guard let remote else {
             cache.counters.misses.add(1, ordering: .relaxed)
@@ -97,7 +97,7 @@ public final class TypedCache<Value: Codable & Sendable>: Sendable {
 
     /// Reads `key` from the remote tier (the hybrid keeps a hit on disk when `tiers` says so)
     /// and decodes it.
-    private func decodedRemoteValue(_ remote: RemoteTier, forKey key: String, from tiers: CacheTiers, generation: UInt64)
+    private func decodedRemoteValue(_ remote: RemoteTier, forKey key: String, from tiers: CacheTiers, generation: KeyGenerations.Snapshot)
         throws(CacheError) -> Value?
     {
         guard let data = cache.valueFromRemote(remote, forKey: key, into: tiers.subtracting(.memory), generation: generation) else {

@@ -17,6 +17,15 @@ public protocol RemoteStore: Sendable {
     /// - Throws: ``CacheError/Code/remoteFailure``.
     func values(forKeys keys: [String], timeouts: RemoteTimeouts) throws(CacheError) -> [RemoteValue?]
 
+    /// The value under `key`, `nil` when it is missing: ``values(forKeys:timeouts:)`` of one key,
+    /// which the cache calls for each read of a single key. The default implementation calls
+    /// ``values(forKeys:timeouts:)``; a store implements it to spare that call its arrays.
+    /// - Parameters:
+    ///   - key: The key.
+    ///   - timeouts: How long to wait for a connection and for the answer.
+    /// - Throws: ``CacheError/Code/remoteFailure``.
+    func value(forKey key: String, timeouts: RemoteTimeouts) throws(CacheError) -> RemoteValue?
+
     /// Stores `data` under `key`, expiring after `milliseconds` (`nil`: never).
     /// - Parameters:
     ///   - data: The bytes.
@@ -66,6 +75,19 @@ public protocol RemoteStore: Sendable {
     /// Checks that the store answers (Redis: `PING`); the cache's circuit breaker probes with it.
     /// - Throws: ``CacheError/Code/remoteFailure``.
     func ping(timeouts: RemoteTimeouts) throws(CacheError)
+}
+
+extension RemoteStore {
+    /// ``values(forKeys:timeouts:)`` of the one key.
+    /// - Throws: ``CacheError/Code/remoteFailure``, also when the store answers with another
+    ///   number of values than one.
+    public func value(forKey key: String, timeouts: RemoteTimeouts) throws(CacheError) -> RemoteValue? {
+        let found = try values(forKeys: [key], timeouts: timeouts)
+        guard found.count == 1 else {
+            throw CacheError(.remoteFailure, "the remote store answered a read of one key with \(found.count) values")
+        }
+        return found[0]
+    }
 }
 
 /// A value read from a ``RemoteStore``.

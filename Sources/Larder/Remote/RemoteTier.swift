@@ -48,14 +48,18 @@ final class RemoteTier: Sendable {
 
     init(options: RemoteTierOptions) {
         self.options = options
+        valuePrefix = options.namespace + ":v:"
         breaker = LarderMutex(Breaker())
         promotions = PromotionQueue(capacity: options.diskPromotionBacklog)
     }
 
     // MARK: - Keys
 
+    /// `namespace:v:`, the start of every value's store key.
+    private let valuePrefix: String
+
     /// The store key of a cache key's value.
-    func valueKey(_ key: String) -> String { options.namespace + ":v:" + key }
+    func valueKey(_ key: String) -> String { valuePrefix + key }
     /// The store key of a cache key's load lock.
     func lockKey(_ key: String) -> String { options.namespace + ":l:" + key }
     /// The invalidation channel.
@@ -145,11 +149,9 @@ final class RemoteTier: Sendable {
     /// payload, a failure or an open breaker.
     func value(forKey key: String, now: Double) -> (data: Data, lifetime: Double)? {
         let storeKey = valueKey(key)
-        guard
-            let found = call("get", { (store, timeouts) throws(CacheError) in try store.values(forKeys: [storeKey], timeouts: timeouts) }),
-            found.count == 1
+        guard let found = call("get", { (store, timeouts) throws(CacheError) in try store.value(forKey: storeKey, timeouts: timeouts) })
         else { return nil }
-        return decode(found[0], forKey: key, now: now)
+        return decode(found, forKey: key, now: now)
     }
 
     /// The values under `keys`, in one call to the store (Redis: `MGET`), as `value(forKey:now:)`
@@ -316,24 +318,38 @@ final class KeyGenerations: Sendable {
         var writing = [Int](repeating: 0, count: KeyGenerations.stripes)
     }
 
+    /// A key's change count when a read began, and the key's hash: what `allows` checks, and
+    /// what the hybrid's key lock takes, without hashing the key again (a remote hit takes
+    /// that lock and checks the count up to three times).
+    struct Snapshot: Sendable {
+        /// The key's ``StripedLock/hash(ofKey:)``.
+        let keyHash: Int
+        fileprivate let changes: UInt64
+
+        fileprivate var stripe: Int { KeyGenerations.stripe(ofHash: keyHash) }
+    }
+
     private let counts = LarderMutex(Counts())
 
-    private func stripe(_ key: String) -> Int {
-        var hasher = Hasher()
-        hasher.combine(key)
-        return Int(UInt(bitPattern: hasher.finalize()) % UInt(Self.stripes))
+    private static func stripe(ofHash hash: Int) -> Int {
+        Int(UInt(bitPattern: hash) % UInt(stripes))
     }
 
     /// The key's change count, to hand to `allows` later.
-    func snapshot(_ key: String) -> UInt64 {
-        let index = stripe(key)
-        return counts.withLock { $0.changes[index] }
+    func snapshot(_ key: String) -> Snapshot {
+        snapshot(keyHash: StripedLock.hash(ofKey: key))
     }
 
-    /// Whether nothing changed the key's stripe since `snapshot` and no remote write is in progress.
-    func allows(_ key: String, snapshot: UInt64) -> Bool {
-        let index = stripe(key)
-        return counts.withLock { $0.changes[index] == snapshot && $0.writing[index] == 0 }
+    /// The change count of the key whose ``StripedLock/hash(ofKey:)`` is `keyHash`.
+    func snapshot(keyHash: Int) -> Snapshot {
+        let index = Self.stripe(ofHash: keyHash)
+        return Snapshot(keyHash: keyHash, changes: counts.withLock { $0.changes[index] })
+    }
+
+    /// Whether nothing changed the stripe of the snapshot's key since it was taken and no remote
+    /// write is in progress there.
+    func allows(_ snapshot: Snapshot) -> Bool {
+        counts.withLock { $0.changes[snapshot.stripe] == snapshot.changes && $0.writing[snapshot.stripe] == 0 }
     }
 
     /// A local change of `key` (nil: of every key) that the remote tier does not follow.
@@ -358,9 +374,12 @@ final class KeyGenerations: Sendable {
     }
 
     private func change(_ key: String?, _ body: (inout Counts, Int) -> Void) {
-        let indices = key.map { [stripe($0)] } ?? Array(0 ..< Self.stripes)
-        counts.withLock { counts in
-            for index in indices { body(&counts, index) }
+        guard let key else {
+            return counts.withLock { counts in
+                for index in 0 ..< Self.stripes { body(&counts, index) }
+            }
         }
+        let index = Self.stripe(ofHash: StripedLock.hash(ofKey: key))
+        counts.withLock { body(&$0, index) }
     }
 }

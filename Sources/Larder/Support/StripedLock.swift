@@ -17,9 +17,21 @@ final class StripedLock: Sendable {
 
     /// Runs `body` holding the stripe of `key`.
     func withLock<T, E: Error>(forKey key: some Hashable, _ body: () throws(E) -> T) throws(E) -> T {
+        try withLock(forKeyHash: Self.hash(ofKey: key), body)
+    }
+
+    /// The hash by which `withLock(forKey:_:)` picks `key`'s stripe: `Hasher`'s, so that keys
+    /// equal as `String`s (canonically equivalent) share a stripe. For a caller that locks the
+    /// same key more than once, or hands the hash on (``KeyGenerations``).
+    static func hash(ofKey key: some Hashable) -> Int {
         var hasher = Hasher()
         hasher.combine(key)
-        let stripe = stripes[Int(UInt(bitPattern: hasher.finalize()) % UInt(stripes.count))]
+        return hasher.finalize()
+    }
+
+    /// Runs `body` holding the stripe of the key whose ``hash(ofKey:)`` is `hash`.
+    func withLock<T, E: Error>(forKeyHash hash: Int, _ body: () throws(E) -> T) throws(E) -> T {
+        let stripe = stripes[Int(UInt(bitPattern: hash) % UInt(stripes.count))]
         return try stripe.mutex.withLock { (_: inout Void) throws(E) -> T in try body() }
     }
 

@@ -207,6 +207,21 @@ import Testing
         }
         #expect(RemoteInvalidation(decoding: bytes("hello")) == nil)
         #expect(RemoteInvalidation(decoding: Data(sender.uuidString.utf8) + bytes("x")) == nil)
+        // The id in either case; a key that starts with a combining mark is still a key.
+        let lower = RemoteInvalidation(decoding: Data(sender.uuidString.lowercased().utf8) + bytes("k\u{301}x"))
+        #expect(lower == RemoteInvalidation(sender: sender, scope: .key("\u{301}x")))
+        // A message from a Data slice (indices not from 0) decodes the same.
+        let sliced = (Data([0xFF]) + RemoteInvalidation(sender: sender, scope: .key("k")).encoded).dropFirst()
+        #expect(RemoteInvalidation(decoding: sliced) == RemoteInvalidation(sender: sender, scope: .key("k")))
+        var id = Array(sender.uuidString.utf8)
+        for (offset, replacement) in [(0, UInt8(ascii: "g")), (8, UInt8(ascii: "0")), (35, UInt8(ascii: "-")), (13, UInt8(ascii: "_"))] {
+            var bad = id
+            bad[offset] = replacement
+            #expect(RemoteInvalidation(decoding: Data(bad) + bytes("kx")) == nil, "\(String(decoding: bad, as: UTF8.self))")
+        }
+        id += Array("k".utf8) + [0xC3, 0x28]  // not UTF-8
+        #expect(RemoteInvalidation(decoding: Data(id)) == nil)
+        #expect(RemoteInvalidation(decoding: Data(sender.uuidString.utf8) + bytes("ax")) == nil)
     }
 
     @Test func lostInvalidationsAreBoundedByTheCapAndAReconnectClearsMemory() throws {

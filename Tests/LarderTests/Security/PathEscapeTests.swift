@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import LarderTestSupport
 @testable import Larder
 
 /// Attack 2: shard folders followed through links. With `im -> /victim`, a load deleted
@@ -100,6 +101,42 @@ import Testing
         for bad in [r + "/", r + "/.", r + "/..", r + "/a/../b", r + "/a//b", r + "/a/", r + "/./a", r + "x", r + "/a\u{0}b", "/", "rel"] {
             #expect(root.relativePath(of: bad) == nil, "\(bad.debugDescription)")
             #expect(root.components(of: bad) == nil || bad == r + "/" || bad == r + "/a//b" || bad == r + "/a/", "\(bad.debugDescription)")
+        }
+    }
+
+    /// `components(of:)` splits at every `/` byte. Splitting the string by characters, as it
+    /// once did, did not split where a combining mark follows the slash: `../\u{301}` was one
+    /// component, not `..`, and `openat` would have walked up out of the root.
+    @Test func componentsSplitAtEverySlashByte() throws {
+        let fixture = HostileFixture("larder-escape")
+        defer { fixture.remove() }
+        try FileManager.default.createDirectory(atPath: fixture.root, withIntermediateDirectories: true)
+        let root = try #require(try FileIO().rooted(at: fixture.root).root)
+        let r = fixture.root
+        #expect(root.components(of: r + "/../\u{301}") == nil)
+        #expect(root.components(of: r + "/a/./\u{301}") == nil)
+        #expect(root.components(of: r + "/a/\u{301}") == ["a", "\u{301}"])
+        #expect(root.components(of: r + "/e\u{301}/日本") == ["e\u{301}", "日本"])
+        func reference(_ path: String) -> [String]? {
+            if path == r { return [] }
+            guard path.utf8.starts(with: (r + "/").utf8) else { return nil }
+            var result: [String] = []
+            for part in path.utf8.dropFirst(r.utf8.count + 1).split(separator: UInt8(ascii: "/")) {
+                let name = String(decoding: part, as: UTF8.self)
+                if name == "." || name == ".." || part.contains(0) { return nil }
+                result.append(name)
+            }
+            return result
+        }
+        let parts = ["ab", ".", "..", "...", ".a", "a.", "", "e\u{301}", "\u{301}", "日本", "a\u{0}b", "x y", "🙂"]
+        var generator = SplitMix64(seed: 19)
+        var paths = [r, r + "/", r + "x", "/", ""]
+        for _ in 0 ..< 2_000 {
+            let count = Int.random(in: 1 ... 4, using: &generator)
+            paths.append(r + "/" + (0 ..< count).map { _ in parts.randomElement(using: &generator)! }.joined(separator: "/"))
+        }
+        for path in paths {
+            #expect(root.components(of: path) == reference(path), "\(path.debugDescription)")
         }
     }
 
