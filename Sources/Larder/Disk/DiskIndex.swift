@@ -253,6 +253,17 @@ struct DiskIndex: Sendable {
         if moveToMostRecent { markMoved(slot) } else { markChanged(slot) }
     }
 
+    /// What a use sets in an entry: the fields a record's header vouches for, and its key
+    /// (an ``IndexEntry`` without the name, which a use does not change, nor builds).
+    struct Use {
+        var key: String?
+        var diskSize: Int
+        var updateTime: UInt64
+        var lastAccessMs: UInt64
+        var ttl: UInt64
+        var lockCount: UInt32
+    }
+
     /// Records a use of the entry in a slot (a read or a touch) and makes it the most recently
     /// used: the fields a header vouches for, a key where none was known, and `fileSize` as
     /// `vouch` computes it from the entry's present one.
@@ -260,14 +271,21 @@ struct DiskIndex: Sendable {
     mutating func recordUse(
         slot: Int32, from entry: IndexEntry, fileSize vouch: (Int) -> Int, marksAccessDirty: Bool
     ) -> Bool {
-        if slots[Int(slot)].keyLength == Self.noKey, !slots[Int(slot)].flags.contains(.keyIsName), let key = entry.key {
+        let use = Use(
+            key: entry.key, diskSize: entry.diskSize, updateTime: entry.updateTime, lastAccessMs: entry.lastAccessMs, ttl: entry.ttl,
+            lockCount: entry.lockCount)
+        return recordUse(slot: slot, use, fileSize: vouch, marksAccessDirty: marksAccessDirty)
+    }
+
+    /// ``recordUse(slot:from:fileSize:marksAccessDirty:)`` with the use's fields alone.
+    mutating func recordUse(slot: Int32, _ use: Use, fileSize vouch: (Int) -> Int, marksAccessDirty: Bool) -> Bool {
+        if slots[Int(slot)].keyLength == Self.noKey, !slots[Int(slot)].flags.contains(.keyIsName), let key = use.key {
             setKey(key, of: slot)
         }
         let wasDirty = slots[Int(slot)].flags.contains(.accessDirty)
-        var updated = entry
-        updated.fileSize = vouch(slots[Int(slot)].fileSize)
-        updated.isAccessDirty = wasDirty || marksAccessDirty
-        setFields(of: slot, from: updated)
+        setFields(
+            of: slot, diskSize: use.diskSize, fileSize: vouch(slots[Int(slot)].fileSize), updateTime: use.updateTime,
+            lastAccessMs: use.lastAccessMs, ttl: use.ttl, lockCount: use.lockCount, isAccessDirty: wasDirty || marksAccessDirty)
         if slot != tail {
             unlink(slot)
             appendToTail(slot)
@@ -457,15 +475,24 @@ struct DiskIndex: Sendable {
     }
 
     private mutating func setFields(of slot: Int32, from entry: IndexEntry, isNew: Bool = false) {
+        setFields(
+            of: slot, diskSize: entry.diskSize, fileSize: entry.fileSize, updateTime: entry.updateTime, lastAccessMs: entry.lastAccessMs,
+            ttl: entry.ttl, lockCount: entry.lockCount, isAccessDirty: entry.isAccessDirty, isNew: isNew)
+    }
+
+    private mutating func setFields(
+        of slot: Int32, diskSize: Int, fileSize: Int, updateTime: UInt64, lastAccessMs: UInt64, ttl: UInt64, lockCount: UInt32,
+        isAccessDirty: Bool, isNew: Bool = false
+    ) {
         let expiring = isNew ? nil : Self.expiryPosition(slots[Int(slot)])
         account(slot, sign: -1)
-        slots[Int(slot)].diskSize = entry.diskSize
-        slots[Int(slot)].fileSize = entry.fileSize
-        slots[Int(slot)].updateTime = entry.updateTime
-        slots[Int(slot)].lastAccessMs = entry.lastAccessMs
-        slots[Int(slot)].ttl = UInt32(clamping: entry.ttl)
-        slots[Int(slot)].lockCount = entry.lockCount
-        if entry.isAccessDirty { slots[Int(slot)].flags.insert(.accessDirty) } else { slots[Int(slot)].flags.remove(.accessDirty) }
+        slots[Int(slot)].diskSize = diskSize
+        slots[Int(slot)].fileSize = fileSize
+        slots[Int(slot)].updateTime = updateTime
+        slots[Int(slot)].lastAccessMs = lastAccessMs
+        slots[Int(slot)].ttl = UInt32(clamping: ttl)
+        slots[Int(slot)].lockCount = lockCount
+        if isAccessDirty { slots[Int(slot)].flags.insert(.accessDirty) } else { slots[Int(slot)].flags.remove(.accessDirty) }
         account(slot, sign: 1)
         noteExpiryChange(of: slot, from: expiring)
     }
