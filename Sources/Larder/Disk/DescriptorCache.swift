@@ -165,7 +165,12 @@ package final class DescriptorCache: Sendable {
     /// A read of a kept record needs no clock; one through a bare descriptor reads
     /// ``now()`` (a vDSO clock read, no system call) to see whether its check is due.
     package func borrow(_ name: String) -> Loan? {
-        let tag = Self.tag(name)
+        borrow(name, hash: NameHash.of(name))
+    }
+
+    /// ``borrow(_:)`` of a name whose ``NameHash`` is `hash`.
+    package func borrow(_ name: String, hash: UInt64) -> Loan? {
+        let tag = Self.tag(hash: hash)
         return state.withLock { s in
             guard let entry = Self.entry(tag, name, in: s) else { return nil }
             count(tag, in: &s)
@@ -198,9 +203,14 @@ package final class DescriptorCache: Sendable {
     /// same sketch as the descriptors'). Replaces a record kept for `name` before. Expects the
     /// key lock of `name` held, so that no change to the file ran since `record` was read.
     package func keepRecord(_ record: KeptRecord, readThrough fd: Int32, as name: String) {
+        keepRecord(record, readThrough: fd, as: name, hash: NameHash.of(name))
+    }
+
+    /// ``keepRecord(_:readThrough:as:)`` of a name whose ``NameHash`` is `hash`.
+    package func keepRecord(_ record: KeptRecord, readThrough fd: Int32, as name: String, hash: UInt64) {
         guard payloadCapacity > 0 else { return }
         let cost = KeptPayloads.cost(of: record)
-        let tag = Self.tag(name)
+        let tag = Self.tag(hash: hash)
         state.withLock { s in
             guard !s.isClosed, let entry = Self.entry(tag, name, in: s), entry.fd == fd else { return }
             if let place = entry.payloadPlace { Self.dropPayload(at: place, in: &s) }
@@ -260,12 +270,20 @@ package final class DescriptorCache: Sendable {
     ///   it: `name` was read too rarely, the bound is 0, the cache is closed, or `name` already
     ///   has one.
     package func keep(_ fd: Int32, as name: String) -> Bool {
-        let tag = Self.tag(name)
+        keep(fd, as: name, hash: NameHash.of(name))
+    }
+
+    /// ``keep(_:as:)`` of a name whose ``NameHash`` is `hash`.
+    package func keep(_ fd: Int32, as name: String, hash: UInt64) -> Bool {
+        let tag = Self.tag(hash: hash)
         var evicted: [Int32] = []
         let kept = state.withLock { s -> Bool in
             count(tag, in: &s)
             let frequency = Self.frequency(tag, in: s.sketch)
             guard frequency >= 2 else { return false }
+            // At a bound that no longer grows, the refusal below without the lookup of the tag:
+            // most reads of a uniform load end here, and that lookup hashes the tag again.
+            if s.bound == limit, s.entries.count == s.bound, frequency <= Self.admissionMargin { return false }
             // A name with a descriptor kept already, or (never, in practice) another name with its tag.
             guard !s.isClosed, s.entries[tag] == nil else { return false }
             if s.bound < limit {
@@ -419,8 +437,12 @@ package final class DescriptorCache: Sendable {
     /// unlike `hashValue`, so that which names share counters does not change from run to run),
     /// never 0.
     static func tag(_ name: String) -> UInt64 {
-        let hash = NameHash.of(name)
-        return hash == 0 ? 1 : hash
+        tag(hash: NameHash.of(name))
+    }
+
+    /// ``tag(_:)`` of a name whose ``NameHash`` is `hash`.
+    static func tag(hash: UInt64) -> UInt64 {
+        hash == 0 ? 1 : hash
     }
 
     /// Counts a read of the name tagged `tag` in the sketch (conservative update: only the

@@ -88,23 +88,28 @@ extension DiskCache {
             index.setLockCount(name, lockCount)
         }
 
-        /// Records a use of `entry` (a read or a touch): the entry becomes the most recently
-        /// used, and its new access times, kept only here, are queued for write-back once. Its
-        /// file length is the one `contents` can vouch for (see ``RecordContents/vouchedFileSize(previous:)``).
-        mutating func recordUse(_ entry: IndexEntry, vouching contents: RecordContents, tracksAccess: Bool, slot known: Int32?? = nil) {
+        /// Records a use of the record `name` (a read or a touch) with the fields its header
+        /// vouches for: the entry becomes the most recently used, and its new access times, kept
+        /// only here, are queued for write-back once. Its file length is the one `contents` can
+        /// vouch for (see ``RecordContents/vouchedFileSize(previous:)``). `known`: the name's slot
+        /// when the caller looked it up already (`.some(nil)`: not in the index).
+        mutating func recordUse(
+            of name: String, _ use: DiskIndex.Use, vouching contents: RecordContents, tracksAccess: Bool, slot known: Int32?? = nil
+        ) {
             var becameDirty = tracksAccess
-            if let slot = known ?? index.slot(of: entry.name) {
+            if let slot = known ?? index.slot(of: name) {
                 becameDirty = index.recordUse(
-                    slot: slot, from: entry, fileSize: { contents.vouchedFileSize(previous: $0) }, marksAccessDirty: tracksAccess)
+                    slot: slot, use, fileSize: { contents.vouchedFileSize(previous: $0) }, marksAccessDirty: tracksAccess)
             } else {
-                var fresh = entry
-                fresh.fileSize = contents.vouchedFileSize(previous: 0)
-                fresh.isAccessDirty = tracksAccess
-                index.upsert(fresh)
+                index.upsert(
+                    IndexEntry(
+                        name: name, key: use.key, diskSize: use.diskSize, fileSize: contents.vouchedFileSize(previous: 0),
+                        updateTime: use.updateTime, lastAccessMs: use.lastAccessMs, ttl: use.ttl, lockCount: use.lockCount,
+                        isAccessDirty: tracksAccess))
             }
             // Queued once per collection interval, not once per read.
-            if becameDirty { dirtyQueue.append(entry.name) }
-            noteChanged(entry.name)
+            if becameDirty { dirtyQueue.append(name) }
+            noteChanged(name)
         }
 
         /// The index's changes since they were last taken, for a journal commit (``DiskIndex/takeChanges()``).

@@ -377,12 +377,14 @@ public final class DiskCache: Sendable {
         // kept descriptor needs none.
         let now = options.clock.now
         var events: [CacheEvent] = []
-        let record: CacheRecord? = try withKeyLock(name) { () throws(CacheError) -> CacheRecord? in
+        // Hashed once: for the key lock's stripe and the kept descriptor's tag.
+        let nameHash = NameHash.of(name)
+        let record: CacheRecord? = try keyLocks.withLock(forNameHash: nameHash) { () throws(CacheError) -> CacheRecord? in
             let result: RecordReadResult
             do throws(Errno) {
                 result = try records.read(
                     layout.path(for: name), verifyPayload: options.verifiesPayloadChecksum, expectedKey: key,
-                    expectedFileSize: expectedFileSize, relativePath: layout.relativePath(for: name), keptAs: name)
+                    expectedFileSize: expectedFileSize, beneath: layout, keptAs: name, nameHash: nameHash)
             } catch {
                 throw CacheError(.ioFailure, "cannot read the record", key: key, path: layout.path(for: name), errno: error.rawValue)
             }
@@ -713,9 +715,10 @@ public final class DiskCache: Sendable {
                 s.counters.bytesRead += Int(header.payloadSizeBytes)
             }
             s.recordUse(
-                IndexEntry(
-                    name: name, key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), fileSize: 0,
-                    updateTime: newAnchor, lastAccessMs: nowMs, ttl: header.ttl, lockCount: header.refCount),
+                of: name,
+                DiskIndex.Use(
+                    key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), updateTime: newAnchor, lastAccessMs: nowMs,
+                    ttl: header.ttl, lockCount: header.refCount),
                 vouching: contents, tracksAccess: tracksAccess, slot: .some(slot))
             return (false, newAnchor)
         }

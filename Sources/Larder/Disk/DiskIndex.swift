@@ -253,6 +253,17 @@ struct DiskIndex: Sendable {
         if moveToMostRecent { markMoved(slot) } else { markChanged(slot) }
     }
 
+    /// What a use sets in an entry: the fields a record's header vouches for, and its key
+    /// (an ``IndexEntry`` without the name, which a use does not change, nor builds).
+    struct Use {
+        var key: String?
+        var diskSize: Int
+        var updateTime: UInt64
+        var lastAccessMs: UInt64
+        var ttl: UInt64
+        var lockCount: UInt32
+    }
+
     /// Records a use of the entry in a slot (a read or a touch) and makes it the most recently
     /// used: the fields a header vouches for, a key where none was known, and `fileSize` as
     /// `vouch` computes it from the entry's present one.
@@ -260,14 +271,21 @@ struct DiskIndex: Sendable {
     mutating func recordUse(
         slot: Int32, from entry: IndexEntry, fileSize vouch: (Int) -> Int, marksAccessDirty: Bool
     ) -> Bool {
-        if slots[Int(slot)].keyLength == Self.noKey, !slots[Int(slot)].flags.contains(.keyIsName), let key = entry.key {
+        let use = Use(
+            key: entry.key, diskSize: entry.diskSize, updateTime: entry.updateTime, lastAccessMs: entry.lastAccessMs, ttl: entry.ttl,
+            lockCount: entry.lockCount)
+        return recordUse(slot: slot, use, fileSize: vouch, marksAccessDirty: marksAccessDirty)
+    }
+
+    /// ``recordUse(slot:from:fileSize:marksAccessDirty:)`` with the use's fields alone.
+    mutating func recordUse(slot: Int32, _ use: Use, fileSize vouch: (Int) -> Int, marksAccessDirty: Bool) -> Bool {
+        if slots[Int(slot)].keyLength == Self.noKey, !slots[Int(slot)].flags.contains(.keyIsName), let key = use.key {
             setKey(key, of: slot)
         }
         let wasDirty = slots[Int(slot)].flags.contains(.accessDirty)
-        var updated = entry
-        updated.fileSize = vouch(slots[Int(slot)].fileSize)
-        updated.isAccessDirty = wasDirty || marksAccessDirty
-        setFields(of: slot, from: updated)
+        setFields(
+            of: slot, diskSize: use.diskSize, fileSize: vouch(slots[Int(slot)].fileSize), updateTime: use.updateTime,
+            lastAccessMs: use.lastAccessMs, ttl: use.ttl, lockCount: use.lockCount, isAccessDirty: wasDirty || marksAccessDirty)
         if slot != tail {
             unlink(slot)
             appendToTail(slot)
@@ -457,15 +475,24 @@ struct DiskIndex: Sendable {
     }
 
     private mutating func setFields(of slot: Int32, from entry: IndexEntry, isNew: Bool = false) {
+        setFields(
+            of: slot, diskSize: entry.diskSize, fileSize: entry.fileSize, updateTime: entry.updateTime, lastAccessMs: entry.lastAccessMs,
+            ttl: entry.ttl, lockCount: entry.lockCount, isAccessDirty: entry.isAccessDirty, isNew: isNew)
+    }
+
+    private mutating func setFields(
+        of slot: Int32, diskSize: Int, fileSize: Int, updateTime: UInt64, lastAccessMs: UInt64, ttl: UInt64, lockCount: UInt32,
+        isAccessDirty: Bool, isNew: Bool = false
+    ) {
         let expiring = isNew ? nil : Self.expiryPosition(slots[Int(slot)])
         account(slot, sign: -1)
-        slots[Int(slot)].diskSize = entry.diskSize
-        slots[Int(slot)].fileSize = entry.fileSize
-        slots[Int(slot)].updateTime = entry.updateTime
-        slots[Int(slot)].lastAccessMs = entry.lastAccessMs
-        slots[Int(slot)].ttl = UInt32(clamping: entry.ttl)
-        slots[Int(slot)].lockCount = entry.lockCount
-        if entry.isAccessDirty { slots[Int(slot)].flags.insert(.accessDirty) } else { slots[Int(slot)].flags.remove(.accessDirty) }
+        slots[Int(slot)].diskSize = diskSize
+        slots[Int(slot)].fileSize = fileSize
+        slots[Int(slot)].updateTime = updateTime
+        slots[Int(slot)].lastAccessMs = lastAccessMs
+        slots[Int(slot)].ttl = UInt32(clamping: ttl)
+        slots[Int(slot)].lockCount = lockCount
+        if isAccessDirty { slots[Int(slot)].flags.insert(.accessDirty) } else { slots[Int(slot)].flags.remove(.accessDirty) }
         account(slot, sign: 1)
         noteExpiryChange(of: slot, from: expiring)
     }
@@ -927,26 +954,58 @@ struct PackedName {
     /// Whether `text` is the 64 lowercase hex digits of the 32 `bytes`.
     static func spells(_ bytes: UnsafeRawBufferPointer, hex text: UnsafeRawBufferPointer) -> Bool {
         guard bytes.count == 32, text.count == 64 else { return false }
-        let digits: StaticString = "0123456789abcdef"
-        for i in 0 ..< 32 {
-            let byte = bytes[i]
-            guard text[2 * i] == digits.utf8Start[Int(byte >> 4)], text[2 * i + 1] == digits.utf8Start[Int(byte & 0xF)] else {
-                return false
-            }
+        for i in 0 ..< 4 {
+            let digits = hexDigits(bytes.loadUnaligned(fromByteOffset: 8 * i, as: UInt64.self))
+            guard text.loadUnaligned(fromByteOffset: 16 * i, as: UInt64.self) == digits.0,
+                text.loadUnaligned(fromByteOffset: 16 * i + 8, as: UInt64.self) == digits.1
+            else { return false }
         }
         return true
     }
 
-    /// The 64 lowercase hex digits of 32 bytes.
+    /// The lowercase hex digits of `bytes`, two a byte.
     static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
-        let digits: StaticString = "0123456789abcdef"
-        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
-            for (i, byte) in bytes.enumerated() {
-                out[2 * i] = digits.utf8Start[Int(byte >> 4)]
-                out[2 * i + 1] = digits.utf8Start[Int(byte & 0xF)]
+        String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            let raw = UnsafeMutableRawBufferPointer(out)
+            var i = 0
+            while i + 8 <= bytes.count {
+                let digits = hexDigits(bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                raw.storeBytes(of: digits.0, toByteOffset: 2 * i, as: UInt64.self)
+                raw.storeBytes(of: digits.1, toByteOffset: 2 * i + 8, as: UInt64.self)
+                i += 8
+            }
+            let table: StaticString = "0123456789abcdef"
+            while i < bytes.count {
+                out[2 * i] = table.utf8Start[Int(bytes[i] >> 4)]
+                out[2 * i + 1] = table.utf8Start[Int(bytes[i] & 0xF)]
+                i += 1
             }
             return bytes.count * 2
         }
+    }
+
+    /// The 16 hex digits of the 8 bytes of `word` (as loaded from memory, little-endian), as
+    /// two words to store in that order: a byte's high digit first, eight digits a word.
+    @inline(__always)
+    static func hexDigits(_ word: UInt64) -> (UInt64, UInt64) {
+        let little = UInt64(littleEndian: word)
+        return (
+            UInt64(littleEndian: hexDigits(UInt32(truncatingIfNeeded: little))),
+            UInt64(littleEndian: hexDigits(UInt32(truncatingIfNeeded: little >> 32)))
+        )
+    }
+
+    /// Four bytes' eight digits, a byte each, lowest byte first: each byte spread to 16 bits,
+    /// its nibbles split high first, then `0`–`9` or `a`–`f` added to all eight at once.
+    @inline(__always)
+    private static func hexDigits(_ value: UInt32) -> UInt64 {
+        var x = UInt64(value)
+        x = (x | x << 16) & 0x0000_FFFF_0000_FFFF
+        x = (x | x << 8) & 0x00FF_00FF_00FF_00FF
+        let nibbles = (x >> 4) & 0x000F_000F_000F_000F | (x & 0x000F_000F_000F_000F) << 8
+        // 1 in each byte whose nibble is 10 or more (adding 6 carries it into bit 4).
+        let letters = ((nibbles &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
+        return nibbles &+ 0x3030_3030_3030_3030 &+ letters &* 0x27
     }
 }
 

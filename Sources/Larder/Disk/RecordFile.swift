@@ -30,9 +30,18 @@ package enum RecordReadResult: Sendable {
     case record(RecordContents)
 }
 
+/// A record's file name and its ``NameHash``, hashed once per read for every use of the name.
+struct KeptName {
+    var name: String
+    var hash: UInt64
+}
+
 /// Reads and writes record files through ``FileIO``: the only code that knows how a record is
 /// laid out in a file (see `docs/FORMAT.md`).
-package struct RecordFile: Sendable {
+///
+/// A class, though it holds nothing mutable: a read's closures capture it, and copying a
+/// reference costs one retain where copying its fields costs one for each reference they hold.
+package final class RecordFile: Sendable {
     package let io: FileIO
     /// The largest payload read, in bytes (``DiskCacheOptions/maximumRecordSize``): a record
     /// claiming more is `.corrupt(.tooLarge)` and nothing is allocated for it.
@@ -94,12 +103,13 @@ package struct RecordFile: Sendable {
     ///   - expectedFileSize: The file's length as the caller last saw it (the index's, from when
     ///     the cache wrote or read it). A file that still has that length is one the cache wrote
     ///     or has read, and is read without the sparse-file check.
-    ///   - relativePath: The file's path beneath the root (``DiskLayout/relativePath(for:)``), which
-    ///     a read of a known length opens straight beneath the root's descriptor; `nil`: `path`.
-    ///     Computed only when that read opens the file.
+    ///   - layout: The cache's layout, by which a read of a known length opens the file `name`
+    ///     straight beneath the root's descriptor (``DiskLayout/withRelativePath(for:_:)``);
+    ///     `nil`: it opens `path`.
     ///   - name: The record's file name, under which a read of a known length (`expectedFileSize`)
     ///     reuses or keeps its descriptor in ``descriptors``; the caller holds the name's key lock
     ///     (see ``DescriptorCache``). `nil`: the file is opened and closed.
+    ///   - nameHash: `name`'s ``NameHash``, when the caller has it already (its key lock's stripe).
     /// - Returns: The record, `.missing`, or `.corrupt` with the reason. Allocates no more than
     ///   the file's real length, whatever its header claims, and nothing for a payload above
     ///   ``maximumPayloadSize`` or a file that claims far more bytes than its blocks hold
@@ -109,21 +119,22 @@ package struct RecordFile: Sendable {
     ///   needs none.
     package func read(
         _ path: @autoclosure () -> String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil,
-        expectedFileSize: Int? = nil, relativePath: @autoclosure () -> String? = nil, keptAs name: String? = nil
+        expectedFileSize: Int? = nil, beneath layout: DiskLayout? = nil, keptAs name: String? = nil, nameHash: UInt64? = nil
     ) throws(Errno) -> RecordReadResult {
         if readPayload, let hint = expectedFileSize, hint >= RecordHeader.size,
             hint - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize
         {
-            if let name, let descriptors, let loan = descriptors.borrow(name) {
+            let kept = name.map { KeptName(name: $0, hash: nameHash ?? NameHash.of($0)) }
+            if let kept, let descriptors, let loan = descriptors.borrow(kept.name, hash: kept.hash) {
                 defer { descriptors.giveBack(loan.fd) }
-                if let result = try readKept(loan, hint, as: name, verifyPayload: verifyPayload, expectedKey: expectedKey) {
+                if let result = try readKept(loan, hint, as: kept, verifyPayload: verifyPayload, expectedKey: expectedKey) {
                     return result
                 }
                 // Removed, replaced or resized behind the cache's back: open whatever is there now.
-                descriptors.retire(name)
+                descriptors.retire(kept.name)
             }
             return try readKnownLength(
-                path, relativePath, hint, verifyPayload: verifyPayload, expectedKey: expectedKey, keptAs: name)
+                path, layout, hint, verifyPayload: verifyPayload, expectedKey: expectedKey, keptAs: kept)
         }
         return try withRecordFile(path()) { (fd, info) throws(Errno) in
             try read(
@@ -138,13 +149,15 @@ package struct RecordFile: Sendable {
     /// folder with `EISDIR`), so no `fstat` is needed. Anything else starts over with one.
     /// A valid record read is offered to ``descriptors`` under `name`, which may keep its descriptor.
     private func readKnownLength(
-        _ path: () -> String, _ relativePath: () -> String?, _ length: Int, verifyPayload: Bool, expectedKey: String?,
-        keptAs name: String?
+        _ path: () -> String, _ layout: DiskLayout?, _ length: Int, verifyPayload: Bool, expectedKey: String?,
+        keptAs kept: KeptName?
     ) throws(Errno) -> RecordReadResult {
         let fd: Int32
         do {
-            if let relativePath = relativePath() {
-                fd = try io.open(beneathRoot: relativePath, orPath: path, O_RDONLY)
+            if let layout, let kept {
+                fd = try layout.withRelativePath(for: kept.name) { (relative, isNested) throws(Errno) in
+                    try io.open(beneathRoot: relative, isNested: isNested, orPath: path, O_RDONLY)
+                }
             } else {
                 fd = try io.open(path(), O_RDONLY)
             }
@@ -166,7 +179,7 @@ package struct RecordFile: Sendable {
         if got == length {
             let result = try parse(
                 memory, count: length, of: fd, fileSize: length, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey)
-            if case .record = result, let name, let descriptors { isKept = descriptors.keep(fd, as: name) }
+            if case .record = result, let kept, let descriptors { isKept = descriptors.keep(fd, as: kept.name, hash: kept.hash) }
             return result
         }
         RawMemory.free(memory)
@@ -188,7 +201,7 @@ package struct RecordFile: Sendable {
     /// a purged file's descriptor go).
     /// - Returns: The record, or `.corrupt`; `nil` when the file is not the one kept any more.
     private func readKept(
-        _ loan: DescriptorCache.Loan, _ length: Int, as name: String, verifyPayload: Bool, expectedKey: String?
+        _ loan: DescriptorCache.Loan, _ length: Int, as name: KeptName, verifyPayload: Bool, expectedKey: String?
     ) throws(Errno) -> RecordReadResult? {
         let fd = loan.fd
         if let kept = loan.record, let descriptors {
@@ -196,7 +209,7 @@ package struct RecordFile: Sendable {
                 return .record(kept.contents)
             }
             // Read without its payload checked, or under another key: read again.
-            descriptors.forgetRecord(name)
+            descriptors.forgetRecord(name.name)
         }
         if loan.needsCheck {
             let info = try io.info(fd)
@@ -206,7 +219,8 @@ package struct RecordFile: Sendable {
         let result = try parse(
             memory, count: length, of: fd, fileSize: length, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey)
         if case .record(let contents) = result, let descriptors, descriptors.payloadCapacity > 0 {
-            descriptors.keepRecord(KeptRecord(contents: contents, isVerified: verifyPayload), readThrough: fd, as: name)
+            descriptors.keepRecord(
+                KeptRecord(contents: contents, isVerified: verifyPayload), readThrough: fd, as: name.name, hash: name.hash)
         }
         return result
     }

@@ -24,7 +24,14 @@ package typealias StatVFS = statvfs
 /// as they are (for the root's own parents), with the same flags on the last component.
 package struct FileIO: Sendable {
     /// The calls underneath.
-    package var calls: SystemCalls
+    package var calls: SystemCalls {
+        get { table.calls }
+        set { table = CallTable(newValue) }
+    }
+    /// ``calls``, behind one reference: a `FileIO` is copied into many closures on a read's
+    /// path, and a copy of the table itself would retain and release each of its functions
+    /// (BENCHMARKS.md, "Hot hits, round six").
+    private var table: CallTable
     /// The folder every path must lie beneath; `nil` for an unrooted `FileIO`.
     package private(set) var root: CacheRoot?
     /// The mode of folders this `FileIO` creates (0700: owner only), before the umask.
@@ -40,7 +47,7 @@ package struct FileIO: Sendable {
     /// which case the open is retried once. `nil`: the failure is thrown at once.
     package var relievesDescriptorExhaustion: (@Sendable () -> Bool)?
 
-    package init(calls: SystemCalls = .live) { self.calls = calls }
+    package init(calls: SystemCalls = .live) { table = CallTable(calls) }
 
     /// The flags every open gets: never follow a link at the last component, never block on a
     /// FIFO, never leak the descriptor into a child process.
@@ -110,14 +117,16 @@ package struct FileIO: Sendable {
                 try unrooted.syncFolder(Self.parentFolder(of: folder))
             }
         }
-        let fd = try retrying { calls.openat(SystemCalls.atCurrentDirectory, path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0) }
+        let fd = try retrying {
+            table.calls.openat(SystemCalls.atCurrentDirectory, path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0)
+        }
         let info: FileInfo
         do { info = try self.info(fd) } catch {
             close(fd)
             throw error
         }
         var rooted = self
-        rooted.root = CacheRoot(path: path, fd: fd, info: info, calls: calls)
+        rooted.root = CacheRoot(path: path, fd: fd, info: info, calls: table.calls)
         return rooted
     }
 
@@ -131,7 +140,7 @@ package struct FileIO: Sendable {
         defer { if directory != root.fd { close(directory) } }
         for component in components {
             let next = try Self.withCString(component) { (component) throws(Errno) in
-                try opening { calls.openat(directory, component, O_RDONLY | O_DIRECTORY | Self.safetyFlags, 0) }
+                try opening { table.calls.openat(directory, component, O_RDONLY | O_DIRECTORY | Self.safetyFlags, 0) }
             }
             if directory != root.fd { close(directory) }
             directory = next
@@ -160,9 +169,9 @@ package struct FileIO: Sendable {
                 let relative = String(relative)
                 do {
                     let fd = try Self.withCString(relative) { (relative) throws(Errno) in
-                        try openingForRead(flags | Self.safetyFlags) { calls.openBeneath(root.fd, relative, $0, mode) }
+                        try openingForRead(flags | Self.safetyFlags) { table.calls.openBeneath(root.fd, relative, $0, mode) }
                     }
-                    if forcesModes, flags & O_CREAT != 0 { _ = calls.fchmod(fd, mode) }
+                    if forcesModes, flags & O_CREAT != 0 { _ = table.calls.fchmod(fd, mode) }
                     return fd
                 } catch let error where error.rawValue == ENOSYS || error.rawValue == EPERM {
                     root.beneathIsUnavailable.store(true, ordering: .relaxed)
@@ -171,25 +180,25 @@ package struct FileIO: Sendable {
         }
         let fd = try resolving(path) { (directory, name) throws(Errno) in
             try Self.withCString(name) { (name) throws(Errno) in
-                try openingForRead(flags | Self.safetyFlags) { calls.openat(directory, name, $0, mode) }
+                try openingForRead(flags | Self.safetyFlags) { table.calls.openat(directory, name, $0, mode) }
             }
         }
-        if forcesModes, flags & O_CREAT != 0 { _ = calls.fchmod(fd, mode) }
+        if forcesModes, flags & O_CREAT != 0 { _ = table.calls.fchmod(fd, mode) }
         return fd
     }
 
-    /// ``open(_:_:mode:)`` of `relative`, a path beneath the root of several components the
-    /// caller built itself (a record's shard folder and file name: ``DiskLayout/relativePath(for:)``),
-    /// straight to `openat2`, without first building the absolute path and taking the root's
-    /// prefix off it again. The kernel still refuses any way out (`RESOLVE_BENEATH`, no links).
-    /// Anywhere else (no root, one component, no `openat2`) it opens `absolute()` as
-    /// ``open(_:_:mode:)`` does. Never creates a file.
-    package func open(beneathRoot relative: String, orPath absolute: () -> String, _ flags: Int32) throws(Errno) -> Int32 {
-        if let root, !root.beneathIsUnavailable.load(ordering: .relaxed), relative.utf8.contains(UInt8(ascii: "/")) {
+    /// ``open(_:_:mode:)`` of `relative`, a path beneath the root the caller built itself (a
+    /// record's shard folder and file name: ``DiskLayout/withRelativePath(for:_:)``), as a C
+    /// string: with several components (`isNested`), straight to `openat2`, without first
+    /// building the absolute path and taking the root's prefix off it again. The kernel still
+    /// refuses any way out (`RESOLVE_BENEATH`, no links). Anywhere else (no root, one component,
+    /// no `openat2`) it opens `absolute()` as ``open(_:_:mode:)`` does. Never creates a file.
+    package func open(
+        beneathRoot relative: UnsafePointer<CChar>, isNested: Bool, orPath absolute: () -> String, _ flags: Int32
+    ) throws(Errno) -> Int32 {
+        if isNested, let root, !root.beneathIsUnavailable.load(ordering: .relaxed) {
             do {
-                return try Self.withCString(relative) { (relative) throws(Errno) in
-                    try openingForRead((flags & ~O_CREAT) | Self.safetyFlags) { calls.openBeneath(root.fd, relative, $0, 0) }
-                }
+                return try openingForRead((flags & ~O_CREAT) | Self.safetyFlags) { table.calls.openBeneath(root.fd, relative, $0, 0) }
             } catch let error where error.rawValue == ENOSYS || error.rawValue == EPERM {
                 root.beneathIsUnavailable.store(true, ordering: .relaxed)
             }
@@ -244,7 +253,7 @@ package struct FileIO: Sendable {
 
     /// Closes `fd`. Never retried: after `EINTR` the descriptor is already gone on Linux.
     package func close(_ fd: Int32) {
-        _ = calls.close(fd)
+        _ = table.calls.close(fd)
     }
 
     /// Reads up to `count` bytes at `offset`, looping over short reads; returns fewer only at end of file.
@@ -252,7 +261,7 @@ package struct FileIO: Sendable {
         var done = 0
         while done < buffer.count {
             let n = try retrying {
-                calls.pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+                table.calls.pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
             }
             if n == 0 { break }
             done += n
@@ -263,7 +272,7 @@ package struct FileIO: Sendable {
     /// One `pread` into `buffer` at `offset` (retried on `EINTR` alone): fewer bytes than asked
     /// for, from a regular file, means its end was reached, with no second call to find so.
     package func preadOnce(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(Errno) -> Int {
-        try retrying { calls.pread(fd, buffer.baseAddress!, buffer.count, off_t(offset)) }
+        try retrying { table.calls.pread(fd, buffer.baseAddress!, buffer.count, off_t(offset)) }
     }
 
     /// Writes all of `buffer` at `offset`, looping over short writes.
@@ -271,7 +280,7 @@ package struct FileIO: Sendable {
         var done = 0
         while done < buffer.count {
             let n = try retrying {
-                calls.pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+                table.calls.pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
             }
             if n == 0 { throw Errno(EIO) }
             done += n
@@ -282,19 +291,19 @@ package struct FileIO: Sendable {
     package func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(Errno) {
         var done = 0
         while done < buffer.count {
-            let n = try retrying { calls.write(fd, buffer.baseAddress! + done, buffer.count - done) }
+            let n = try retrying { table.calls.write(fd, buffer.baseAddress! + done, buffer.count - done) }
             if n == 0 { throw Errno(EIO) }
             done += n
         }
     }
 
     package func fsync(_ fd: Int32) throws(Errno) {
-        _ = try retrying { calls.fsync(fd) }
+        _ = try retrying { table.calls.fsync(fd) }
     }
 
     package func fstat(_ fd: Int32) throws(Errno) -> stat {
         var buf = stat()
-        _ = try retrying { calls.fstat(fd, &buf) }
+        _ = try retrying { table.calls.fstat(fd, &buf) }
         return buf
     }
 
@@ -306,20 +315,20 @@ package struct FileIO: Sendable {
     /// Takes the exclusive `flock` on `fd` without waiting.
     /// - Throws: ``Errno/wouldBlock`` when another open file description holds it.
     package func lockExclusively(_ fd: Int32) throws(Errno) {
-        _ = try retrying { calls.flock(fd, LOCK_EX | LOCK_NB) }
+        _ = try retrying { table.calls.flock(fd, LOCK_EX | LOCK_NB) }
     }
 
     /// Releases the `flock` on `fd`.
     package func unlock(_ fd: Int32) {
-        _ = try? retrying { calls.flock(fd, LOCK_UN) }
+        _ = try? retrying { table.calls.flock(fd, LOCK_UN) }
     }
 
     package func flock(_ fd: Int32, _ operation: Int32) throws(Errno) {
-        _ = try retrying { calls.flock(fd, operation) }
+        _ = try retrying { table.calls.flock(fd, operation) }
     }
 
     package func ftruncate(_ fd: Int32, _ length: Int) throws(Errno) {
-        _ = try retrying { calls.ftruncate(fd, off_t(length)) }
+        _ = try retrying { table.calls.ftruncate(fd, off_t(length)) }
     }
 
     // MARK: - Paths
@@ -330,7 +339,7 @@ package struct FileIO: Sendable {
         do {
             _ = try resolving(path) { (directory, name) throws(Errno) in
                 try Self.withCString(name) { (name) throws(Errno) in
-                    try retrying { calls.fstatat(directory, name, &buf, AT_SYMLINK_NOFOLLOW) }
+                    try retrying { table.calls.fstatat(directory, name, &buf, AT_SYMLINK_NOFOLLOW) }
                 }
             }
         } catch let error where error == .noSuchFileOrDirectory {
@@ -349,7 +358,7 @@ package struct FileIO: Sendable {
             try resolving(to) { (toDirectory, toName) throws(Errno) in
                 try Self.withCString(fromName) { (fromName) throws(Errno) in
                     try Self.withCString(toName) { (toName) throws(Errno) in
-                        try retrying { calls.renameat(fromDirectory, fromName, toDirectory, toName) }
+                        try retrying { table.calls.renameat(fromDirectory, fromName, toDirectory, toName) }
                     }
                 }
             }
@@ -361,7 +370,7 @@ package struct FileIO: Sendable {
     package func unlink(_ path: String) throws(Errno) -> Bool {
         do {
             _ = try resolving(path) { (directory, name) throws(Errno) in
-                try Self.withCString(name) { (name) throws(Errno) in try retrying { calls.unlinkat(directory, name, 0) } }
+                try Self.withCString(name) { (name) throws(Errno) in try retrying { table.calls.unlinkat(directory, name, 0) } }
             }
             return true
         } catch let error where error == .noSuchFileOrDirectory {
@@ -376,10 +385,10 @@ package struct FileIO: Sendable {
         let mode = mode_t(mode ?? folderMode)
         do {
             _ = try resolving(path) { (directory, name) throws(Errno) in
-                try Self.withCString(name) { (name) throws(Errno) in try retrying { calls.mkdirat(directory, name, mode) } }
+                try Self.withCString(name) { (name) throws(Errno) in try retrying { table.calls.mkdirat(directory, name, mode) } }
             }
             if forcesModes, let fd = try? openDirectory(path) {
-                _ = calls.fchmod(fd, mode)
+                _ = table.calls.fchmod(fd, mode)
                 close(fd)
             }
             return true
@@ -414,7 +423,7 @@ package struct FileIO: Sendable {
 
     package func statvfs(_ path: String) throws(Errno) -> StatVFS {
         var buf = StatVFS()
-        _ = try retrying { calls.statvfs(path, &buf) }
+        _ = try retrying { table.calls.statvfs(path, &buf) }
         return buf
     }
 
@@ -428,7 +437,7 @@ package struct FileIO: Sendable {
         let fd = try openDirectory(path)
         defer { close(fd) }
         while true {
-            if let entries = calls.listDirectory(fd) { return entries }
+            if let entries = table.calls.listDirectory(fd) { return entries }
             let error = errno
             if error != EINTR { throw Errno(error) }
         }
@@ -505,4 +514,11 @@ package struct FileIO: Sendable {
         defer { close(fd) }
         try fsync(fd)
     }
+}
+
+/// The system-call table a ``FileIO`` shares with its copies (immutable: a changed table is a new one).
+private final class CallTable: Sendable {
+    let calls: SystemCalls
+
+    init(_ calls: SystemCalls) { self.calls = calls }
 }

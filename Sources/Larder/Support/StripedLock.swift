@@ -39,7 +39,13 @@ final class StripedLock: Sendable {
     /// instead of `withLock(forKey:)`'s `Hasher`: the disk tier's key lock, taken once per read,
     /// whose names are compared byte for byte anyway.
     func withLock<T, E: Error>(forName name: String, _ body: () throws(E) -> T) throws(E) -> T {
-        let stripe = stripes[Int(NameHash.of(name) % UInt64(stripes.count))]
+        try withLock(forNameHash: NameHash.of(name), body)
+    }
+
+    /// ``withLock(forName:_:)`` of a name whose ``NameHash`` is `hash` (a read hashes its name
+    /// once, for this lock and for its kept descriptor).
+    func withLock<T, E: Error>(forNameHash hash: UInt64, _ body: () throws(E) -> T) throws(E) -> T {
+        let stripe = stripes[Int(hash % UInt64(stripes.count))]
         return try stripe.mutex.withLock { (_: inout Void) throws(E) -> T in try body() }
     }
 
