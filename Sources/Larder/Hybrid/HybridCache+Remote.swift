@@ -50,7 +50,9 @@ extension HybridCache {
         let end = now + lifetime
         if tiers.contains(.memory) {
             keyLocks.withLock(forKeyHash: generation.keyHash) {
-                if remote.generations.allows(generation) { promote(data, forKey: key, expiration: end, now: now) }
+                // `promote` reads the clock again: the memory copy ends at `end`, not the `GET`'s
+                // latency after it.
+                if remote.generations.allows(generation) { promote(data, forKey: key, expiration: end) }
             }
         }
         guard tiers.contains(.disk) else { return nil }

@@ -523,20 +523,16 @@ public final class HybridCache: Sendable {
 
     /// Puts `data` in memory with a lifetime ending at `expiration` (disk time), capped by the
     /// memory tier's default. Expects the key's lock held.
-    /// - Parameter now: The disk clock's time, when the caller has just read it.
-    func promote(_ data: Data, forKey key: String, expiration: Double?, now: Double? = nil) {
-        promote(data, cost: data.count, forKey: key, expiration: expiration, into: memory, now: now)
+    func promote(_ data: Data, forKey key: String, expiration: Double?) {
+        promote(data, cost: data.count, forKey: key, expiration: expiration, into: memory)
     }
 
     /// Puts `value` in `tier` (this cache's memory tier or a typed view's) with a lifetime ending
     /// at `expiration` (disk time), capped by the tier's default. Expects the key's lock held.
-    /// - Parameter now: The disk clock's time, when the caller has just read it.
-    func promote<Value>(
-        _ value: Value, cost: Int, forKey key: String, expiration: Double?, into tier: MemoryCache<String, Value>, now: Double? = nil
-    ) {
+    func promote<Value>(_ value: Value, cost: Int, forKey key: String, expiration: Double?, into tier: MemoryCache<String, Value>) {
         var lifetime = tier.defaultExpiration
         if let expiration {
-            let remaining = expiration - (now ?? disk.options.clock.now)
+            let remaining = expiration - disk.options.clock.now
             lifetime = min(remaining, lifetime ?? .infinity)
         }
         // Nothing is left of an entry already at its expiry: memory does not take it.
