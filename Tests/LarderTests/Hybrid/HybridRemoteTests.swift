@@ -66,6 +66,29 @@ import Testing
         #expect(try pair.b.value(forKey: "short") == nil)
     }
 
+    /// A slow `GET` does not lengthen the local copies: they end at the value's expiry, counted
+    /// from the same clock reading as the lifetime the value had left.
+    @Test func aSlowReadDoesNotLengthenTheLocalCopies() throws {
+        let pair = try Pair(cap: 600)
+        defer { pair.close() }
+        let start = pair.clock.now
+        try pair.a.store(bytes("v"), forKey: "k", expiry: .seconds(10))
+        pair.store.readAdvancesClock = 5
+        #expect(try pair.b.value(forKey: "k") == bytes("v"))
+        pair.store.readAdvancesClock = 0
+        pair.b.flushRemoteWrites()
+        #expect(pair.b.memory.contains("k"))
+        let onDisk = try #require(try pair.b.disk.record(forKey: "k")?.expirationTime)
+        #expect(onDisk <= start + 10)
+        // Just past the value's expiry the memory copy is gone; the disk, which counts whole
+        // seconds, lets its copy go within the next second (it would last until start + 15 if
+        // the read's 5 s were added to its lifetime).
+        pair.clock.advance(by: 10.5 - (pair.clock.now - start))
+        #expect(try pair.b.value(forKey: "k", from: [.memory]) == nil)
+        pair.clock.advance(by: 1)
+        #expect(try pair.b.value(forKey: "k", from: [.memory, .disk]) == nil)
+    }
+
     @Test func storesAndRemovalsInvalidateTheOtherInstancesMemoryAndDisk() throws {
         let pair = try Pair()
         defer { pair.close() }

@@ -25,6 +25,7 @@ final class FakeRemoteStore: RemoteStore {
         var calls = 0
         var pings = 0
         var reportsTimeToLive = false
+        var readAdvancesClock: Double = 0
     }
 
     private let state = LarderMutex(State())
@@ -52,6 +53,13 @@ final class FakeRemoteStore: RemoteStore {
     var dropsMessages: Bool {
         get { state.withLock { $0.dropsMessages } }
         set { state.withLock { $0.dropsMessages = newValue } }
+    }
+
+    /// How far each read moves the shared clock on, after it has found its values: a read that
+    /// takes this long in the caches' time.
+    var readAdvancesClock: Double {
+        get { state.withLock { $0.readAdvancesClock } }
+        set { state.withLock { $0.readAdvancesClock = newValue } }
     }
 
     /// Whether reads say how long each value has left (Redis's store does not: `GET` alone).
@@ -108,6 +116,8 @@ final class FakeRemoteStore: RemoteStore {
     func values(forKeys keys: [String], timeouts: RemoteTimeouts) throws(CacheError) -> [RemoteValue?] {
         try enter(timeouts)
         let now = clock.now
+        let advance = readAdvancesClock
+        defer { if advance > 0 { clock.advance(by: advance) } }
         return state.withLock { s in
             keys.map { key -> RemoteValue? in
                 guard let entry = s.entries[key] else { return nil }
