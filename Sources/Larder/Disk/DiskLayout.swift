@@ -117,7 +117,7 @@ package struct DiskLayout: Sendable {
     package func relativePath(for name: String) -> String {
         guard folderLayout == .sharded else { return name }
         // Fast path (every hashed name): two ASCII bytes are the shard, copied with the name into
-        // one new string, the read path's one allocation for a path.
+        // one new string. (A read builds the same path on the stack: `withRelativePath`.)
         var name = name
         if let path = name.withUTF8({ Self.asciiShardedPath($0) }) { return path }
         guard let shard = Self.shard(for: name) else { return name }
