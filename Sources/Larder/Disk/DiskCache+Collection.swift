@@ -8,6 +8,8 @@ struct CollectionPass {
     var report = CollectionReport()
     /// Events for the cache's handler.
     var events: [CacheEvent] = []
+    /// The shard folders the pass removes files from, opened on its first removal.
+    var folders: CollectionFolders?
 }
 
 extension DiskCache {
@@ -50,6 +52,7 @@ extension DiskCache {
             removeExpired(in: &pass)
             let limit = effectiveSizeLimit(forceRefresh: true)
             prune(sizeLimit: limit, countLimit: options.countLimit, excluding: nil, reason: nil, in: &pass)
+            pass.folders = nil  // closes them
             pass.events += recoverRemovedFolderReportingEvents()
             state.withLock { s in
                 s.counters.collections += 1
@@ -252,8 +255,9 @@ extension DiskCache {
     }
 
     /// Removes expired, unlocked records, a batch at a time, taking them from the index's
-    /// expiry order (so the pass costs what it removes, not what the index holds); the records
-    /// whose headers say otherwise are kept and queued again. Expects the collection gate held.
+    /// expiry order (so the pass costs what it removes, not what the index holds); those a use
+    /// renewed since they were taken, or whose headers say otherwise, are kept and queued again.
+    /// Expects the collection gate held.
     func removeExpired(in pass: inout CollectionPass) {
         let now = options.clock.now
         var kept: [String] = []
@@ -261,10 +265,8 @@ extension DiskCache {
             let candidates = state.withLock { s in s.takeExpired(by: expiryRule, now: now, limit: Self.collectionBatch) }
             if candidates.isEmpty { break }
             for candidate in candidates {
-                let removed = removeVictim(candidate.name, reason: .expired, allowLocked: false, in: &pass) { header, entry in
-                    let anchor = expiryRule.anchor(
-                        ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: entry.updateTime)
-                    return expiryRule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: anchor, now: now)
+                let removed = removeVictim(candidate.name, reason: .expired, in: &pass) { lockCount, ttl, anchor in
+                    expiryRule.isExpired(lockCount: lockCount, ttl: ttl, anchor: anchor, now: now)
                 }
                 if !removed { kept.append(candidate.name) }
             }
@@ -293,20 +295,22 @@ extension DiskCache {
                         return nil
                     }
                     guard over() != nil else { return }
-                    s.index.forEachLeastRecentFirst { entry in
+                    s.index.forEachSlotLeastRecentFirst { slot in
                         guard let limit = over(), victims.count < Self.collectionBatch else { return false }
-                        if ExactName(entry.name) == excluding.map(ExactName.init) || skipped.contains(ExactName(entry.name)) { return true }
-                        if (entry.lockCount > 0) != allowLocked { return true }
-                        victims.append((entry.name, reason ?? limit))
-                        size -= entry.diskSize
+                        let fields = s.index.slots[Int(slot)]
+                        if (fields.lockCount > 0) != allowLocked { return true }
+                        let name = s.index.name(atSlot: slot)
+                        if ExactName(name) == excluding.map(ExactName.init) || skipped.contains(ExactName(name)) { return true }
+                        victims.append((name, reason ?? limit))
+                        size -= fields.diskSize
                         count -= 1
                         return true
                     }
                 }
                 if victims.isEmpty { break }
                 for victim in victims {
-                    let removed = removeVictim(victim.name, reason: victim.reason, allowLocked: allowLocked, in: &pass) { header, _ in
-                        (header.refCount > 0) == allowLocked
+                    let removed = removeVictim(victim.name, reason: victim.reason, in: &pass) { lockCount, _, _ in
+                        (lockCount > 0) == allowLocked
                     }
                     if !removed { skipped.insert(ExactName(victim.name)) }
                 }
@@ -314,48 +318,94 @@ extension DiskCache {
         }
     }
 
-    /// Removes one record chosen by a collection, after checking its header still qualifies.
+    /// Removes one record chosen by a collection, after checking under its key lock that it
+    /// still qualifies (a lock or a use since it was chosen keeps it).
+    ///
+    /// Whose word decides, the index's or the header's: a writable cache owns its folder (its
+    /// ``DirectoryLock`` keeps other writers out), so the index holds what the headers say where
+    /// the cache can vouch for an entry, and reading the header again would cost an `open`, a
+    /// `read` and a `close`, more than the removal itself (`larder-bench gc`, issue 18):
+    /// - an entry whose header this process wrote or read (``DiskIndex/Flags/headerVerified``):
+    ///   the index's word, no look at the file;
+    /// - an entry the index image loaded at open describes, whose file's status last changed
+    ///   before that image was written (`lstat`'s change time against the image's reference, as
+    ///   git trusts its index): the index's word, after one `lstat`;
+    /// - any other (no image, a record another program changed, locked or damaged in place):
+    ///   the header's, as SPTPersistentCache's collector reads every header, so a lock written
+    ///   there keeps its record, and a damaged record goes as corrupt.
+    /// A file that cannot be looked at or read keeps its record, reported as an
+    /// ``CacheEvent/ioError(operation:path:errno:)``.
     /// - Returns: Whether it was removed (or was already gone).
     @discardableResult
     func removeVictim(
-        _ name: String, reason: EvictionReason, allowLocked: Bool, in pass: inout CollectionPass,
-        qualifies: (RecordHeader, IndexEntry) -> Bool
+        _ name: String, reason: EvictionReason, in pass: inout CollectionPass,
+        qualifies: (_ lockCount: UInt32, _ ttl: UInt64, _ anchor: UInt64) -> Bool
     ) -> Bool {
-        let path = layout.path(for: name)
+        let folders = pass.folders ?? CollectionFolders(io: io, layout: layout)
+        pass.folders = folders
         return changingRecord(name) { () -> Bool in
-            guard let entry = state.withLock({ $0.index[name] }) else { return true }
-            let result: RecordReadResult
-            do throws(Errno) {
-                result = try records.read(path, readPayload: false)
-            } catch {
-                // Kept, as SPT keeps a file it cannot stat; and reported, as SPT's debugOutput does.
-                pass.events.append(.ioError(operation: "evict", path: path, errno: error.rawValue))
-                return false
+            let found = state.withLock { s in
+                s.index.slot(of: name).map { (s.index[slot: $0], $0, s.index.isHeaderVerified(slot: $0), s.imageReference) }
             }
-            switch result {
-            case .record(let contents):
-                guard qualifies(contents.header, entry) else {
-                    // The index lagged the header (a snapshot from before a crash): correct it and keep the record.
-                    state.withLock { $0.correctLockCount(of: name, to: contents.header.refCount) }
+            guard let (entry, slot, isVerified, imageReference) = found else { return true }
+            var vouched = isVerified
+            if !vouched, imageReference > FileTime(seconds: 0, nanoseconds: 0) {
+                let info: stat?
+                do throws(Errno) {
+                    info = try folders.status(name)
+                } catch {
+                    // Kept, as SPT keeps a file it cannot stat; and reported, as SPT's debugOutput does.
+                    pass.events.append(.ioError(operation: "evict", path: layout.path(for: name), errno: error.rawValue))
                     return false
                 }
-            case .corrupt(let reason):
-                pass.events.append(_removeCorrupt(name: name, key: entry.key, path: path, reason: reason, countsAsMiss: false))
-                return true
-            case .missing:
-                state.withLock { $0.forget(name) }
-                return true
+                guard let info else {
+                    state.withLock { $0.forget(name, slot: slot) }
+                    return true
+                }
+                vouched = FileInfo(info).kind == .regular && info.st_nlink == 1 && FileTime.change(info) < imageReference
+            }
+            if vouched {
+                guard qualifies(entry.lockCount, entry.ttl, entry.updateTime) else { return false }
+            } else {
+                let path = layout.path(for: name)
+                let result: RecordReadResult
+                do throws(Errno) {
+                    result = try records.read(path, readPayload: false)
+                } catch {
+                    pass.events.append(.ioError(operation: "evict", path: path, errno: error.rawValue))
+                    return false
+                }
+                switch result {
+                case .record(let contents):
+                    let header = contents.header
+                    let anchor = expiryRule.anchor(
+                        ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: entry.updateTime)
+                    guard qualifies(header.refCount, header.ttl, anchor) else {
+                        // The header says otherwise (another program changed it): the index learns it, the record stays.
+                        state.withLock { $0.correctLockCount(of: name, to: header.refCount) }
+                        return false
+                    }
+                case .corrupt(let reason):
+                    pass.events.append(_removeCorrupt(name: name, key: entry.key, path: path, reason: reason, countsAsMiss: false))
+                    return true
+                case .missing:
+                    state.withLock { $0.forget(name, slot: slot) }
+                    return true
+                }
             }
             do throws(Errno) {
-                try io.unlink(path)
+                // A file gone meanwhile (its folder deleted behind the cache's back) is gone as asked.
+                _ = try folders.unlink(name)
             } catch {
-                pass.events.append(.ioError(operation: "evict", path: path, errno: error.rawValue))
+                pass.events.append(.ioError(operation: "evict", path: layout.path(for: name), errno: error.rawValue))
                 return false
             }
-            state.withLock { $0.recordEviction(name, reason: reason) }
+            state.withLock { $0.recordEviction(name, slot: slot, reason: reason) }
             pass.report.removed.append(
                 .init(key: entry.key, file: name, size: entry.diskSize, reason: reason, wasLocked: entry.lockCount > 0))
-            pass.events.append(.recordEvicted(key: entry.key, file: path, reason: reason))
+            if options.eventHandler != nil {
+                pass.events.append(.recordEvicted(key: entry.key, file: layout.path(for: name), reason: reason))
+            }
             return true
         } ?? false  // the cache is closing
     }

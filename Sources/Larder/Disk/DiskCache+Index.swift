@@ -37,6 +37,7 @@ extension DiskCache {
         if reconciled.scannedAny { reconciled.index.sortByLastAccess() }
         let count = state.withLock {
             $0.foldersVouchedFor = reconciled.vouchedFolders.count
+            $0.imageReference = stamps.reference
             return $0.finishBuild(loaded: reconciled.index, suspects: reconciled.suspects, listedEverything: reconciled.listedEverything)
         }
         events.append(.indexReady(recordCount: count))

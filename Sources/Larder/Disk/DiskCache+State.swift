@@ -19,6 +19,10 @@ extension DiskCache {
         /// How many shard folders the index build left unlisted, their snapshot stamps unchanged
         /// (see ``FolderStamps``): for tests and diagnostics.
         var foldersVouchedFor = 0
+        /// The file system's time before the index image the build loaded was written (its folder
+        /// stamps' reference); zero without one. A record file whose status last changed before
+        /// it is as the image describes it (see `DiskCache.removeVictim`).
+        var imageReference = FileTime(seconds: 0, nanoseconds: 0)
         /// Names whose access times became newer in the index than in their header, in order; a
         /// name whose entry is gone or clean again by write-back time is skipped.
         private var dirtyQueue: [String] = []
@@ -50,16 +54,21 @@ extension DiskCache {
             if !isIndexReady { touchedDuringBuild.insert(ExactName(name)) }
         }
 
-        /// Drops a name from the index: its file is gone.
-        mutating func forget(_ name: String) {
-            index.remove(name)
+        /// Drops a name from the index: its file is gone. `known`: the slot an earlier lookup
+        /// found for it (checked again, not trusted).
+        mutating func forget(_ name: String, slot known: Int32? = nil) {
+            if let known, index.slot(known, holds: name) {
+                index.removeSlot(known)
+            } else if let slot = index.slot(of: name) {
+                index.removeSlot(slot)
+            }
             if !suspects.isEmpty { suspects.remove(name) }
             noteChanged(name)
         }
 
         /// Records a store that wrote `entry`'s file, with `bytes` of payload.
         mutating func recordStore(_ entry: IndexEntry, bytes: Int) {
-            index.upsert(entry)
+            index.setFlags(.headerVerified, true, atSlot: index.upsert(entry))
             noteChanged(entry.name)
             counters.insertions += 1
             counters.bytesWritten += bytes
@@ -97,16 +106,19 @@ extension DiskCache {
             of name: String, _ use: DiskIndex.Use, vouching contents: RecordContents, tracksAccess: Bool, slot known: Int32?? = nil
         ) {
             var becameDirty = tracksAccess
-            if let slot = known ?? index.slot(of: name) {
+            let slot: Int32
+            if let known = known ?? index.slot(of: name) {
+                slot = known
                 becameDirty = index.recordUse(
                     slot: slot, use, fileSize: { contents.vouchedFileSize(previous: $0) }, marksAccessDirty: tracksAccess)
             } else {
-                index.upsert(
+                slot = index.upsert(
                     IndexEntry(
                         name: name, key: use.key, diskSize: use.diskSize, fileSize: contents.vouchedFileSize(previous: 0),
                         updateTime: use.updateTime, lastAccessMs: use.lastAccessMs, ttl: use.ttl, lockCount: use.lockCount,
                         isAccessDirty: tracksAccess))
             }
+            index.setFlags(.headerVerified, true, atSlot: slot)
             // Queued once per collection interval, not once per read.
             if becameDirty { dirtyQueue.append(name) }
             noteChanged(name)
@@ -142,8 +154,8 @@ extension DiskCache {
         }
 
         /// Counts an eviction and drops its name.
-        mutating func recordEviction(_ name: String, reason: EvictionReason) {
-            forget(name)
+        mutating func recordEviction(_ name: String, slot: Int32? = nil, reason: EvictionReason) {
+            forget(name, slot: slot)
             counters.countEviction(reason)
         }
 
@@ -157,6 +169,7 @@ extension DiskCache {
             dirtyQueue = []
             isIndexAuthoritative = listedEverything
             freeSpace = nil
+            imageReference = FileTime(seconds: 0, nanoseconds: 0)
         }
 
         /// Merges what the background build found, deferring to names changed meanwhile, and

@@ -96,6 +96,11 @@ struct DiskIndex: Sendable {
         /// Taken from the expiry queues by a collection (``takeExpired(by:now:limit:)``) and not
         /// queued again yet: its other elements there are skipped.
         static let takenForExpiry = Flags(rawValue: 64)
+        /// The entry's fields are what this process wrote to the record's header or read from
+        /// it (a store, a load): a collection removes the record on the index's word, without
+        /// looking at the file first. Entries taken in from a snapshot, its journal or a listing
+        /// do not have it until a use (see `DiskCache.removeVictim`). Never persisted.
+        static let headerVerified = Flags(rawValue: 128)
     }
 
     static let noKey = UInt32.max
@@ -295,16 +300,20 @@ struct DiskIndex: Sendable {
     }
 
     /// Inserts or replaces an entry and makes it the most recently used.
-    mutating func upsert(_ entry: IndexEntry) {
+    /// - Returns: Its slot.
+    @discardableResult
+    mutating func upsert(_ entry: IndexEntry) -> Int32 {
         if let slot = slot(of: entry.name) {
             replace(slot: slot, with: entry)
             unlink(slot)
             appendToTail(slot)
             markMoved(slot)
+            return slot
         } else {
             let slot = insert(entry)
             appendToTail(slot)
             markMoved(slot)
+            return slot
         }
     }
 
@@ -342,6 +351,9 @@ struct DiskIndex: Sendable {
         guard let slot = slot(of: name) else { return }
         if isDirty { slots[Int(slot)].flags.insert(.accessDirty) } else { slots[Int(slot)].flags.remove(.accessDirty) }
     }
+
+    /// Whether the entry in `slot` is vouched for by its header in this process (``Flags/headerVerified``).
+    func isHeaderVerified(slot: Int32) -> Bool { slots[Int(slot)].flags.contains(.headerVerified) }
 
     /// Sets or clears flags of the slot at `slot` (for the facets kept in other files).
     mutating func setFlags(_ flags: Flags, _ isOn: Bool, atSlot slot: Int32) {
@@ -402,14 +414,22 @@ struct DiskIndex: Sendable {
 
     // MARK: - Traversal
 
+    /// Calls `body` with each occupied slot, least recently used first, until it returns
+    /// `false`: for a walk that needs a few fields of each, not the whole entry (its name and
+    /// key spelled out as strings).
+    /// - Complexity: O(*k*) for the *k* slots visited.
+    func forEachSlotLeastRecentFirst(_ body: (Int32) -> Bool) {
+        var slot = head
+        while slot >= 0 {
+            if !body(slot) { return }
+            slot = slots[Int(slot)].next
+        }
+    }
+
     /// Entries from least to most recently used, stopping when `body` returns `false`.
     /// - Complexity: O(*k*) for the *k* entries visited.
     func forEachLeastRecentFirst(_ body: (IndexEntry) -> Bool) {
-        var slot = head
-        while slot >= 0 {
-            if !body(self[slot: slot]) { return }
-            slot = slots[Int(slot)].next
-        }
+        forEachSlotLeastRecentFirst { body(self[slot: $0]) }
     }
 
     /// Every entry, least recently used first.
@@ -911,7 +931,10 @@ struct PackedName {
         return hasher.finalize()
     }
 
-    /// Calls `body` with `name` packed.
+    /// Calls `body` with `name` packed. Always inlined: a specialization that takes `body`'s
+    /// context as arguments copied the whole ``DiskIndex`` (retaining each of its buffers) on
+    /// every lookup by name (`larder-bench gc`, issue 18).
+    @inline(__always)
     static func with<T>(_ name: String, _ body: (PackedName) -> T) -> T {
         var name = name
         return name.withUTF8 { utf8 in
@@ -934,21 +957,42 @@ struct PackedName {
         }
     }
 
-    /// Writes the 32 bytes 64 lowercase hex digits spell; `false` for anything else.
+    /// Writes the 32 bytes 64 lowercase hex digits spell; `false` for anything else. Eight
+    /// digits at a time (`unhexWord`): a lookup by name unpacks its name first, once a load and
+    /// once a removal (`larder-bench gc`, issue 18).
     static func unhex(_ text: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
         guard text.count == 64 else { return false }
-        func value(_ c: UInt8) -> UInt8? {
-            switch c {
-            case UInt8(ascii: "0") ... UInt8(ascii: "9"): c &- UInt8(ascii: "0")
-            case UInt8(ascii: "a") ... UInt8(ascii: "f"): c &- UInt8(ascii: "a") &+ 10
-            default: nil
+        for i in 0 ..< 8 {
+            guard let four = unhexWord(UInt64(littleEndian: text.loadUnaligned(fromByteOffset: 8 * i, as: UInt64.self))) else {
+                return false
             }
-        }
-        for i in 0 ..< 32 {
-            guard let high = value(text[2 * i]), let low = value(text[2 * i + 1]) else { return false }
-            out[i] = high << 4 | low
+            out.storeBytes(of: four.littleEndian, toByteOffset: 4 * i, as: UInt32.self)
         }
         return true
+    }
+
+    /// The four bytes eight lowercase hex digits spell (the first digit in the lowest byte of
+    /// `word`, the first byte in the lowest byte of the result), or `nil` when a byte is no such
+    /// digit. Each byte is checked against both ranges at once: adding `0x80 - c` to a byte
+    /// below `0x80` sets its high bit exactly when it is at least `c`, and carries into no
+    /// other byte.
+    @inline(__always)
+    static func unhexWord(_ word: UInt64) -> UInt32? {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        guard word & high == 0 else { return nil }
+        func atLeast(_ c: UInt64) -> UInt64 { (word &+ (0x80 - c) &* ones) & high }
+        let digit = atLeast(0x30) & ~atLeast(0x3A)  // 0-9
+        let letter = atLeast(0x61) & ~atLeast(0x67)  // a-f
+        guard digit | letter == high else { return nil }
+        // A digit's value is its low nibble; a letter's (bit 6 set) its low nibble plus 9.
+        let nibbles = (word & 0x0F0F_0F0F_0F0F_0F0F) &+ 9 &* ((word >> 6) & ones)
+        // Each even byte takes its digit as the high nibble and the next one's as the low,
+        // then the four even bytes close up.
+        var packed = ((nibbles << 4) | (nibbles >> 8)) & 0x00FF_00FF_00FF_00FF
+        packed = (packed | (packed >> 8)) & 0x0000_FFFF_0000_FFFF
+        packed = (packed | (packed >> 16)) & 0xFFFF_FFFF
+        return UInt32(truncatingIfNeeded: packed)
     }
 
     /// Whether `text` is the 64 lowercase hex digits of the 32 `bytes`.

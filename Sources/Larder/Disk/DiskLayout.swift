@@ -81,7 +81,11 @@ package struct DiskLayout: Sendable {
         let utf8 = name.utf8
         var bytes = utf8.makeIterator()
         if let a = bytes.next(), let b = bytes.next(), a < 0x80, b < 0x80 {
-            return String(Substring(utf8.prefix(2)))
+            return String(unsafeUninitializedCapacity: 2) { shard in
+                shard[0] = a
+                shard[1] = b
+                return 2
+            }
         }
         var units = name.utf16.makeIterator()
         guard let first = units.next(), units.next() != nil else { return nil }

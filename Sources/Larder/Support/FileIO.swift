@@ -378,6 +378,49 @@ package struct FileIO: Sendable {
         }
     }
 
+    /// What `lstat` says of the file `name`, one component, in the folder open at `folder` (a
+    /// descriptor from ``openDirectory(_:)``), never following a link; `nil` when it does not exist.
+    package func lstat(_ name: String, inFolder folder: Int32) throws(Errno) -> stat? {
+        try Self.checkOneComponent(name)
+        var buf = stat()
+        do {
+            _ = try Self.withCString(name) { (name) throws(Errno) in
+                try retrying { table.calls.fstatat(folder, name, &buf, AT_SYMLINK_NOFOLLOW) }
+            }
+        } catch let error where error == .noSuchFileOrDirectory {
+            return nil
+        }
+        return buf
+    }
+
+    /// Throws ``Errno/escapesRoot`` unless `name` is one component: not empty, `.` or `..`, no
+    /// `/` (nor a NUL, which would end it early). Its bytes are compared, not its characters.
+    private static func checkOneComponent(_ name: String) throws(Errno) {
+        var name = name
+        let isOne = name.withUTF8 { bytes in
+            let dot = UInt8(ascii: ".")
+            guard !bytes.isEmpty else { return false }
+            if bytes.count <= 2, bytes.allSatisfy({ $0 == dot }) { return false }
+            return !bytes.contains(where: { $0 == UInt8(ascii: "/") || $0 == 0 })
+        }
+        guard isOne else { throw .escapesRoot }
+    }
+
+    /// Removes the file `name`, one component, from the folder open at `folder` (a descriptor
+    /// from ``openDirectory(_:)``, which resolved it beneath the root); never a folder, never a
+    /// link's target. Returns `false` when it did not exist. A pass that removes many files from
+    /// the same folders opens each folder once instead of once a file (``unlink(_:)``).
+    @discardableResult
+    package func unlink(_ name: String, inFolder folder: Int32) throws(Errno) -> Bool {
+        try Self.checkOneComponent(name)
+        do {
+            _ = try Self.withCString(name) { (name) throws(Errno) in try retrying { table.calls.unlinkat(folder, name, 0) } }
+            return true
+        } catch let error where error == .noSuchFileOrDirectory {
+            return false
+        }
+    }
+
     /// Creates a folder with `mode` (default ``folderMode``); an existing folder is not an error.
     /// - Returns: Whether this call created it.
     @discardableResult

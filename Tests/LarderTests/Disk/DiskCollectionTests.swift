@@ -342,4 +342,75 @@ import Testing
         for i in 0 ..< 5 { #expect(cache.contains("pinned\(i)")) }
         cache.state.withLock { $0.index._checkInvariants() }
     }
+
+    /// A collection removes a record on the index's word where the cache can vouch for its
+    /// header: one it stored itself, or one its snapshot describes whose file has not changed
+    /// since the snapshot was written. It opens none of them. A record another program changed
+    /// in place has its header read first, so a lock written there keeps its record.
+    @Test func collectionReadsOnlyTheHeadersItCannotVouchFor() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 100_000)
+        // Opens of record files: the last component is a SHA-256 name.
+        let opens = Atomic<Int>(0)
+        let countsOpen: @Sendable (UnsafePointer<CChar>) -> Void = { path in
+            let name = String(cString: path).split(separator: "/").last ?? ""
+            if name.utf8.count == 64, name.utf8.allSatisfy({ (0x30 ... 0x39).contains($0) || (0x61 ... 0x66).contains($0) }) {
+                opens.add(1, ordering: .relaxed)
+            }
+        }
+        var calls = SystemCalls.live
+        calls.openat = { directory, path, flags, mode in
+            countsOpen(path)
+            return SystemCalls.live.openat(directory, path, flags, mode)
+        }
+        calls.openBeneath = { directory, path, flags, mode in
+            countsOpen(path)
+            return SystemCalls.live.openBeneath(directory, path, flags, mode)
+        }
+        let probe = try makeCache(dir, clock: clock)
+        let block = probe.blockSize
+        probe.close()
+        func open(limit: Int) throws -> DiskCache {
+            var options = testOptions(dir.url, clock: clock)
+            options.sizeLimit = limit * block
+            return try DiskCache(options: options, systemCalls: calls)
+        }
+        // Stored by this instance: each store past the limit removes the oldest, unopened.
+        var cache = try open(limit: 8)
+        for i in 0 ..< 12 {
+            try cache.store(Data(repeating: UInt8(i), count: 10), forKey: "k\(i)")
+            clock.advance(by: 1)
+        }
+        #expect(try cache.keys().sorted() == (4 ..< 12).map { "k\($0)" }.sorted())
+        #expect(opens.load(ordering: .relaxed) == 0, "the stores' collections opened a record")
+        // Folder stamps vouch only for folders last changed a tick before the snapshot.
+        Thread.sleep(forTimeInterval: 0.05)
+        cache.close()
+
+        // From its own snapshot, every folder unchanged: the opening collection opens nothing.
+        opens.store(0, ordering: .relaxed)
+        cache = try open(limit: 6)
+        #expect(try cache.keys() == (6 ..< 12).map { "k\($0)" })
+        #expect(cache.statistics.evictions[.sizeLimit] == 2)
+        #expect(opens.load(ordering: .relaxed) == 0, "a collection read headers its snapshot vouched for")
+        Thread.sleep(forTimeInterval: 0.05)
+        cache.close()
+
+        // Another program locks k6 (the least recently used) in place: its folder is unchanged.
+        let path = DiskLayout(root: dir.path).path(for: SHA256Hash.hex(of: "k6"))
+        let file = try #require(FileHandle(forUpdatingAtPath: path))
+        var header = try RecordHeader.decode(Array(try #require(try file.read(upToCount: RecordHeader.size))))
+        header.refCount = 1
+        try file.seek(toOffset: 0)
+        try file.write(contentsOf: header.encoded())
+        try file.close()
+        opens.store(0, ordering: .relaxed)
+        cache = try open(limit: 4)
+        defer { cache.close() }
+        #expect(try cache.keys().sorted() == ["k10", "k11", "k6", "k9"], "the lock on disk kept k6; k7 and k8 went")
+        #expect(opens.load(ordering: .relaxed) == 1, "only k6's header was read")
+        #expect(try cache.record(forKey: "k6")?.isLocked == true)
+        cache.state.withLock { $0.index._checkInvariants() }
+    }
 }

@@ -41,4 +41,47 @@ import Testing
         }
         #expect(!spells(Array(String(decoding: text, as: UTF8.self).uppercased().utf8)))
     }
+
+    /// What a text of 64 characters spells by the book: its bytes, or `nil` unless every
+    /// character is `0`-`9` or `a`-`f`.
+    private static func naiveUnhex(_ text: [UInt8]) -> [UInt8]? {
+        func value(_ c: UInt8) -> UInt8? {
+            if c >= 0x30 && c <= 0x39 { return c - 0x30 }
+            if c >= 0x61 && c <= 0x66 { return c - 0x61 + 10 }
+            return nil
+        }
+        var bytes: [UInt8] = []
+        for i in stride(from: 0, to: text.count, by: 2) {
+            guard let high = value(text[i]), let low = value(text[i + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+
+    /// Eight digits at a time, `unhex` reads every byte value in every position of a word as the
+    /// book does: the sixteen digits, and a refusal for every other byte (upper case, the
+    /// neighbours of each range, bytes above 0x7f), and round-trips `hex`.
+    @Test func unhexReadsEveryByteInEveryPositionAsTheBookDoes() {
+        let base = Array(Self.naiveHex((0 ..< 32).map { UInt8(($0 * 29 + 3) & 0xFF) }).utf8)
+        for value in 0 ... 255 {
+            for position in 0 ..< 64 {
+                var text = base
+                text[position] = UInt8(value)
+                var out = [UInt8](repeating: 0, count: 32)
+                let ok = text.withUnsafeBytes { t in out.withUnsafeMutableBytes { PackedName.unhex(t, into: $0) } }
+                let expected = Self.naiveUnhex(text)
+                #expect(ok == (expected != nil), "value \(value), position \(position)")
+                if let expected { #expect(out == expected, "value \(value), position \(position)") }
+            }
+        }
+        for seed in 0 ..< 64 {
+            let bytes = (0 ..< 32).map { UInt8(($0 * 131 + seed * 17) & 0xFF) }
+            let text = Array(bytes.withUnsafeBytes { PackedName.hex($0) }.utf8)
+            var out = [UInt8](repeating: 0, count: 32)
+            #expect(text.withUnsafeBytes { t in out.withUnsafeMutableBytes { PackedName.unhex(t, into: $0) } })
+            #expect(out == bytes)
+        }
+        var short = [UInt8](repeating: 0, count: 32)
+        #expect(!Array(base.dropLast()).withUnsafeBytes { t in short.withUnsafeMutableBytes { PackedName.unhex(t, into: $0) } })
+    }
 }

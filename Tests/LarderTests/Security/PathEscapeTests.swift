@@ -87,6 +87,31 @@ import LarderTestSupport
         #expect(FileManager.default.fileExists(atPath: fixture.sentinel.root + "/important.txt"))
     }
 
+    /// A collection's removal from a folder it opened once (`unlink(_:inFolder:)`) takes one
+    /// name: a path, `.`, `..` or nothing is refused before any system call, a folder is never
+    /// removed, and a link goes without its target.
+    @Test func unlinkInAFolderTakesOneNameOnly() throws {
+        let fixture = HostileFixture("larder-escape")
+        defer { fixture.remove() }
+        let folder = fixture.root + "/ab"
+        try FileManager.default.createDirectory(atPath: folder + "/sub", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: folder + "/file", contents: Data("x".utf8))
+        try FileManager.default.createSymbolicLink(atPath: folder + "/link", withDestinationPath: fixture.sentinel.root + "/important.txt")
+        let io = try FileIO().rooted(at: fixture.root)
+        let fd = try io.openDirectory(folder)
+        defer { io.close(fd) }
+        for bad in ["", ".", "..", "../ab/file", "sub/x", "../../sentinel/important.txt", "file\u{0}x"] {
+            #expect(throws: Errno.escapesRoot, "\(bad.debugDescription)") { try io.unlink(bad, inFolder: fd) }
+        }
+        #expect(throws: Errno.self) { try io.unlink("sub", inFolder: fd) }
+        #expect(FileManager.default.fileExists(atPath: folder + "/sub"))
+        #expect(try io.unlink("link", inFolder: fd))
+        #expect(FileManager.default.fileExists(atPath: fixture.sentinel.root + "/important.txt"))
+        #expect(try io.unlink("file", inFolder: fd))
+        #expect(try !io.unlink("file", inFolder: fd))
+        #expect(!FileManager.default.fileExists(atPath: folder + "/file"))
+    }
+
     @Test func relativePathsAreCheckedComponentByComponent() throws {
         let fixture = HostileFixture("larder-escape")
         defer { fixture.remove() }

@@ -109,6 +109,11 @@ final class SystemCallFaults: Sendable {
             if let f = fault(.fstat, path: Self.path(fd)) { return Self.failing(f) }
             return live.fstat(fd, buf)
         }
+        // SPT's `stat` takes a path: `fstatat` is the same fault.
+        calls.fstatat = { [self] directory, name, buf, flags in
+            if let f = fault(.fstat, path: Self.path(directory, name)) { return Self.failing(f) }
+            return live.fstatat(directory, name, buf, flags)
+        }
         calls.unlinkat = { [self] directory, name, flags in
             if flags & AT_REMOVEDIR == 0, let f = fault(.unlink, path: Self.path(directory, name)) { return Self.failing(f) }
             return live.unlinkat(directory, name, flags)
