@@ -59,8 +59,8 @@ extension DiskCache {
         mutating func forget(_ name: String, slot known: Int32? = nil) {
             if let known, index.slot(known, holds: name) {
                 index.removeSlot(known)
-            } else if let slot = index.slot(of: name) {
-                index.removeSlot(slot)
+            } else {
+                index.removeEntry(named: name)
             }
             if !suspects.isEmpty { suspects.remove(name) }
             noteChanged(name)

@@ -371,6 +371,15 @@ struct DiskIndex: Sendable {
         markChanged(slot)
     }
 
+    /// Removes a name's entry without building it (its name and key as strings), for callers
+    /// that only drop it; whether there was one.
+    @discardableResult
+    mutating func removeEntry(named name: String) -> Bool {
+        guard let slot = slot(of: name) else { return false }
+        removeSlot(slot)
+        return true
+    }
+
     /// Removes an entry, returning it.
     @discardableResult
     mutating func remove(_ name: String) -> IndexEntry? {

@@ -173,7 +173,7 @@ enum IndexJournal {
             guard payload.count - offset - 2 >= length else { return false }
             let name = String(decoding: UnsafeRawBufferPointer(rebasing: payload[offset + 2 ..< offset + 2 + length]), as: UTF8.self)
             offset += 2 + length
-            index.remove(name)
+            index.removeEntry(named: name)
             touched.append(name)
         }
         guard payload.count - offset >= 16 else { return false }
@@ -190,7 +190,7 @@ enum IndexJournal {
             touched.append(name)
             guard IndexSnapshot.keyMapsToName(slot, arena: list.arena, keyEncoding) else {
                 // A crafted entry: its record is read from its header instead.
-                index.remove(name)
+                index.removeEntry(named: name)
                 continue
             }
             let entry = DiskIndex.entry(slot, in: list.arena)
