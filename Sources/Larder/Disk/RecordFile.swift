@@ -58,9 +58,9 @@ package final class RecordFile: Sendable {
 
     /// The stored key: `expected` itself when the bytes spell it (no new string), `nil` when they
     /// spell another key, and a decoded string when nothing was expected.
-    static func storedKey(_ bytes: some Collection<UInt8>, expected: String?) -> String? {
+    static func storedKey(_ bytes: UnsafeRawBufferPointer, expected: String?) -> String? {
         guard let expected else { return String(decoding: bytes, as: UTF8.self) }
-        return bytes.elementsEqual(expected.utf8) ? expected : nil
+        return ExactName.spells(bytes, expected) ? expected : nil
     }
 
     /// Files up to this length are read with one `pread`, header and payload together.
@@ -229,7 +229,7 @@ package final class RecordFile: Sendable {
     /// key, or a read that expects none, matches).
     private static func spellsKey(_ stored: String?, _ expected: String?) -> Bool {
         guard let stored, let expected else { return true }
-        return stored.utf8.elementsEqual(expected.utf8)
+        return ExactName(stored) == ExactName(expected)
     }
 
     /// Checks a record file the way ``read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:)``
@@ -349,7 +349,9 @@ package final class RecordFile: Sendable {
                 guard (try? keyBytes.withUnsafeBytes { try header.validateStoredKey($0) }) != nil else {
                     return .corrupt(.badStoredKey)
                 }
-                guard let key = Self.storedKey(keyBytes, expected: expectedKey) else { return .corrupt(.badStoredKey) }
+                guard let key = keyBytes.withUnsafeBytes({ Self.storedKey($0, expected: expectedKey) }) else {
+                    return .corrupt(.badStoredKey)
+                }
                 storedKey = key
             } else {
                 let keyBytes = UnsafeRawBufferPointer(rebasing: buffer[RecordHeader.size ..< keyEnd])

@@ -13,6 +13,14 @@ import Dispatch
 /// ``startDelay`` after the first job, whichever comes first. A burst of remote reads (a screen
 /// that fans out to many keys) is served before its file writes compete with it for the cores
 /// and the disk: a file write costs about twice a loopback `GET` here (`larder-bench remote`).
+///
+/// Once started, the worker stays scheduled: after a pass that leaves no job, it looks again
+/// ``startDelay`` later, and goes idle only when that look finds none. A reader's submission
+/// wakes a thread only when the worker is idle (or half the backlog waits). Waking an idle thread
+/// (`dispatch_async` or `dispatch_after`) cost the caller 22-26 µs of CPU time on this project's
+/// 2-core virtual machines, as much as a loopback `GET`; without the second look, sustained reads
+/// woke the worker every few reads, since each pass emptied the backlog and the next hit found it
+/// idle (BENCHMARKS.md, "remote, seventh round").
 final class PromotionQueue: Sendable {
     /// The most jobs waiting at once; 0 makes every reader write its own copy.
     let capacity: Int
@@ -28,15 +36,23 @@ final class PromotionQueue: Sendable {
         /// The keys in submission order; those before `head` are done.
         var order: [String] = []
         var head = 0
-        /// Whether a drain is scheduled or running (it will see jobs submitted meanwhile).
-        var draining = false
-        /// Whether that drain starts now rather than after the delay.
+        /// Whether the worker's pass, or its next look for jobs, is queued or running: it will see
+        /// jobs submitted meanwhile.
+        var scheduled = false
+        /// Whether a pass was started at once for the jobs waiting now (half the backlog).
         var startsNow = false
+        /// How many submissions woke the worker (tests).
+        var wakeups = 0
     }
 
     /// How a submission starts the worker.
     private enum Start {
-        case none, now, later
+        /// It is scheduled already.
+        case none
+        /// From idle: its scheduled pass, at once (half the backlog waits) or after the delay.
+        case now, later
+        /// A pass at once besides the scheduled one, which still comes.
+        case extra
     }
 
     init(capacity: Int, startDelay: DispatchTimeInterval = .milliseconds(5)) {
@@ -47,6 +63,12 @@ final class PromotionQueue: Sendable {
 
     /// How many jobs are waiting.
     var backlog: Int { state.withLock { $0.jobs.count } }
+
+    /// How many submissions so far woke the worker (queued a pass on its queue).
+    var wakeups: Int { state.withLock { $0.wakeups } }
+
+    /// Whether the worker is idle: no pass, and no look for jobs, is queued or running.
+    var isIdle: Bool { state.withLock { !$0.scheduled } }
 
     /// A disk copy to write.
     typealias Job = @Sendable () -> Void
@@ -85,22 +107,42 @@ final class PromotionQueue: Sendable {
     /// Whether jobs just queued start the worker, and when.
     private func _start(_ s: inout State) -> Start {
         let full = s.jobs.count >= startThreshold
-        if !s.draining {
-            s.draining = true
+        if !s.scheduled {
+            s.scheduled = true
             s.startsNow = full
+            s.wakeups += 1
             return full ? .now : .later
         }
         guard full, !s.startsNow else { return .none }
         s.startsNow = true
-        return .now
+        s.wakeups += 1
+        return .extra
     }
 
     private func begin(_ start: Start) {
         switch start {
         case .none: break
-        case .now: worker.async { self.drain() }
-        case .later: worker.asyncAfter(deadline: .now() + startDelay) { self.drain() }
+        case .now: worker.async { self.scheduledPass() }
+        case .later: worker.asyncAfter(deadline: .now() + startDelay) { self.scheduledPass() }
+        case .extra: worker.async { self.drain() }
         }
+    }
+
+    /// The worker's scheduled pass: runs the jobs, then looks again after the start delay.
+    private func scheduledPass() {
+        drain()
+        worker.asyncAfter(deadline: .now() + startDelay) { self.lookAgain() }
+    }
+
+    /// Runs another scheduled pass if jobs came since the last; otherwise the worker goes idle,
+    /// and the next submission wakes it.
+    private func lookAgain() {
+        let more = state.withLock { s -> Bool in
+            guard s.jobs.isEmpty else { return true }
+            s.scheduled = false
+            return false
+        }
+        if more { scheduledPass() }
     }
 
     /// Runs every job submitted so far (without waiting for the start delay), and waits for them.
@@ -121,7 +163,8 @@ final class PromotionQueue: Sendable {
         }
         s.order.removeAll(keepingCapacity: true)
         s.head = 0
-        s.draining = false
+        // The scheduled pass still comes (`scheduled` stays); half a backlog from now on starts
+        // one more at once.
         s.startsNow = false
         return nil
     }

@@ -23,6 +23,14 @@ struct ExactName: Hashable, Sendable {
         }
     }
 
+    /// Whether `bytes` are the UTF-8 bytes of `string`, byte for byte.
+    static func spells(_ bytes: UnsafeRawBufferPointer, _ string: String) -> Bool {
+        var string = string
+        return string.withUTF8 { y in
+            bytes.count == y.count && (y.count == 0 || memcmp(bytes.baseAddress!, y.baseAddress!, y.count) == 0)
+        }
+    }
+
     func hash(into hasher: inout Hasher) {
         var string = string
         string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }

@@ -1,9 +1,11 @@
 import Dispatch
+import Foundation
 import Testing
 @testable import Larder
 
 /// When the promotion worker starts: at half the backlog at once, else after the start delay;
-/// `wait()` runs whatever waits without the delay.
+/// `wait()` runs whatever waits without the delay. Once started, it stays scheduled until a look
+/// finds no job, and submissions meanwhile wake no thread.
 @Suite struct PromotionQueueTests {
     /// Counts the jobs that ran.
     final class Ran: Sendable {
@@ -17,6 +19,16 @@ import Testing
                 count.withLock { $0 += 1 }
                 signal.signal()
             }
+        }
+    }
+
+    /// Polls until the worker goes idle (its look a delay after its pass found nothing), for at
+    /// most a minute.
+    func waitUntilIdle(_ queue: PromotionQueue) {
+        var polls = 0
+        while !queue.isIdle, polls < 60_000 {
+            polls += 1
+            usleep(1_000)
         }
     }
 
@@ -43,6 +55,47 @@ import Testing
         #expect(queue.backlog == 1)
         queue.wait()
         #expect(ran.value == 2)
+    }
+
+    @Test func aJobSubmittedWhileTheWorkerIsScheduledWakesNoThread() {
+        let queue = PromotionQueue(capacity: 4, startDelay: .seconds(86_400))
+        let ran = Ran()
+        // The first job schedules the worker's pass (a day away); half the backlog adds one now.
+        #expect(queue.submit("a", ran.job()))
+        #expect(queue.submit("b", ran.job()))
+        for _ in 0 ..< 2 { #expect(ran.signal.wait(timeout: .now() + 600) == .success) }
+        // After the pass at once (`wait` runs behind it on the worker's queue), the scheduled
+        // pass still waits: the next job joins it and wakes nothing.
+        queue.wait()
+        #expect(queue.wakeups == 2)
+        #expect(!queue.isIdle)
+        #expect(queue.submit("c", ran.job()))
+        #expect(queue.wakeups == 2)
+        #expect(queue.backlog == 1)
+        // Half the backlog again: one more pass at once.
+        #expect(queue.submit("d", ran.job()))
+        #expect(queue.wakeups == 3)
+        for _ in 0 ..< 2 { #expect(ran.signal.wait(timeout: .now() + 600) == .success) }
+        #expect(ran.value == 4)
+    }
+
+    /// One job starts the worker's pass after the delay; two (half the backlog), in one batch,
+    /// start it at once. Either way the pass looks again a delay later, finds nothing, and lets
+    /// the worker go idle; the next job wakes it.
+    @Test(arguments: [1, 2])
+    func theWorkerGoesIdleWhenALookFindsNoJobAndTheNextJobWakesIt(first: Int) {
+        let queue = PromotionQueue(capacity: 4, startDelay: .milliseconds(1))
+        let ran = Ran()
+        #expect(queue.isIdle)
+        #expect(queue.submit((0 ..< first).map { ("k\($0)", ran.job()) }).isEmpty)
+        #expect(queue.wakeups == 1)
+        for _ in 0 ..< first { #expect(ran.signal.wait(timeout: .now() + 600) == .success) }
+        waitUntilIdle(queue)
+        #expect(queue.isIdle)
+        #expect(queue.submit("next", ran.job()))
+        #expect(queue.wakeups == 2)
+        #expect(ran.signal.wait(timeout: .now() + 600) == .success)
+        #expect(ran.value == first + 1)
     }
 
     @Test func aLoneJobRunsAfterTheDelay() {
