@@ -16,14 +16,12 @@ struct ExactName: Hashable, Sendable {
     }
 
     static func == (a: ExactName, b: ExactName) -> Bool {
-        // memcmp over contiguous UTF-8 (native strings always are), not a byte-by-byte walk.
-        var (a, b) = (a.string, b.string)
-        return a.withUTF8 { x in
-            b.withUTF8 { y in x.count == y.count && (x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0) }
-        }
+        var a = a.string
+        return a.withUTF8 { spells(UnsafeRawBufferPointer($0), b.string) }
     }
 
-    /// Whether `bytes` are the UTF-8 bytes of `string`, byte for byte.
+    /// Whether `bytes` are the UTF-8 bytes of `string`, byte for byte: one `memcmp` over
+    /// contiguous UTF-8 (native strings always are), not a walk through a view's iterator.
     static func spells(_ bytes: UnsafeRawBufferPointer, _ string: String) -> Bool {
         var string = string
         return string.withUTF8 { y in
