@@ -50,7 +50,7 @@ import Testing
         queue.wait()
         #expect(ran.value == 1)
         #expect(queue.backlog == 0)
-        // The next job after a drain starts a batch of its own.
+        // The next job joins the scheduled pass (still a day away): only `wait` runs it.
         #expect(queue.submit("b", ran.job()))
         #expect(queue.backlog == 1)
         queue.wait()
