@@ -13,8 +13,8 @@ import LarderTestSupport
 // the store. Every round's folders stay until the end of the suite (the space they need is
 // checked first). Loads and misses then run against the last round's n records, in a shuffled
 // order, with the files in the page cache (a warm cache: what a hit costs once the OS has the
-// data). Implementations take turns within each round, so that a noisy neighbour slows all of
-// them alike. `load-4k-zipf` loads the same 4 KiB records with a skew, Zipf(0.9) over the n
+// data). Implementations take turns within each round, every 500 loads, so that a noisy
+// neighbour slows all of them alike. `load-4k-zipf` loads the same 4 KiB records with a skew, Zipf(0.9) over the n
 // keys (n draws per round, the same each round), as an app rereads its hot records.
 
 func runDiskSuite(_ context: BenchContext) throws {
@@ -105,24 +105,41 @@ func runDiskSuite(_ context: BenchContext) throws {
     }
 }
 
-/// Loads every probe once per round in each store in turn (a first round warms up); returns each
+/// Loads every probe once per round in each store (a first round warms up); returns each
 /// store's median ns per load. Checks that every load hit (`expectedBytes`) or missed (`nil`).
-private func interleavedLoads(_ stores: [any BenchStore], probes: [String], repeats: Int, expectedBytes: Int?) throws -> [Double] {
+///
+/// The stores take turns every `turnLength` probes, not once a round: a round of 20,000 loads
+/// takes 100-150 ms a store, and on a shared machine a neighbour's burst of that length slowed
+/// one store's whole round and not the next one's (ratios from one run moved by 10-20 % between
+/// runs of the same binary). With turns of 500 loads (a few milliseconds), a burst lands on every
+/// store's share of the round alike. The order rotates every turn, so that no store always goes
+/// first (after the others have filled the processor's caches with their own data).
+private func interleavedLoads(
+    _ stores: [any BenchStore], probes: [String], repeats: Int, expectedBytes: Int?, turnLength: Int = 500
+) throws -> [Double] {
     var samples = Array(repeating: [Double](), count: stores.count)
     let expected = expectedBytes.map { $0 * probes.count } ?? -probes.count
     for round in 0 ... repeats {
-        for turn in 0 ..< stores.count {
-            let k = (turn + round) % stores.count
-            let store = stores[k]
-            let start = loadClock()
-            var total = 0
-            for key in probes {
-                total &+= try store.load(forKey: key)?.count ?? -1
+        var elapsed = Array(repeating: UInt64(0), count: stores.count)
+        var totals = Array(repeating: 0, count: stores.count)
+        for (turn, start) in stride(from: 0, to: probes.count, by: turnLength).enumerated() {
+            let chunk = probes[start ..< min(start + turnLength, probes.count)]
+            for offset in 0 ..< stores.count {
+                let k = (offset + turn + round) % stores.count
+                let store = stores[k]
+                let begin = loadClock()
+                var total = 0
+                for key in chunk {
+                    total &+= try store.load(forKey: key)?.count ?? -1
+                }
+                elapsed[k] += loadClock() - begin
+                totals[k] &+= total
             }
-            let elapsed = loadClock() - start
-            blackHole(total)
-            guard total == expected else { throw BenchError("loads returned \(total) bytes in all, expected \(expected)") }
-            if round > 0 { samples[k].append(Double(elapsed) / Double(probes.count)) }
+        }
+        for k in stores.indices {
+            blackHole(totals[k])
+            guard totals[k] == expected else { throw BenchError("loads returned \(totals[k]) bytes in all, expected \(expected)") }
+            if round > 0 { samples[k].append(Double(elapsed[k]) / Double(probes.count)) }
         }
     }
     return samples.map(median)

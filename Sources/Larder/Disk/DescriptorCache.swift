@@ -40,16 +40,22 @@ package final class DescriptorCache: Sendable {
         var payloadPlace: Int?
     }
 
-    /// A kept descriptor lent by ``borrow(_:)``, with the record kept beside it, if any.
+    /// A kept descriptor lent by ``borrow(_:hash:serving:)``.
     package struct Loan {
         /// The descriptor, to give back with ``giveBack(_:)``.
         package var fd: Int32
-        /// The record last read through it, to serve when the file is unchanged.
-        package var record: KeptRecord?
         /// Whether the read should check the file's link count (`fstat`) before reading it: its
-        /// last check is ``DescriptorCache/recheckInterval`` old or more. Always `false` with a
-        /// kept record, which is served as it is.
+        /// last check is ``DescriptorCache/recheckInterval`` old or more.
         package var needsCheck: Bool
+    }
+
+    /// What ``borrow(_:hash:serving:)`` found kept for a name.
+    package enum Kept {
+        /// The record kept beside the name's descriptor, which the borrower accepted. The
+        /// descriptor stays with the cache: there is nothing to give back.
+        case record(RecordContents)
+        /// The descriptor, lent until ``giveBack(_:)``.
+        case descriptor(Loan)
     }
 
     /// A kept descriptor's name and last use, in an array that eviction samples without hashing.
@@ -157,38 +163,43 @@ package final class DescriptorCache: Sendable {
 
     /// The descriptor kept for `name`, lent to the caller until ``giveBack(_:)``; `nil` when none is kept.
     package func lend(_ name: String) -> Int32? {
-        borrow(name)?.fd
+        guard case .descriptor(let loan) = borrow(RecordName(name), hash: NameHash.of(name), serving: nil) else { return nil }
+        return loan.fd
     }
 
-    /// The descriptor kept for `name`, lent to the caller until ``giveBack(_:)``, with the record
-    /// kept beside it; `nil` when none is kept. One lookup of the name.
-    /// A read of a kept record needs no clock; one through a bare descriptor reads
-    /// ``now()`` (a vDSO clock read, no system call) to see whether its check is due.
-    package func borrow(_ name: String) -> Loan? {
-        borrow(name, hash: NameHash.of(name))
-    }
-
-    /// ``borrow(_:)`` of a name whose ``NameHash`` is `hash`.
-    package func borrow(_ name: String, hash: UInt64) -> Loan? {
+    /// What is kept for `name`, whose ``NameHash`` is `hash`: the record kept beside its
+    /// descriptor when it answers `serving` (``KeptRecord/answers(_:)``), else the descriptor,
+    /// lent to the caller until ``giveBack(_:)``; `nil` when nothing is kept. One lookup of the
+    /// name, under one lock: a hit on a kept record lends nothing, so it needs no second lock to
+    /// give the descriptor back.
+    /// - Parameter serving: The read the caller makes. A kept record that does not answer it is
+    ///   dropped, since the read that follows reads the file again and may keep what it finds.
+    ///   `nil`: the caller wants the descriptor alone, and any kept record stays.
+    /// A read of a kept record needs no clock; one through a bare descriptor reads ``now()`` (a
+    /// vDSO clock read, no system call) to see whether its check is due.
+    package func borrow(_ name: RecordName, hash: UInt64, serving: KeptRecord.Read?) -> Kept? {
         let tag = Self.tag(hash: hash)
         return state.withLock { s in
             guard let entry = Self.entry(tag, name, in: s) else { return nil }
             count(tag, in: &s)
             s.tick &+= 1
-            s.users[entry.fd, default: 0] += 1
             s.slots[entry.place].lastUse = s.tick
-            guard let place = entry.payloadPlace else {
-                var needsCheck = true
-                if recheckInterval > 0 {
-                    let now = Self.now()
-                    needsCheck = now &- s.slots[entry.place].checkedAt >= recheckInterval
-                    // The read checks now; should the check fail, the descriptor goes.
-                    if needsCheck { s.slots[entry.place].checkedAt = now }
+            if let place = entry.payloadPlace, let serving {
+                if s.payloads.slots[place].record.answers(serving) {
+                    s.payloads.use(at: place, tick: s.tick)
+                    return .record(s.payloads.slots[place].record.contents)
                 }
-                return Loan(fd: entry.fd, record: nil, needsCheck: needsCheck)
+                Self.dropPayload(at: place, in: &s)
             }
-            s.payloads.use(at: place, tick: s.tick)
-            return Loan(fd: entry.fd, record: s.payloads.slots[place].record, needsCheck: false)
+            s.users[entry.fd, default: 0] += 1
+            var needsCheck = true
+            if recheckInterval > 0 {
+                let now = Self.now()
+                needsCheck = now &- s.slots[entry.place].checkedAt >= recheckInterval
+                // The read checks now; should the check fail, the descriptor goes.
+                if needsCheck { s.slots[entry.place].checkedAt = now }
+            }
+            return .descriptor(Loan(fd: entry.fd, needsCheck: needsCheck))
         }
     }
 
@@ -203,11 +214,11 @@ package final class DescriptorCache: Sendable {
     /// same sketch as the descriptors'). Replaces a record kept for `name` before. Expects the
     /// key lock of `name` held, so that no change to the file ran since `record` was read.
     package func keepRecord(_ record: KeptRecord, readThrough fd: Int32, as name: String) {
-        keepRecord(record, readThrough: fd, as: name, hash: NameHash.of(name))
+        keepRecord(record, readThrough: fd, as: RecordName(name), hash: NameHash.of(name))
     }
 
     /// ``keepRecord(_:readThrough:as:)`` of a name whose ``NameHash`` is `hash`.
-    package func keepRecord(_ record: KeptRecord, readThrough fd: Int32, as name: String, hash: UInt64) {
+    package func keepRecord(_ record: KeptRecord, readThrough fd: Int32, as name: RecordName, hash: UInt64) {
         guard payloadCapacity > 0 else { return }
         let cost = KeptPayloads.cost(of: record)
         let tag = Self.tag(hash: hash)
@@ -270,11 +281,12 @@ package final class DescriptorCache: Sendable {
     ///   it: `name` was read too rarely, the bound is 0, the cache is closed, or `name` already
     ///   has one.
     package func keep(_ fd: Int32, as name: String) -> Bool {
-        keep(fd, as: name, hash: NameHash.of(name))
+        keep(fd, as: RecordName(name), hash: NameHash.of(name))
     }
 
-    /// ``keep(_:as:)`` of a name whose ``NameHash`` is `hash`.
-    package func keep(_ fd: Int32, as name: String, hash: UInt64) -> Bool {
+    /// ``keep(_:as:)`` of a name whose ``NameHash`` is `hash` (spelled out as a string only when
+    /// its descriptor is kept).
+    package func keep(_ fd: Int32, as name: RecordName, hash: UInt64) -> Bool {
         let tag = Self.tag(hash: hash)
         var evicted: [Int32] = []
         let kept = state.withLock { s -> Bool in
@@ -309,7 +321,7 @@ package final class DescriptorCache: Sendable {
             }
             s.tick &+= 1
             s.entries[tag] = Entry(fd: fd, place: s.slots.count)
-            s.slots.append(Slot(name: name, lastUse: s.tick, tag: tag, checkedAt: recheckInterval > 0 ? Self.now() : 0))
+            s.slots.append(Slot(name: name.string, lastUse: s.tick, tag: tag, checkedAt: recheckInterval > 0 ? Self.now() : 0))
             return true
         }
         for fd in evicted { _ = closeCall(fd) }
@@ -380,9 +392,14 @@ package final class DescriptorCache: Sendable {
 
     /// The entry kept for `name`, whose tag is `tag`: the entry under that tag, when its slot
     /// holds that name.
-    private static func entry(_ tag: UInt64, _ name: String, in s: State) -> Entry? {
-        guard let entry = s.entries[tag], ExactName(s.slots[entry.place].name) == ExactName(name) else { return nil }
+    private static func entry(_ tag: UInt64, _ name: RecordName, in s: State) -> Entry? {
+        guard let entry = s.entries[tag], name.spells(s.slots[entry.place].name) else { return nil }
         return entry
+    }
+
+    /// ``entry(_:_:in:)`` of a name given as text.
+    private static func entry(_ tag: UInt64, _ name: String, in s: State) -> Entry? {
+        entry(tag, RecordName(name), in: s)
     }
 
     /// Removes the entry tagged `tag`; returns its descriptor when nobody uses it (to close), else

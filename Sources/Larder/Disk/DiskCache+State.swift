@@ -50,8 +50,8 @@ extension DiskCache {
         // MARK: Changes
 
         /// Notes a change to `name` while the build runs, so the build does not overwrite it.
-        private mutating func noteChanged(_ name: String) {
-            if !isIndexReady { touchedDuringBuild.insert(ExactName(name)) }
+        private mutating func noteChanged(_ name: @autoclosure () -> String) {
+            if !isIndexReady { touchedDuringBuild.insert(ExactName(name())) }
         }
 
         /// Drops a name from the index: its file is gone. `known`: the slot an earlier lookup
@@ -103,25 +103,25 @@ extension DiskCache {
         /// vouch for (see ``RecordContents/vouchedFileSize(previous:)``). `known`: the name's slot
         /// when the caller looked it up already (`.some(nil)`: not in the index).
         mutating func recordUse(
-            of name: String, _ use: DiskIndex.Use, vouching contents: RecordContents, tracksAccess: Bool, slot known: Int32?? = nil
+            of name: RecordName, _ use: DiskIndex.Use, vouching contents: RecordContents, tracksAccess: Bool, slot known: Int32?? = nil
         ) {
             var becameDirty = tracksAccess
             let slot: Int32
-            if let known = known ?? index.slot(of: name) {
+            if let known = known ?? index.slot(of: name.string) {
                 slot = known
                 becameDirty = index.recordUse(
                     slot: slot, use, fileSize: { contents.vouchedFileSize(previous: $0) }, marksAccessDirty: tracksAccess)
             } else {
                 slot = index.upsert(
                     IndexEntry(
-                        name: name, key: use.key, diskSize: use.diskSize, fileSize: contents.vouchedFileSize(previous: 0),
+                        name: name.string, key: use.key, diskSize: use.diskSize, fileSize: contents.vouchedFileSize(previous: 0),
                         updateTime: use.updateTime, lastAccessMs: use.lastAccessMs, ttl: use.ttl, lockCount: use.lockCount,
                         isAccessDirty: tracksAccess))
             }
             index.setFlags(.headerVerified, true, atSlot: slot)
             // Queued once per collection interval, not once per read.
-            if becameDirty { dirtyQueue.append(name) }
-            noteChanged(name)
+            if becameDirty { dirtyQueue.append(name.string) }
+            noteChanged(name.string)
         }
 
         /// The index's changes since they were last taken, for a journal commit (``DiskIndex/takeChanges()``).
@@ -207,7 +207,7 @@ extension DiskCache {
 
     /// What the index says of a key before a load touches the disk.
     enum IndexLookup {
-        case indexed(name: String, fileSize: Int, slot: Int32)
+        case indexed(name: RecordName, fileSize: Int, slot: DiskIndex.SlotMark)
         case absent
         case unknown
     }

@@ -340,7 +340,9 @@ public final class DiskCache: Sendable {
         let lookup: IndexLookup = state.withLock { s in
             if let slot = s.index.slot(forKey: key) {
                 // The name and length alone: building the whole entry would copy its key out too.
-                return .indexed(name: s.index.name(atSlot: slot), fileSize: s.index.fileSize(atSlot: slot), slot: slot)
+                // A hashed name stays 32 bytes (see `RecordName`).
+                let mark = s.index.mark(ofSlot: slot)
+                return .indexed(name: s.index.name(of: mark), fileSize: s.index.fileSize(atSlot: slot), slot: mark)
             }
             // A writer owns its directory, so once its index knows every key, a key it lacks has
             // no file: the miss costs no system call.
@@ -350,9 +352,9 @@ public final class DiskCache: Sendable {
             }
             return .unknown
         }
-        let name: String
+        let name: RecordName
         var expectedFileSize: Int?
-        var indexedSlot: Int32?
+        var indexedSlot: DiskIndex.SlotMark?
         switch lookup {
         case .absent:
             return nil
@@ -361,11 +363,13 @@ public final class DiskCache: Sendable {
             indexedSlot = slot
             expectedFileSize = fileSize > 0 ? fileSize : nil
         case .unknown:
-            if let computedName { name = computedName } else { name = try options.keyEncoding.fileName(for: key) }
+            let text: String
+            if let computedName { text = computedName } else { text = try options.keyEncoding.fileName(for: key) }
+            name = RecordName(text)
             // The same answer by name, for indexes with unkeyed entries or unreadable files.
             if ownsDirectory,
                 state.withLock({ s in
-                    guard s.isKnownAbsent(name) else { return false }
+                    guard s.isKnownAbsent(text) else { return false }
                     s.counters.misses += 1
                     return true
                 })
@@ -378,30 +382,32 @@ public final class DiskCache: Sendable {
         let now = options.clock.now
         var events: [CacheEvent] = []
         // Hashed once: for the key lock's stripe and the kept descriptor's tag.
-        let nameHash = NameHash.of(name)
+        let nameHash = name.hash
         let record: CacheRecord? = try keyLocks.withLock(forNameHash: nameHash) { () throws(CacheError) -> CacheRecord? in
             let result: RecordReadResult
             do throws(Errno) {
                 result = try records.read(
-                    layout.path(for: name), verifyPayload: options.verifiesPayloadChecksum, expectedKey: key,
+                    layout.path(for: name.string), verifyPayload: options.verifiesPayloadChecksum, expectedKey: key,
                     expectedFileSize: expectedFileSize, beneath: layout, keptAs: name, nameHash: nameHash)
             } catch {
-                throw CacheError(.ioFailure, "cannot read the record", key: key, path: layout.path(for: name), errno: error.rawValue)
+                throw CacheError(.ioFailure, "cannot read the record", key: key, path: layout.path(for: name.string), errno: error.rawValue)
             }
             switch result {
             case .missing:
+                let text = name.string
                 state.withLock { s in
                     s.counters.misses += 1
-                    s.forget(name)
+                    s.forget(text)
                 }
                 return nil
             case .corrupt(let reason):
-                events.append(_removeCorrupt(name: name, key: key, path: layout.path(for: name), reason: reason))
+                let text = name.string
+                events.append(_removeCorrupt(name: text, key: key, path: layout.path(for: text), reason: reason))
                 return nil
             case .record(let contents):
                 // `read` checked any stored key against `key`.
                 return _registerUse(
-                    name: name, key: key, path: layout.path(for: name), contents: contents, now: now, countsAsRead: true,
+                    name: name, key: key, path: layout.path(for: name.string), contents: contents, now: now, countsAsRead: true,
                     slot: indexedSlot)
             }
         }
@@ -435,7 +441,7 @@ public final class DiskCache: Sendable {
         var events: [CacheEvent] = []
         let touched = try withKeyLock(name) { () throws(CacheError) -> Bool in
             guard let contents = try _readValidHeader(name: name, key: key, path: path, events: &events) else { return false }
-            return _registerUse(name: name, key: key, path: path, contents: contents, now: now, countsAsRead: false) != nil
+            return _registerUse(name: RecordName(name), key: key, path: path, contents: contents, now: now, countsAsRead: false) != nil
         }
         emit(events)
         return touched
@@ -687,8 +693,8 @@ public final class DiskCache: Sendable {
     /// `path` is computed only when the record has expired. `slot`, where the caller's lookup
     /// found the name's entry, spares a second lookup while it still holds that entry.
     func _registerUse(
-        name: String, key: String, path: @autoclosure () -> String, contents: RecordContents, now: Double, countsAsRead: Bool,
-        slot known: Int32? = nil
+        name: RecordName, key: String, path: @autoclosure () -> String, contents: RecordContents, now: Double, countsAsRead: Bool,
+        slot known: DiskIndex.SlotMark? = nil
     ) -> CacheRecord? {
         let header = contents.header
         let nowSeconds = Self.seconds(now)
@@ -696,9 +702,10 @@ public final class DiskCache: Sendable {
         let tracksAccess = !options.isReadOnly
         let outcome: (expired: Bool, anchor: UInt64) = state.withLock { s in
             // One lookup of the name for the anchor and the use (each costs a hash of the name),
-            // none when the caller's still holds (a comparison of the name instead), and the update
+            // none when the caller's slot still holds it (a comparison of the 32 bytes of a hashed
+            // name as the slot held them at the caller's lookup, or of the name), and the update
             // time alone: `s.index[name]` would build the whole entry, its strings too.
-            let slot = known.flatMap { s.index.slot($0, holds: name) ? $0 : nil } ?? s.index.slot(of: name)
+            let slot = known.flatMap { s.index.slot($0, holds: name.string) ? $0.slot : nil } ?? s.index.slot(of: name.string)
             let anchor = expiryRule.anchor(
                 ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: slot.map { s.index.updateTime(atSlot: $0) })
             if expiryRule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: anchor, now: now) {
@@ -723,6 +730,7 @@ public final class DiskCache: Sendable {
             return (false, newAnchor)
         }
         if outcome.expired {
+            let name = name.string
             changingRecords(name: name) {
                 if !options.isReadOnly { _ = try? io.unlink(path()) }
                 records.descriptors?.retire(name)

@@ -137,27 +137,27 @@ package struct DiskLayout: Sendable {
     /// hashed name) has its path built on the stack: a read opens its file without allocating
     /// a path.
     package func withRelativePath<T, E: Error>(
-        for name: String, _ body: (_ path: UnsafePointer<CChar>, _ isNested: Bool) throws(E) -> T
+        for name: RecordName, _ body: (_ path: UnsafePointer<CChar>, _ isNested: Bool) throws(E) -> T
     ) throws(E) -> T {
-        var name = name
-        let isFast = folderLayout == .sharded && name.withUTF8 { $0.count >= 2 && $0[0] < 0x80 && $0[1] < 0x80 }
-        guard isFast else {
-            let path = relativePath(for: name)
-            let isNested = path.utf8.contains(UInt8(ascii: "/"))
-            return try path.withCString { pointer in Result { () throws(E) in try body(pointer, isNested) } }.get()
-        }
-        return try name.withUTF8 { name in
-            withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + 4) { path in
+        try name.withUTF8 { (name) throws(E) -> T in
+            let isFast = folderLayout == .sharded && name.count >= 2 && name[0] < 0x80 && name[1] < 0x80
+            guard isFast else {
+                let path = relativePath(for: String(decoding: name, as: UTF8.self))
+                let isNested = path.utf8.contains(UInt8(ascii: "/"))
+                return try path.withCString { pointer in Result { () throws(E) in try body(pointer, isNested) } }.get()
+            }
+            return try withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + 4) { path in
                 path.withMemoryRebound(to: UInt8.self) { path in
                     path[0] = name[0]
                     path[1] = name[1]
                     path[2] = UInt8(ascii: "/")
-                    _ = UnsafeMutableBufferPointer(rebasing: path[3 ..< 3 + name.count]).initialize(from: name)
+                    UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(path)[3 ..< 3 + name.count]).copyMemory(
+                        from: name)
                     path[3 + name.count] = 0
                 }
                 return Result { () throws(E) in try body(UnsafePointer(path.baseAddress!), true) }
-            }
-        }.get()
+            }.get()
+        }
     }
 
     /// `ab/abc…` for a name whose first two bytes are ASCII; `nil` otherwise.

@@ -5,6 +5,24 @@ package struct KeptRecord: Sendable {
     package var contents: RecordContents
     /// Whether that read checked the payload against its CRC-32.
     package var isVerified: Bool
+
+    /// What a read asks of a kept record to be served it.
+    package struct Read {
+        /// The record file's length as the cache last saw it.
+        package var fileSize: Int
+        /// Whether the read checks the payload against its CRC-32.
+        package var verifyPayload: Bool
+        /// The key the read looks for (`nil`: any).
+        package var expectedKey: String?
+    }
+
+    /// Whether this record answers `read`: it has the file's length, it was read with its payload
+    /// checked when `read` checks it, and any stored key is `read`'s.
+    func answers(_ read: Read) -> Bool {
+        guard contents.fileSize == read.fileSize, isVerified || !read.verifyPayload else { return false }
+        guard let stored = contents.storedKey, let expected = read.expectedKey else { return true }
+        return ExactName(stored) == ExactName(expected)
+    }
 }
 
 /// The records kept in memory beside their kept descriptors, within a byte budget: their

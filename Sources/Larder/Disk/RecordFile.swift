@@ -32,7 +32,7 @@ package enum RecordReadResult: Sendable {
 
 /// A record's file name and its ``NameHash``, hashed once per read for every use of the name.
 struct KeptName {
-    var name: String
+    var name: RecordName
     var hash: UInt64
 }
 
@@ -119,19 +119,25 @@ package final class RecordFile: Sendable {
     ///   needs none.
     package func read(
         _ path: @autoclosure () -> String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil,
-        expectedFileSize: Int? = nil, beneath layout: DiskLayout? = nil, keptAs name: String? = nil, nameHash: UInt64? = nil
+        expectedFileSize: Int? = nil, beneath layout: DiskLayout? = nil, keptAs name: RecordName? = nil, nameHash: UInt64? = nil
     ) throws(Errno) -> RecordReadResult {
         if readPayload, let hint = expectedFileSize, hint >= RecordHeader.size,
             hint - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize
         {
-            let kept = name.map { KeptName(name: $0, hash: nameHash ?? NameHash.of($0)) }
-            if let kept, let descriptors, let loan = descriptors.borrow(kept.name, hash: kept.hash) {
-                defer { descriptors.giveBack(loan.fd) }
-                if let result = try readKept(loan, hint, as: kept, verifyPayload: verifyPayload, expectedKey: expectedKey) {
-                    return result
+            let kept = name.map { KeptName(name: $0, hash: nameHash ?? $0.hash) }
+            let wanted = KeptRecord.Read(fileSize: hint, verifyPayload: verifyPayload, expectedKey: expectedKey)
+            if let kept, let descriptors, let found = descriptors.borrow(kept.name, hash: kept.hash, serving: wanted) {
+                switch found {
+                case .record(let contents):
+                    return .record(contents)
+                case .descriptor(let loan):
+                    defer { descriptors.giveBack(loan.fd) }
+                    if let result = try readKept(loan, hint, as: kept, verifyPayload: verifyPayload, expectedKey: expectedKey) {
+                        return result
+                    }
+                    // Removed, replaced or resized behind the cache's back: open whatever is there now.
+                    descriptors.retire(kept.name.string)
                 }
-                // Removed, replaced or resized behind the cache's back: open whatever is there now.
-                descriptors.retire(kept.name)
             }
             return try readKnownLength(
                 path, layout, hint, verifyPayload: verifyPayload, expectedKey: expectedKey, keptAs: kept)
@@ -189,12 +195,13 @@ package final class RecordFile: Sendable {
             fd: fd, info: info, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey, expectedFileSize: nil)
     }
 
-    /// A read of a known length through a kept descriptor. A record kept beside it is returned
-    /// with no system call: the cache owns its folder, so its own stores, removals and
-    /// collections retire the descriptor and its record before they return, and the directory
-    /// lock makes this instance the folder's only writer (a file changed behind its back breaks
-    /// that contract; see ``DiskCacheOptions/maximumPayloadMemory``). Without one: one `pread`
-    /// of one byte more than `length`, whose getting exactly `length` bytes proves the file still
+    /// A read of a known length through a kept descriptor whose kept record, if any, did not
+    /// answer it (``read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:beneath:keptAs:nameHash:)``
+    /// serves one that does with no system call: the cache owns its folder, so its own stores,
+    /// removals and collections retire the descriptor and its record before they return, and the
+    /// directory lock makes this instance the folder's only writer; a file changed behind its
+    /// back breaks that contract, see ``DiskCacheOptions/maximumPayloadMemory``). One `pread` of
+    /// one byte more than `length`, whose getting exactly `length` bytes proves the file still
     /// has that length, and whose record is offered to be kept; when the loan says a check is due
     /// (``DescriptorCache/recheckInterval``), an `fstat` first, which proves the file still has
     /// a name (a link count above 0: not removed or renamed over since it was kept; it also lets
@@ -204,13 +211,6 @@ package final class RecordFile: Sendable {
         _ loan: DescriptorCache.Loan, _ length: Int, as name: KeptName, verifyPayload: Bool, expectedKey: String?
     ) throws(Errno) -> RecordReadResult? {
         let fd = loan.fd
-        if let kept = loan.record, let descriptors {
-            if kept.contents.fileSize == length, kept.isVerified || !verifyPayload, Self.spellsKey(kept.contents.storedKey, expectedKey) {
-                return .record(kept.contents)
-            }
-            // Read without its payload checked, or under another key: read again.
-            descriptors.forgetRecord(name.name)
-        }
         if loan.needsCheck {
             let info = try io.info(fd)
             guard info.linkCount > 0, info.size == length else { return nil }
@@ -223,13 +223,6 @@ package final class RecordFile: Sendable {
                 KeptRecord(contents: contents, isVerified: verifyPayload), readThrough: fd, as: name.name, hash: name.hash)
         }
         return result
-    }
-
-    /// Whether a kept record's stored key is the one a read expects (a record without a stored
-    /// key, or a read that expects none, matches).
-    private static func spellsKey(_ stored: String?, _ expected: String?) -> Bool {
-        guard let stored, let expected else { return true }
-        return ExactName(stored) == ExactName(expected)
     }
 
     /// Checks a record file the way ``read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:)``

@@ -26,8 +26,30 @@ enum NameHash {
             for i in offset ..< bytes.count { tail |= UInt64(bytes[i]) << (8 * UInt64(i - offset)) }
             hash = mix(hash ^ tail)
         }
-        // SplitMix64's finalizer: every input bit reaches both 32-bit halves.
-        hash = (hash ^ (hash >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        return finalize(hash)
+    }
+
+    /// ``of(_:)`` of the 64 lowercase hex digits that spell a 32-byte digest (four words as
+    /// loaded from memory), without writing the digits out: each word's 16 digits are the two
+    /// words ``of(_:)`` would load from the text.
+    static func ofHexDigits(of digest: (UInt64, UInt64, UInt64, UInt64)) -> UInt64 {
+        var hash = 0x9E37_79B9_7F4A_7C15 ^ UInt64(64)
+        func step(_ word: UInt64) {
+            let digits = PackedName.hexDigits(word)
+            hash = mix(hash ^ digits.0)
+            hash = mix(hash ^ digits.1)
+        }
+        step(digest.0)
+        step(digest.1)
+        step(digest.2)
+        step(digest.3)
+        return finalize(hash)
+    }
+
+    /// SplitMix64's finalizer: every input bit reaches both 32-bit halves.
+    @inline(__always)
+    private static func finalize(_ value: UInt64) -> UInt64 {
+        var hash = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
         hash = (hash ^ (hash >> 27)) &* 0x94D0_49BB_1331_11EB
         return hash ^ (hash >> 31)
     }

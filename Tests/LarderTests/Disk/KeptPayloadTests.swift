@@ -363,26 +363,37 @@ struct KeptPayloadTests {
         let names = (0 ..< 12).map { "n\($0)" }
         var next: Int32 = 500
         /// The record last offered for each name's present descriptor (the only one a borrow may return).
-        var offered: [String: (fd: Int32, tag: UInt8)] = [:]
+        var offered: [String: (fd: Int32, tag: UInt8, size: Int)] = [:]
         var served = 0
+        var refused = 0
         for step in 0 ..< 6_000 {
             let name = names[Int(min(random.next() % 12, random.next() % 12))]
             switch random.next() % 8 {
             case 0, 1, 2, 3:
-                if let loan = cache.borrow(name) {
-                    if let record = loan.record {
-                        let expected = offered[name]
-                        #expect(expected?.fd == loan.fd, "step \(step): a record kept beside another descriptor")
-                        #expect(record.contents.payload?.first == expected?.tag, "step \(step): not the last record offered")
-                        served += 1
-                    } else {
-                        let tag = UInt8(truncatingIfNeeded: step)
-                        let size = random.next() % 6 == 0 ? 2_000 : 600 + Int(random.next() % 300)
-                        cache.keepRecord(Self.record(size, tag: tag), readThrough: loan.fd, as: name)
-                        offered[name] = (loan.fd, tag)
-                    }
+                // Mostly a read of the length last offered; sometimes of another (the file changed).
+                let expected = offered[name]
+                let asksAnother = random.next() % 8 == 0
+                let size = (expected?.size ?? 1) + (asksAnother ? 1 : 0)
+                let read = KeptRecord.Read(fileSize: size, verifyPayload: true, expectedKey: nil)
+                switch cache.borrow(RecordName(name), hash: NameHash.of(name), serving: read) {
+                case .record(let contents):
+                    #expect(!asksAnother, "step \(step): a record of another length served")
+                    #expect(contents.payload?.first == expected?.tag, "step \(step): not the last record offered")
+                    // Served without lending: the descriptor is the one it was kept beside, and free.
+                    let fd = cache.lend(name)
+                    #expect(fd != nil && fd == expected?.fd, "step \(step): a record kept beside another descriptor")
+                    if let fd { cache.giveBack(fd) }
+                    served += 1
+                case .descriptor(let loan):
+                    // A record that does not answer the read is dropped with the loan.
+                    #expect(!cache.isKeepingRecord(name), "step \(step): a refused record kept")
+                    if asksAnother, expected != nil { refused += 1 }
+                    let tag = UInt8(truncatingIfNeeded: step)
+                    let size = random.next() % 6 == 0 ? 2_000 : 600 + Int(random.next() % 300)
+                    cache.keepRecord(Self.record(size, tag: tag), readThrough: loan.fd, as: name)
+                    offered[name] = (loan.fd, tag, size)
                     cache.giveBack(loan.fd)
-                } else {
+                case nil:
                     next += 1
                     if cache.keep(next, as: name) { offered[name] = nil }
                 }
@@ -409,6 +420,7 @@ struct KeptPayloadTests {
             for name in names where cache.isKeepingRecord(name) { #expect(cache.isKeeping(name), "step \(step)") }
         }
         #expect(served > 200)
+        #expect(refused > 20)
         cache.retireAll(closing: true)
         #expect(cache.recordCounts == (0, 0))
     }

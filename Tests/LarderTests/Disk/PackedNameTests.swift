@@ -1,4 +1,5 @@
 import Testing
+import LarderTestSupport
 
 @testable import Larder
 
@@ -83,5 +84,95 @@ import Testing
         }
         var short = [UInt8](repeating: 0, count: 32)
         #expect(!Array(base.dropLast()).withUnsafeBytes { t in short.withUnsafeMutableBytes { PackedName.unhex(t, into: $0) } })
+    }
+}
+
+/// A slot's mark (`DiskIndex.SlotMark`) says whether the slot still holds the name it held when
+/// marked, as a comparison of the name with the one stored would.
+@Suite struct SlotMarkTests {
+    @Test("randomized: a mark holds exactly while its slot holds the name it was taken for, hashed or text")
+    func markAgreesWithTheNameComparison() {
+        var random = SplitMix64(seed: 33)
+        var index = DiskIndex()
+        // Hashed names (64 hex digits, packed to 32 bytes) that differ in one byte only (the
+        // first, a middle or the last, so that every word of the comparison counts), and text
+        // names; few enough that removed slots are reused.
+        let base = (0 ..< 32).map { UInt8(truncatingIfNeeded: $0 &* 91 &+ 7) }
+        let hashed = [0, 13, 31].flatMap { position in
+            (0 ..< 4).map { value in
+                var bytes = base
+                bytes[position] = UInt8(value)
+                return bytes.withUnsafeBytes { PackedName.hex($0) }
+            }
+        }
+        let names = Set(hashed + (0 ..< 6).map { "text-\($0)" }).sorted()
+        var marks: [(mark: DiskIndex.SlotMark, name: String)] = []
+        var checked = (held: 0, lost: 0, hashed: 0)
+        for step in 0 ..< 4_000 {
+            let name = names[Int(random.next() % UInt64(names.count))]
+            switch random.next() % 3 {
+            case 0:
+                index.upsert(IndexEntry(name: name, key: name, diskSize: 4096, updateTime: 1, lastAccessMs: 1, ttl: 0, lockCount: 0))
+            case 1:
+                _ = index.removeEntry(named: name)
+            default:
+                if let slot = index.slot(of: name) { marks.append((index.mark(ofSlot: slot), name)) }
+            }
+            for (mark, name) in marks {
+                let expected = index.slot(mark.slot, holds: name)
+                #expect(index.slot(mark, holds: name) == expected, "step \(step): \(name)")
+                if expected { checked.held += 1 } else { checked.lost += 1 }
+                if name.count == 64 { checked.hashed += 1 }
+            }
+            if marks.count > 40 { marks.removeFirst(20) }
+        }
+        // Both outcomes were exercised, hashed names among them.
+        #expect(checked.held > 1_000 && checked.lost > 1_000 && checked.hashed > 1_000)
+    }
+}
+
+/// A hashed name carried as its 32 bytes (`RecordName`) is, to everything a read does with it,
+/// the name as text: the same string, bytes, hash, comparisons and relative path.
+@Suite struct RecordNameTests {
+    @Test("randomized: a digest's name spells, hashes, compares and paths as its text does")
+    func digestActsAsItsText() throws {
+        var random = SplitMix64(seed: 41)
+        for _ in 0 ..< 500 {
+            let words = (random.next(), random.next(), random.next(), random.next())
+            let bytes = withUnsafeBytes(of: words) { Array($0) }
+            let text = bytes.withUnsafeBytes { PackedName.hex($0) }
+            let name = RecordName(digest: words)
+            #expect(name.string == text)
+            #expect(name.hash == NameHash.of(text))
+            #expect(name.withUTF8 { Array($0) } == Array(text.utf8))
+            #expect(name.spells(text))
+            // One digit changed, or the text in capitals, is another name.
+            var other = Array(text.utf8)
+            let position = Int(random.next() % 64)
+            other[position] = other[position] == UInt8(ascii: "0") ? UInt8(ascii: "1") : UInt8(ascii: "0")
+            #expect(!name.spells(String(decoding: other, as: UTF8.self)))
+            #expect(!name.spells(text.uppercased()))
+            for layout in [FolderLayout.sharded, .flat] {
+                let paths = DiskLayout(root: "/r", layout: layout)
+                let relative = paths.withRelativePath(for: name) { path, _ in String(cString: path) }
+                #expect(relative == paths.relativePath(for: text))
+                #expect(paths.withRelativePath(for: RecordName(text)) { path, _ in String(cString: path) } == relative)
+            }
+        }
+        // A name given as text is that text, whatever it holds.
+        for text in ["a", "", "caf\u{E9}", "cafe\u{301}", "x/../y"] {
+            let name = RecordName(text)
+            #expect(name.string.utf8.elementsEqual(text.utf8))
+            #expect(name.hash == NameHash.of(text))
+        }
+        #expect(!RecordName("caf\u{E9}").spells("cafe\u{301}"))
+        // Text names take the stack path when their first two bytes are ASCII, the string path
+        // otherwise; both are the layout's relative path.
+        for text in ["a", "ab", "abc", "\u{E9}t\u{E9}", "a\u{301}bc", "x\u{1F600}"] {
+            for layout in [FolderLayout.sharded, .flat] {
+                let paths = DiskLayout(root: "/r", layout: layout)
+                #expect(paths.withRelativePath(for: RecordName(text)) { path, _ in String(cString: path) } == paths.relativePath(for: text))
+            }
+        }
     }
 }
