@@ -239,15 +239,6 @@ package final class DescriptorCache: Sendable {
         }
     }
 
-    /// Drops the record kept beside `name`'s descriptor (its file changed), keeping the descriptor.
-    package func forgetRecord(_ name: String) {
-        let tag = Self.tag(name)
-        state.withLock { s in
-            guard let place = Self.entry(tag, name, in: s)?.payloadPlace else { return }
-            Self.dropPayload(at: place, in: &s)
-        }
-    }
-
     /// Gives back a descriptor ``lend(_:)`` lent; closes it when it was retired or evicted meanwhile
     /// and this was its last user.
     package func giveBack(_ fd: Int32) {

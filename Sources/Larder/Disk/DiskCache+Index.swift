@@ -111,7 +111,8 @@ extension DiskCache {
             // Take the whole queue; reads that dirty an entry meanwhile queue it again.
             let queued = state.withLock { $0.takeDirtyQueue() }
             if queued.isEmpty { break }
-            for name in queued {
+            for queuedName in queued {
+                let name = queuedName.string
                 let path = layout.path(for: name)
                 withKeyLock(name) {
                     guard let entry = state.withLock({ $0.index[name] }), entry.isAccessDirty else { return }

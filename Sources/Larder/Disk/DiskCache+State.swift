@@ -24,8 +24,10 @@ extension DiskCache {
         /// it is as the image describes it (see `DiskCache.removeVictim`).
         var imageReference = FileTime(seconds: 0, nanoseconds: 0)
         /// Names whose access times became newer in the index than in their header, in order; a
-        /// name whose entry is gone or clean again by write-back time is skipped.
-        private var dirtyQueue: [String] = []
+        /// name whose entry is gone or clean again by write-back time is skipped. Kept as a read
+        /// carries them (a hashed name as its 32 bytes): the string is built by the write-back,
+        /// outside this lock, not by every first read of an entry under it.
+        private var dirtyQueue: [RecordName] = []
         /// The counters behind ``DiskCache/statistics``.
         var counters = StatisticsCounters()
         /// The scheduled collection's timer.
@@ -120,7 +122,7 @@ extension DiskCache {
             }
             index.setFlags(.headerVerified, true, atSlot: slot)
             // Queued once per collection interval, not once per read.
-            if becameDirty { dirtyQueue.append(name.string) }
+            if becameDirty { dirtyQueue.append(name) }
             noteChanged(name.string)
         }
 
@@ -141,7 +143,7 @@ extension DiskCache {
         }
 
         /// Takes the names queued for write-back; reads that dirty an entry meanwhile queue it again.
-        mutating func takeDirtyQueue() -> [String] {
+        mutating func takeDirtyQueue() -> [RecordName] {
             defer { dirtyQueue = [] }
             return dirtyQueue
         }

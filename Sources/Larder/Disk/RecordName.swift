@@ -3,12 +3,13 @@
 ///
 /// A hit the index knows needs the name's bytes for a hash (its key lock's stripe and its kept
 /// descriptor's tag), a comparison with a kept descriptor's name, and, when it opens the file, a
-/// path; it needs a `String` only for what keeps the name (a descriptor kept anew, an entry
-/// queued for write-back) and for its rare paths (a missing or corrupt file, an expired record).
-/// Building the 64-character `String` of a hashed name on every read, then freeing it, cost a
-/// seventh of the instructions of a hit on a kept record (`larder-bench disk`, `load-4k-zipf`,
-/// issue 18). So a hashed name is spelled out on the stack where its bytes are needed, and as a
-/// `String` only where one is kept.
+/// path; it needs a `String` only where the name is kept as one (a descriptor kept anew; the
+/// write-back of access times, which builds it outside the cache's lock) and on its rare paths
+/// (a missing or corrupt file, an expired record, a platform without `openat2`). Building the
+/// 64-character `String` of a hashed name on every read, then freeing it, cost a seventh of the
+/// instructions of a hit on a kept record (`larder-bench disk`, `load-4k-zipf`, issue 18). So a
+/// hashed name is spelled out on the stack where its bytes are needed, and as a `String` only
+/// where one is kept.
 package struct RecordName: Sendable {
     private enum Storage: Sendable {
         /// The 32 bytes, as four words loaded from memory in order.

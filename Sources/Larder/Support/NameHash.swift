@@ -15,7 +15,7 @@ enum NameHash {
 
     /// The hash of `bytes`.
     static func of(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        var hash = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)
+        var hash = seed ^ UInt64(bytes.count)
         var offset = 0
         while offset + 8 <= bytes.count {
             hash = mix(hash ^ bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
@@ -33,7 +33,7 @@ enum NameHash {
     /// loaded from memory), without writing the digits out: each word's 16 digits are the two
     /// words ``of(_:)`` would load from the text.
     static func ofHexDigits(of digest: (UInt64, UInt64, UInt64, UInt64)) -> UInt64 {
-        var hash = 0x9E37_79B9_7F4A_7C15 ^ UInt64(64)
+        var hash = seed ^ UInt64(64)
         func step(_ word: UInt64) {
             let digits = PackedName.hexDigits(word)
             hash = mix(hash ^ digits.0)
@@ -45,6 +45,10 @@ enum NameHash {
         step(digest.3)
         return finalize(hash)
     }
+
+    /// The starting value, mixed with the length.
+    @inline(__always)
+    private static var seed: UInt64 { 0x9E37_79B9_7F4A_7C15 }
 
     /// SplitMix64's finalizer: every input bit reaches both 32-bit halves.
     @inline(__always)

@@ -402,8 +402,15 @@ struct KeptPayloadTests {
                 #expect(!cache.isKeepingRecord(name), "step \(step)")
                 offered[name] = nil
             case 5:
-                cache.forgetRecord(name)
+                // A read no kept record answers (no record has length 0) drops the name's record
+                // and keeps its descriptor.
+                let read = KeptRecord.Read(fileSize: 0, verifyPayload: true, expectedKey: nil)
+                let wasKept = cache.isKeeping(name)
+                if case .descriptor(let loan) = cache.borrow(RecordName(name), hash: NameHash.of(name), serving: read) {
+                    cache.giveBack(loan.fd)
+                }
                 #expect(!cache.isKeepingRecord(name), "step \(step)")
+                #expect(cache.isKeeping(name) == wasKept, "step \(step)")
             case 6:
                 if random.next() % 10 == 0 {
                     _ = cache.relieve()
