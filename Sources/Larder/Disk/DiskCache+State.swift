@@ -101,22 +101,22 @@ extension DiskCache {
 
         /// Records a use of the record `name` (a read or a touch) with the fields its header
         /// vouches for: the entry becomes the most recently used, and its new access times, kept
-        /// only here, are queued for write-back once. Its file length is the one `contents` can
+        /// only here, are queued for write-back once. Its file length is the one the read can
         /// vouch for (see ``RecordContents/vouchedFileSize(previous:)``). `known`: the name's slot
         /// when the caller looked it up already (`.some(nil)`: not in the index).
         mutating func recordUse(
-            of name: RecordName, _ use: DiskIndex.Use, vouching contents: RecordContents, tracksAccess: Bool, slot known: Int32?? = nil
+            of name: RecordName, _ use: DiskIndex.Use, vouching vouch: FileSizeVouch, tracksAccess: Bool, slot known: Int32?? = nil
         ) {
             var becameDirty = tracksAccess
             let slot: Int32
             if let known = known ?? index.slot(of: name.string) {
                 slot = known
                 becameDirty = index.recordUse(
-                    slot: slot, use, fileSize: { contents.vouchedFileSize(previous: $0) }, marksAccessDirty: tracksAccess)
+                    slot: slot, use, fileSize: { vouch.fileSize(previous: $0) }, marksAccessDirty: tracksAccess)
             } else {
                 slot = index.upsert(
                     IndexEntry(
-                        name: name.string, key: use.key, diskSize: use.diskSize, fileSize: contents.vouchedFileSize(previous: 0),
+                        name: name.string, key: use.key, diskSize: use.diskSize, fileSize: vouch.fileSize(previous: 0),
                         updateTime: use.updateTime, lastAccessMs: use.lastAccessMs, ttl: use.ttl, lockCount: use.lockCount,
                         isAccessDirty: tracksAccess))
             }

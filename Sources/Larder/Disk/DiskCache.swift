@@ -388,11 +388,11 @@ public final class DiskCache: Sendable {
             do throws(Errno) {
                 result = try records.read(
                     layout.path(for: name.string), verifyPayload: options.verifiesPayloadChecksum, expectedKey: key,
-                    expectedFileSize: expectedFileSize, beneath: layout, keptAs: name, nameHash: nameHash)
+                    expectedFileSize: expectedFileSize, beneath: layout.folderLayout, keptAs: name, nameHash: nameHash)
             } catch {
                 throw CacheError(.ioFailure, "cannot read the record", key: key, path: layout.path(for: name.string), errno: error.rawValue)
             }
-            switch result {
+            switch consume result {
             case .missing:
                 let text = name.string
                 state.withLock { s in
@@ -691,12 +691,17 @@ public final class DiskCache: Sendable {
     /// Records a use of a valid record read under its key lock; returns the record, or `nil`
     /// when it has expired (removing it unless read-only). Expects the key lock of `name` held.
     /// `path` is computed only when the record has expired. `slot`, where the caller's lookup
-    /// found the name's entry, spares a second lookup while it still holds that entry.
+    /// found the name's entry, spares a second lookup while it still holds that entry. The
+    /// payload moves from `contents` into the record returned, and the state lock's closure
+    /// takes only the fields it needs: each copy of `contents` retained and released its payload.
     func _registerUse(
-        name: RecordName, key: String, path: @autoclosure () -> String, contents: RecordContents, now: Double, countsAsRead: Bool,
-        slot known: DiskIndex.SlotMark? = nil
+        name: RecordName, key: String, path: @autoclosure () -> String, contents: consuming RecordContents, now: Double,
+        countsAsRead: Bool, slot known: DiskIndex.SlotMark? = nil
     ) -> CacheRecord? {
         let header = contents.header
+        let storedKey = contents.storedKey
+        let vouch = contents.vouch
+        let diskSize = diskSize(contents.fileSize)
         let nowSeconds = Self.seconds(now)
         let nowMs = Self.milliseconds(now)
         let tracksAccess = !options.isReadOnly
@@ -724,9 +729,9 @@ public final class DiskCache: Sendable {
             s.recordUse(
                 of: name,
                 DiskIndex.Use(
-                    key: contents.storedKey ?? key, diskSize: diskSize(contents.fileSize), updateTime: newAnchor, lastAccessMs: nowMs,
-                    ttl: header.ttl, lockCount: header.refCount),
-                vouching: contents, tracksAccess: tracksAccess, slot: .some(slot))
+                    key: storedKey ?? key, diskSize: diskSize, updateTime: newAnchor, lastAccessMs: nowMs, ttl: header.ttl,
+                    lockCount: header.refCount),
+                vouching: vouch, tracksAccess: tracksAccess, slot: .some(slot))
             return (false, newAnchor)
         }
         if outcome.expired {
@@ -739,7 +744,7 @@ public final class DiskCache: Sendable {
             return nil
         }
         return CacheRecord(
-            key: key, data: contents.payload ?? Data(), expiry: header.ttl == 0 ? .default : .seconds(TimeInterval(header.ttl)),
+            key: key, data: contents.payload.take() ?? Data(), expiry: header.ttl == 0 ? .default : .seconds(TimeInterval(header.ttl)),
             lockCount: Int(header.refCount), updateTime: Double(outcome.anchor),
             lastAccessTime: Double(nowMs) / 1000,
             expirationTime: expiryRule.expirationTime(lockCount: header.refCount, ttl: header.ttl, anchor: outcome.anchor))

@@ -119,12 +119,17 @@ package struct DiskLayout: Sendable {
 
     /// The path of a record file relative to the root: its shard folder and name, or its name.
     package func relativePath(for name: String) -> String {
+        Self.relativePath(for: name, in: folderLayout)
+    }
+
+    /// ``relativePath(for:)`` in `folderLayout`: a path relative to the root needs no root.
+    package static func relativePath(for name: String, in folderLayout: FolderLayout) -> String {
         guard folderLayout == .sharded else { return name }
         // Fast path (every hashed name): two ASCII bytes are the shard, copied with the name into
         // one new string. (A read builds the same path on the stack: `withRelativePath`.)
         var name = name
-        if let path = name.withUTF8({ Self.asciiShardedPath($0) }) { return path }
-        guard let shard = Self.shard(for: name) else { return name }
+        if let path = name.withUTF8({ asciiShardedPath($0) }) { return path }
+        guard let shard = shard(for: name) else { return name }
         var path = shard
         path.reserveCapacity(shard.utf8.count + 1 + name.utf8.count)
         path += "/"
@@ -139,25 +144,7 @@ package struct DiskLayout: Sendable {
     package func withRelativePath<T, E: Error>(
         for name: RecordName, _ body: (_ path: UnsafePointer<CChar>, _ isNested: Bool) throws(E) -> T
     ) throws(E) -> T {
-        try name.withUTF8 { (name) throws(E) -> T in
-            let isFast = folderLayout == .sharded && name.count >= 2 && name[0] < 0x80 && name[1] < 0x80
-            guard isFast else {
-                let path = relativePath(for: String(decoding: name, as: UTF8.self))
-                let isNested = path.utf8.contains(UInt8(ascii: "/"))
-                return try path.withCString { pointer in Result { () throws(E) in try body(pointer, isNested) } }.get()
-            }
-            return try withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + 4) { path in
-                path.withMemoryRebound(to: UInt8.self) { path in
-                    path[0] = name[0]
-                    path[1] = name[1]
-                    path[2] = UInt8(ascii: "/")
-                    UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(path)[3 ..< 3 + name.count]).copyMemory(
-                        from: name)
-                    path[3 + name.count] = 0
-                }
-                return Result { () throws(E) in try body(UnsafePointer(path.baseAddress!), true) }
-            }.get()
-        }
+        try folderLayout.withRelativePath(for: name, body)
     }
 
     /// `ab/abc…` for a name whose first two bytes are ASCII; `nil` otherwise.
@@ -297,4 +284,34 @@ package struct DirectoryMetadata: Codable, Sendable, Equatable {
 
     /// The layout, or `nil` for one this version does not know.
     package var folderLayout: FolderLayout? { FolderLayout(metadataName: layout) }
+}
+
+extension FolderLayout {
+    /// ``DiskLayout/withRelativePath(for:_:)`` in this layout, which is all a path relative to
+    /// the root depends on: a read passes the layout alone down to its open, where passing the
+    /// ``DiskLayout`` retained and released its two path strings.
+    package func withRelativePath<T, E: Error>(
+        for name: RecordName, _ body: (_ path: UnsafePointer<CChar>, _ isNested: Bool) throws(E) -> T
+    ) throws(E) -> T {
+        let isSharded = self == .sharded
+        return try name.withUTF8 { (name) throws(E) -> T in
+            let isFast = isSharded && name.count >= 2 && name[0] < 0x80 && name[1] < 0x80
+            guard isFast else {
+                let path = DiskLayout.relativePath(for: String(decoding: name, as: UTF8.self), in: self)
+                let isNested = path.utf8.contains(UInt8(ascii: "/"))
+                return try path.withCString { pointer in Result { () throws(E) in try body(pointer, isNested) } }.get()
+            }
+            return try withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + 4) { path in
+                path.withMemoryRebound(to: UInt8.self) { path in
+                    path[0] = name[0]
+                    path[1] = name[1]
+                    path[2] = UInt8(ascii: "/")
+                    UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(path)[3 ..< 3 + name.count]).copyMemory(
+                        from: name)
+                    path[3 + name.count] = 0
+                }
+                return Result { () throws(E) in try body(UnsafePointer(path.baseAddress!), true) }
+            }.get()
+        }
+    }
 }

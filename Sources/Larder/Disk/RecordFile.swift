@@ -16,7 +16,28 @@ package struct RecordContents: Sendable {
     /// read the payload (which passed that check, or was vouched for itself) or when it equals
     /// `previous`, a vouched length; else 0, unknown.
     package func vouchedFileSize(previous: Int) -> Int {
-        payload != nil || previous == fileSize ? fileSize : 0
+        vouch.fileSize(previous: previous)
+    }
+
+    /// What ``vouchedFileSize(previous:)`` needs, without the payload and key: a copy of it
+    /// costs no reference count (two atomic operations a copy on a read's path).
+    package var vouch: FileSizeVouch {
+        // `payload != nil` would copy the payload (a retain and a release) to compare it.
+        if case .some = payload { return FileSizeVouch(fileSize: fileSize, readPayload: true) }
+        return FileSizeVouch(fileSize: fileSize, readPayload: false)
+    }
+}
+
+/// A read's word on its file's length (``RecordContents/vouch``).
+package struct FileSizeVouch: Sendable {
+    /// The file's length in bytes as the read found it.
+    package var fileSize: Int
+    /// Whether the read read the payload (and with it checked the length).
+    package var readPayload: Bool
+
+    /// ``RecordContents/vouchedFileSize(previous:)``.
+    package func fileSize(previous: Int) -> Int {
+        readPayload || previous == fileSize ? fileSize : 0
     }
 }
 
@@ -103,8 +124,8 @@ package final class RecordFile: Sendable {
     ///   - expectedFileSize: The file's length as the caller last saw it (the index's, from when
     ///     the cache wrote or read it). A file that still has that length is one the cache wrote
     ///     or has read, and is read without the sparse-file check.
-    ///   - layout: The cache's layout, by which a read of a known length opens the file `name`
-    ///     straight beneath the root's descriptor (``DiskLayout/withRelativePath(for:_:)``);
+    ///   - layout: The cache's folder layout, by which a read of a known length opens the file
+    ///     `name` straight beneath the root's descriptor (``FolderLayout/withRelativePath(for:_:)``);
     ///     `nil`: it opens `path`.
     ///   - name: The record's file name, under which a read of a known length (`expectedFileSize`)
     ///     reuses or keeps its descriptor in ``descriptors``; the caller holds the name's key lock
@@ -119,7 +140,7 @@ package final class RecordFile: Sendable {
     ///   needs none.
     package func read(
         _ path: @autoclosure () -> String, readPayload: Bool = true, verifyPayload: Bool = true, expectedKey: String? = nil,
-        expectedFileSize: Int? = nil, beneath layout: DiskLayout? = nil, keptAs name: RecordName? = nil, nameHash: UInt64? = nil
+        expectedFileSize: Int? = nil, beneath layout: FolderLayout? = nil, keptAs name: RecordName? = nil, nameHash: UInt64? = nil
     ) throws(Errno) -> RecordReadResult {
         if readPayload, let hint = expectedFileSize, hint >= RecordHeader.size,
             hint - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize
@@ -155,7 +176,7 @@ package final class RecordFile: Sendable {
     /// folder with `EISDIR`), so no `fstat` is needed. Anything else starts over with one.
     /// A valid record read is offered to ``descriptors`` under `name`, which may keep its descriptor.
     private func readKnownLength(
-        _ path: () -> String, _ layout: DiskLayout?, _ length: Int, verifyPayload: Bool, expectedKey: String?,
+        _ path: () -> String, _ layout: FolderLayout?, _ length: Int, verifyPayload: Bool, expectedKey: String?,
         keptAs kept: KeptName?
     ) throws(Errno) -> RecordReadResult {
         let fd: Int32

@@ -20,24 +20,30 @@ import Testing
         #expect(CRC32.checksum(of: Array("hello".utf8)) == 0x3610_A686)
     }
 
-    /// Every length from 0 to 700 (below, at and above the 64-byte folding threshold and every
-    /// 16-byte tail), at three alignments and with a chained seed, then large buffers.
-    @Test func matchesTheBitwiseDefinitionAtEveryLengthAndAlignment() {
+    /// Every length from 0 to 1,100 (below, at and above the 16-, 64- and 256-byte folding
+    /// thresholds, every 16-byte tail and every count of 64-byte blocks after the 256-byte loop),
+    /// at three alignments and with a chained seed, then large buffers; through the widest folding
+    /// the processor has and through the 128-bit one.
+    @Test(arguments: [false, true])
+    func matchesTheBitwiseDefinitionAtEveryLengthAndAlignment(narrow: Bool) {
+        func crc(_ bytes: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {
+            narrow ? CRC32.narrowChecksum(bytes, seed: seed) : CRC32.checksum(bytes, seed: seed)
+        }
         var random = SplitMix64(seed: 42)
         let bytes = (0 ..< 300_000).map { _ in UInt8(truncatingIfNeeded: random.next()) }
         var mismatches = 0
-        for length in 0 ... 700 {
+        for length in 0 ... 1_100 {
             for offset in 0 ..< 3 {
                 let slice = bytes[offset ..< offset + length]
                 let seed = UInt32(truncatingIfNeeded: length &* 2_654_435_761)
-                let fast = slice.withUnsafeBytes { CRC32.checksum($0, seed: seed) }
+                let fast = slice.withUnsafeBytes { crc($0, seed: seed) }
                 if fast != Self.bitwiseCRC32(slice, seed: seed) { mismatches += 1 }
             }
         }
         #expect(mismatches == 0)
-        for length in [4096, 65_536 + 13, 262_144, 299_999] {
+        for length in [4096, 4160, 65_536 + 13, 262_144, 299_999] {
             let slice = bytes[1 ..< 1 + length]
-            #expect(slice.withUnsafeBytes { CRC32.checksum($0) } == Self.bitwiseCRC32(slice), "length \(length)")
+            #expect(slice.withUnsafeBytes { crc($0) } == Self.bitwiseCRC32(slice), "length \(length)")
         }
         // Chaining two pieces gives the CRC of the whole.
         let first = bytes[0 ..< 1000].withUnsafeBytes { CRC32.checksum($0) }

@@ -1,0 +1,62 @@
+import Testing
+@testable import Larder
+
+/// ``SlotTable`` against a dictionary, with hashes made to crowd a few buckets: the same low
+/// bits (one probe sequence) and tags that repeat, so that probes pass many other slots, some
+/// with the tag they look for.
+@Suite struct SlotTableTests {
+    /// A key's hash: 16 low bits from a few values (crowded buckets), 8 top bits from a few
+    /// values (tags that collide), the rest from the key.
+    static func hash(_ key: Int) -> Int {
+        let low = (key % 5) * 3
+        let top = (key % 7) << (Int.bitWidth - 8)
+        return top | (key & 0xFFFF) << 16 | low
+    }
+
+    @Test func findsWhatTheModelHoldsAndAsksOnlySlotsWithTheTag() {
+        var random = SplitMix64(seed: 18)
+        var table = SlotTable(capacity: SlotTable.capacity(for: 400))
+        var model: [Int: Int32] = [:]
+        // Slot numbers stand for keys: the owner's `matches` compares the key of a slot.
+        var keyOfSlot: [Int32: Int] = [:]
+        var nextSlot: Int32 = 0
+        var askedWithOtherTag = 0
+        var mismatches = 0
+        func find(_ key: Int) -> SlotTable.Probe {
+            let hash = Self.hash(key)
+            return table.find(hash: hash) { slot in
+                if SlotTable.tag(Self.hash(keyOfSlot[slot]!)) != SlotTable.tag(hash) { askedWithOtherTag += 1 }
+                return keyOfSlot[slot] == key
+            }
+        }
+        for _ in 0 ..< 20_000 {
+            let key = Int(random.next() % 600)
+            let probe = find(key)
+            if probe.slot != model[key] { mismatches += 1 }
+            switch random.next() % 3 {
+            case 0, 1:
+                // Insert when absent and the table has room (the owner grows it before 3/4).
+                guard probe.slot == nil, !table.needsGrowth else { continue }
+                #expect(probe.tag == SlotTable.tag(Self.hash(key)))
+                keyOfSlot[nextSlot] = key
+                table.insert(nextSlot, at: probe)
+                model[key] = nextSlot
+                nextSlot += 1
+            default:
+                guard probe.slot != nil else { continue }
+                table.remove(at: probe.bucket)
+                model[key] = nil
+            }
+        }
+        #expect(mismatches == 0)
+        #expect(askedWithOtherTag == 0)
+        #expect(table.count == model.count)
+        #expect(Set(table.slots) == Set(model.values))
+        // Rebuilt without tombstones, the same slots are found by the same hashes.
+        var rebuilt = SlotTable(capacity: SlotTable.capacity(for: model.count))
+        for slot in table.slots { rebuilt.insertNew(slot, hash: Self.hash(keyOfSlot[slot]!)) }
+        for (key, slot) in model {
+            #expect(rebuilt.find(hash: Self.hash(key)) { keyOfSlot[$0] == key }.slot == slot)
+        }
+    }
+}
