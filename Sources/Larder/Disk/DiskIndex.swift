@@ -110,8 +110,10 @@ struct DiskIndex: Sendable {
     /// Arena bytes no slot refers to any more; reclaimed when they outweigh the live ones.
     private var arenaGarbage = 0
     private var freeSlots: [Int32] = []
-    private var byName = SlotTable()
-    private var byKey = SlotTable()
+    /// Untagged: names are looked up off the read path (collections, removals, imports), and
+    /// tags on both tables would cost 5 bytes a record at 100,000 (``SlotTable``).
+    private var byName = SlotTable(tagged: false)
+    private var byKey = SlotTable(tagged: true)
     /// Entries the key table does not hold: no key known, or a key another entry claims.
     private(set) var unmappedCount = 0
     private(set) var head: Int32 = -1  // least recently used
@@ -744,8 +746,8 @@ struct DiskIndex: Sendable {
     /// - Complexity: O(*n*).
     private mutating func rebuildTables(minimumCapacity: Int) {
         let capacity = SlotTable.capacity(for: max(minimumCapacity, count))
-        var names = SlotTable(capacity: capacity)
-        var keys = SlotTable(capacity: capacity)
+        var names = SlotTable(capacity: capacity, tagged: false)
+        var keys = SlotTable(capacity: capacity, tagged: true)
         for slot in byName.slots { names.insertNew(slot, hash: nameHash(ofSlot: slot)) }
         for slot in byKey.slots { keys.insertNew(slot, hash: keyHash(ofSlot: slot)) }
         byName = names
@@ -756,8 +758,8 @@ struct DiskIndex: Sendable {
     /// with a name wins, and later ones with the same name are removed.
     /// - Complexity: O(*n*).
     mutating func buildTables(keepingFirstOf order: Range<Int32>) {
-        byName = SlotTable(capacity: SlotTable.capacity(for: count))
-        byKey = SlotTable(capacity: SlotTable.capacity(for: count))
+        byName = SlotTable(capacity: SlotTable.capacity(for: count), tagged: false)
+        byKey = SlotTable(capacity: SlotTable.capacity(for: count), tagged: true)
         unmappedCount = 0
         var duplicates: [Int32] = []
         for slot in order {
@@ -1113,14 +1115,15 @@ struct PackedName {
 }
 
 /// An open-addressing table of slot numbers (linear probing, tombstones), hashed and compared
-/// by its owner (``DiskIndex``), which keeps the names and keys: 5 bytes a bucket, at most 3/4
-/// of the buckets in use.
+/// by its owner (``DiskIndex``), which keeps the names and keys: 4 bytes a bucket (5 tagged), at
+/// most 3/4 of the buckets in use.
 ///
-/// Beside each bucket's slot, a tag of 8 bits of its hash (the top ones: the bucket is picked by
-/// the low ones) sends all but about 1 in 256 of the other slots a probe passes by before
-/// `matches` is asked. Without it, each of them cost a hit on a key two more cache misses (its
-/// slot, then its key's bytes, when the keys have one length): about 0.8 of each a hit at the
-/// tables' usual fill. The tags are an array of their own, read beside the buckets, not after.
+/// A tagged table keeps, beside each bucket's slot, 8 bits of its hash (the top ones: the low
+/// ones pick the bucket), so that `matches` is asked about only 1 in 256 of the other slots a
+/// probe passes by. Without tags, each of those cost a hit two more cache misses (its slot, then
+/// its key's bytes when the keys have one length): about 0.8 of each a hit at the tables' usual
+/// fill. The tags are an array of their own, read beside the buckets, not after them. The key
+/// table, which every read probes, is tagged; the name table is not (see ``DiskIndex``).
 struct SlotTable: Sendable {
     static let empty: Int32 = -1
     static let tombstone: Int32 = -2
@@ -1130,14 +1133,18 @@ struct SlotTable: Sendable {
     typealias Probe = (slot: Int32?, bucket: Int, tag: UInt8)
 
     private var buckets: [Int32]
-    /// Each bucket's tag (``tag(_:)``), meaningful where the bucket holds a slot.
+    /// Each bucket's tag (``tag(_:)``), meaningful where the bucket holds a slot; empty in an
+    /// untagged table.
     private var tags: [UInt8]
+    /// Whether the table keeps tags.
+    let isTagged: Bool
     private(set) var count = 0
     private var used = 0  // entries and tombstones
 
-    init(capacity: Int = 0) {
+    init(capacity: Int = 0, tagged: Bool) {
         buckets = capacity == 0 ? [] : [Int32](repeating: Self.empty, count: capacity)
-        tags = [UInt8](repeating: 0, count: capacity)
+        isTagged = tagged
+        tags = tagged ? [UInt8](repeating: 0, count: capacity) : []
     }
 
     /// The slots filed, in bucket order.
@@ -1156,8 +1163,8 @@ struct SlotTable: Sendable {
 
     var needsGrowth: Bool { buckets.isEmpty || used + 1 > buckets.count / 4 * 3 }
 
-    /// The slot `matches` accepts among those filed under `hash` (only those whose tag is
-    /// `hash`'s are asked), with its bucket; else `nil` and the bucket to insert into (the first
+    /// The slot `matches` accepts among those filed under `hash` (in a tagged table, only those
+    /// whose tag is `hash`'s are asked), with its bucket; else `nil` and the bucket to insert into (the first
     /// tombstone on the way, or the empty bucket that ended the search; -1 in an empty table).
     func find(hash: Int, matches: (Int32) -> Bool) -> Probe {
         let tag = Self.tag(hash)
@@ -1165,6 +1172,7 @@ struct SlotTable: Sendable {
         let mask = buckets.count - 1
         var bucket = hash & mask
         var insertion = -1
+        let isTagged = isTagged
         return buckets.withUnsafeBufferPointer { buckets in
             tags.withUnsafeBufferPointer { tags in
                 while true {
@@ -1172,7 +1180,7 @@ struct SlotTable: Sendable {
                     if slot == Self.empty { return (nil, insertion >= 0 ? insertion : bucket, tag) }
                     if slot == Self.tombstone {
                         if insertion < 0 { insertion = bucket }
-                    } else if tags[bucket] == tag, matches(slot) {
+                    } else if !isTagged || tags[bucket] == tag, matches(slot) {
                         return (slot, bucket, tag)
                     }
                     bucket = (bucket + 1) & mask
@@ -1191,7 +1199,7 @@ struct SlotTable: Sendable {
         precondition(buckets[bucket] < 0, "insertion into a used bucket")
         if buckets[bucket] == Self.empty { used += 1 }
         buckets[bucket] = slot
-        tags[bucket] = probe.tag
+        if isTagged { tags[bucket] = probe.tag }
         count += 1
     }
 
@@ -1201,7 +1209,7 @@ struct SlotTable: Sendable {
         var bucket = hash & mask
         while buckets[bucket] != Self.empty { bucket = (bucket + 1) & mask }
         buckets[bucket] = slot
-        tags[bucket] = Self.tag(hash)
+        if isTagged { tags[bucket] = Self.tag(hash) }
         count += 1
         used += 1
     }
