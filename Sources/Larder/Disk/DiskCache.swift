@@ -701,7 +701,7 @@ public final class DiskCache: Sendable {
         let header = contents.header
         let storedKey = contents.storedKey
         let vouch = contents.vouch
-        let diskSize = diskSize(contents.fileSize)
+        let charged = diskSize(contents.fileSize)
         let nowSeconds = Self.seconds(now)
         let nowMs = Self.milliseconds(now)
         let tracksAccess = !options.isReadOnly
@@ -729,7 +729,7 @@ public final class DiskCache: Sendable {
             s.recordUse(
                 of: name,
                 DiskIndex.Use(
-                    key: storedKey ?? key, diskSize: diskSize, updateTime: newAnchor, lastAccessMs: nowMs, ttl: header.ttl,
+                    key: storedKey ?? key, diskSize: charged, updateTime: newAnchor, lastAccessMs: nowMs, ttl: header.ttl,
                     lockCount: header.refCount),
                 vouching: vouch, tracksAccess: tracksAccess, slot: .some(slot))
             return (false, newAnchor)

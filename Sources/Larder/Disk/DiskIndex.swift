@@ -1189,10 +1189,6 @@ struct SlotTable: Sendable {
         }
     }
 
-    func isInsertable(_ bucket: Int) -> Bool {
-        bucket >= 0 && buckets[bucket] < 0
-    }
-
     /// Files `slot` in the bucket a ``find(hash:matches:)`` that found nothing returned.
     mutating func insert(_ slot: Int32, at probe: Probe) {
         let bucket = probe.bucket
