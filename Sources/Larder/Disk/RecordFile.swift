@@ -384,13 +384,21 @@ package final class RecordFile: Sendable {
         guard payloadBuffer.count > 0 else {
             return .record(RecordContents(header: header, storedKey: storedKey, payload: Data(), fileSize: fileSize))
         }
-        // Hand the buffer to Data without copying the payload.
+        // Hand the buffer to Data without copying the payload. The buffer's start goes in the
+        // bytes just before the payload (the header's or key's, decoded by now), where the
+        // deallocator finds it: it captures nothing, so Data allocates no context for it.
         handedOff = true
         let base = buffer.baseAddress!
-        let payload = Data(
-            bytesNoCopy: base + header.payloadOffset, count: payloadBuffer.count,
-            deallocator: .custom { _, _ in RawMemory.free(base) })
+        let payloadStart = base + header.payloadOffset
+        payloadStart.storeBytes(of: base, toByteOffset: -MemoryLayout<UnsafeMutableRawPointer>.size, as: UnsafeMutableRawPointer.self)
+        let payload = Data(bytesNoCopy: payloadStart, count: payloadBuffer.count, deallocator: .custom(Self.freePayloadBuffer))
         return .record(RecordContents(header: header, storedKey: storedKey, payload: payload, fileSize: fileSize))
+    }
+
+    /// Frees the buffer a payload `Data` from ``parse(_:count:of:fileSize:readPayload:verifyPayload:expectedKey:)``
+    /// starts in, whose start is stored in the bytes before the payload.
+    private static func freePayloadBuffer(_ payload: UnsafeMutableRawPointer, _: Int) {
+        RawMemory.free(payload.loadUnaligned(fromByteOffset: -MemoryLayout<UnsafeMutableRawPointer>.size, as: UnsafeMutableRawPointer.self))
     }
 
     /// Writes a record to `temporaryPath`, then renames it to `path`, creating `path`'s folder

@@ -16,6 +16,18 @@ import Testing
         return try DiskCache(options: options)
     }
 
+    /// Sets the lock count in the header of `key`'s record to 1 in place, as another program
+    /// (SPTPersistentCache) locks a record: the file's folder does not change.
+    func lockInPlace(_ key: String, in dir: TemporaryDirectory) throws {
+        let path = DiskLayout(root: dir.path).path(for: SHA256Hash.hex(of: key))
+        let file = try #require(FileHandle(forUpdatingAtPath: path))
+        var header = try RecordHeader.decode(Array(try #require(try file.read(upToCount: RecordHeader.size))))
+        header.refCount = 1
+        try file.seek(toOffset: 0)
+        try file.write(contentsOf: header.encoded())
+        try file.close()
+    }
+
     @Test func expiryCollectionAtTheStrictBoundary() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
@@ -401,19 +413,76 @@ import Testing
         cache.close()
 
         // Another program locks k6 (the least recently used) in place: its folder is unchanged.
-        let path = DiskLayout(root: dir.path).path(for: SHA256Hash.hex(of: "k6"))
-        let file = try #require(FileHandle(forUpdatingAtPath: path))
-        var header = try RecordHeader.decode(Array(try #require(try file.read(upToCount: RecordHeader.size))))
-        header.refCount = 1
-        try file.seek(toOffset: 0)
-        try file.write(contentsOf: header.encoded())
-        try file.close()
+        try lockInPlace("k6", in: dir)
         opens.store(0, ordering: .relaxed)
         cache = try open(limit: 4)
         defer { cache.close() }
         #expect(try cache.keys().sorted() == ["k10", "k11", "k6", "k9"], "the lock on disk kept k6; k7 and k8 went")
         #expect(opens.load(ordering: .relaxed) == 1, "only k6's header was read")
         #expect(try cache.record(forKey: "k6")?.isLocked == true)
+        cache.state.withLock { $0.index._checkInvariants() }
+    }
+
+    /// A batch of ``DiskCache/twoLaneBatch`` victims or more is removed in two lanes at once; what
+    /// they remove, report and emit comes out in the batch's order, least recently used (or
+    /// soonest expired) first, and a record another program locked in place is still kept.
+    @Test func largeBatchesAreRemovedInTwoLanesInTheirOrder() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock(now: 100_000)
+        var cache = try makeCache(dir, clock: clock)
+        let block = cache.blockSize
+        // 120 records, every tenth locked; then every third read again, which makes it recent.
+        let keys = (0 ..< 120).map { "record-\($0)" }
+        for (i, key) in keys.enumerated() {
+            try cache.store(Data(repeating: UInt8(i % 251), count: 200), forKey: key, locked: i % 10 == 0)
+            clock.advance(by: 1)
+        }
+        var recency = keys  // least recent first
+        for (i, key) in keys.enumerated() where i % 3 == 0 {
+            #expect(try cache.record(forKey: key) != nil)
+            recency.removeAll { $0 == key }
+            recency.append(key)
+        }
+        let unlocked = recency.filter { !(keys.firstIndex(of: $0)! % 10 == 0) }
+        cache.close()
+        // Another program locks the fifth least recently used unlocked record in place.
+        let lockedInPlace = unlocked[4]
+        try lockInPlace(lockedInPlace, in: dir)
+
+        // Reopened with room for 40: 13 locked records stay, and the 27 most recent unlocked.
+        let events = EventLog()
+        cache = try makeCache(dir, clock: clock, sizeLimit: 40 * block) { $0.eventHandler = events.handler }
+        let expectedEvictions = Array(unlocked.filter { $0 != lockedInPlace }.prefix(80))
+        #expect(try cache.keys(withPrefix: "").count == 40)
+        let evicted = events.all.compactMap { event -> String? in
+            if case .recordEvicted(let key, _, .sizeLimit) = event { return key }
+            return nil
+        }
+        #expect(evicted == expectedEvictions)
+        #expect(try cache.keys(withPrefix: "") == recency.filter { !expectedEvictions.contains($0) })
+        #expect(try cache.record(forKey: lockedInPlace)?.isLocked == true)
+        #expect(recordFiles(in: dir.url).count == 40)
+
+        // Expiry: 300 records expiring a second apart, every tenth locked; the collection removes
+        // the unlocked ones in two batches (256 and the rest), soonest expired first.
+        try cache.removeAll()
+        cache.close()
+        cache = try makeCache(dir, clock: clock)
+        defer { cache.close() }
+        let expiring = (0 ..< 300).map { "expiring-\($0)" }
+        for (i, key) in expiring.enumerated() {
+            try cache.store(Data(repeating: 7, count: 100), forKey: key, expiry: .seconds(1_000), locked: i % 10 == 0)
+            clock.advance(by: 1)
+        }
+        clock.advance(by: 1_001)
+        let report = try cache.collectGarbage()
+        let expectedExpired = expiring.enumerated().filter { $0.offset % 10 != 0 }.map(\.element)
+        #expect(report.removed.map(\.key) == expectedExpired)
+        #expect(report.removed.allSatisfy { $0.reason == .expired && !$0.wasLocked })
+        #expect(report.bytesFreed == 270 * block)
+        #expect(try cache.keys(withPrefix: "").count == 30)
+        #expect(recordFiles(in: dir.url).count == 30)
         cache.state.withLock { $0.index._checkInvariants() }
     }
 }
