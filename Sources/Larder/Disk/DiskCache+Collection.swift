@@ -42,8 +42,10 @@ extension DiskCache {
     /// meanwhile. A batch of 16 removals or more is split in two by shard folder and removed on
     /// this thread and one of Dispatch's at once, so that a volume that makes each removal wait
     /// (one that discards freed blocks as they are freed) waits for two at a time; the report
-    /// and the events list the removals in the order the pass chose them either way. Access times held by the index are written back, and the index's changes since
-    /// the last collection are appended to its journal beside the snapshot (once the journal
+    /// and the events list the removals in the order the pass chose them either way.
+    ///
+    /// Access times held by the index are written back, and the index's changes since the last
+    /// collection are appended to its journal beside the snapshot (once the journal
     /// outgrows a quarter of the snapshot, a new snapshot is written in the background, on the
     /// cache's utility queue); the next change withdraws them again, so a crash never leaves a
     /// stale index on disk.
