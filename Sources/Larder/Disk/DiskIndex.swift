@@ -1164,8 +1164,9 @@ struct SlotTable: Sendable {
     var needsGrowth: Bool { buckets.isEmpty || used + 1 > buckets.count / 4 * 3 }
 
     /// The slot `matches` accepts among those filed under `hash` (in a tagged table, only those
-    /// whose tag is `hash`'s are asked), with its bucket; else `nil` and the bucket to insert into (the first
-    /// tombstone on the way, or the empty bucket that ended the search; -1 in an empty table).
+    /// whose tag is `hash`'s are asked), with its bucket; else `nil` and the bucket to insert
+    /// into (the first tombstone on the way, or the empty bucket that ended the search; -1 in an
+    /// empty table).
     func find(hash: Int, matches: (Int32) -> Bool) -> Probe {
         let tag = Self.tag(hash)
         guard !buckets.isEmpty else { return (nil, -1, tag) }

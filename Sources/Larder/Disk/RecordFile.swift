@@ -395,8 +395,8 @@ package final class RecordFile: Sendable {
         return .record(RecordContents(header: header, storedKey: storedKey, payload: payload, fileSize: fileSize))
     }
 
-    /// Frees the buffer a payload `Data` from ``parse(_:count:of:fileSize:readPayload:verifyPayload:expectedKey:)``
-    /// starts in, whose start is stored in the bytes before the payload.
+    /// Frees the buffer that a payload `Data` made by `parse` lies in, whose start `parse` stored
+    /// in the 8 bytes before the payload.
     private static func freePayloadBuffer(_ payload: UnsafeMutableRawPointer, _: Int) {
         RawMemory.free(payload.loadUnaligned(fromByteOffset: -MemoryLayout<UnsafeMutableRawPointer>.size, as: UnsafeMutableRawPointer.self))
     }
