@@ -61,10 +61,14 @@ package struct DirectoryLock: Sendable {
             if error == .wouldBlock || error == .tryAgain {
                 let text = String(decoding: buffer[..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
                 let pid = Int32(text)
+                let holder =
+                    pid == ProcessIdentity.processID
+                    ? "another cache of this process (\(ProcessIdentity.processID)): close() it first (one let go of without close() closes"
+                        + " only once its own work under way ends, such as building its index at open)"
+                    : "process \(pid.map(String.init) ?? "unknown")"
                 throw CacheError(
-                    .directoryInUse,
-                    "the cache directory is in use by process \(pid.map(String.init) ?? "unknown"); open it read-only to read it",
-                    path: path, holderPID: pid)
+                    .directoryInUse, "the cache directory is in use by \(holder); open it read-only to read it", path: path,
+                    holderPID: pid)
             }
             throw CacheError(.ioFailure, "cannot lock the cache directory", path: path, errno: error.rawValue)
         }

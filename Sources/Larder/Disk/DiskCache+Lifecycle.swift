@@ -69,8 +69,12 @@ extension DiskCache {
     /// Flushes access times and the index snapshot, stops scheduled collection, and releases the
     /// directory. Changes under way on other threads finish first (so that no other cache can own
     /// the directory while they run); calls that would change a record after that throw
-    /// ``CacheError/Code/closed``, as do later calls. Closing twice is harmless; the cache also
-    /// closes when it goes away.
+    /// ``CacheError/Code/closed``, as do later calls. Closing twice is harmless.
+    ///
+    /// The cache also closes when it goes away, but its own work in progress (the index build
+    /// every open starts, a scheduled collection) holds it until that work ends, and the close
+    /// then runs on the work's thread. Close it yourself before opening its folder again as a
+    /// writer or removing the folder (see <doc:Lifecycle>).
     public func close() {
         closeNow()
     }

@@ -4,6 +4,22 @@ import Testing
 @testable import Larder
 
 @Suite struct CollectionFoldersTests {
+    /// A pass's two removal lanes share the bound one pass had before it had lanes: half each,
+    /// each lane's folders made once for the pass.
+    @Test func aPassSplitsItsBoundBetweenItsTwoLanes() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let io = try FileIO(calls: .live).rooted(at: dir.path)
+        let layout = DiskLayout(root: dir.path)
+        var pass = CollectionPass()
+        let lanes = (0 ..< 2).map { pass.folders(lane: $0, io: io, layout: layout) }
+        #expect(lanes[0] !== lanes[1])
+        #expect(pass.folders(lane: 0, io: io, layout: layout) === lanes[0])
+        #expect(pass.folders(lane: 1, io: io, layout: layout) === lanes[1])
+        #expect(lanes[0].limit == lanes[1].limit)
+        #expect(lanes[0].limit + lanes[1].limit <= max(2, CollectionFolders.defaultLimit))
+    }
+
     /// A pass over more shard folders than its bound keeps at most the bound open, closing the
     /// oldest; it removes and looks at every file all the same, answers a missing file or folder
     /// with `false` or `nil`, and closes every folder when it goes.

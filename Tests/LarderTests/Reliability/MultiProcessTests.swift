@@ -43,7 +43,10 @@ import Testing
         defer { dir.remove() }
         let first = try DiskCache(options: DiskCacheOptions(directory: dir.url))
         #expect { try DiskCache(options: DiskCacheOptions(directory: dir.url)) } throws: { error in
-            (error as? CacheError)?.code == .directoryInUse && (error as? CacheError)?.holderPID == getpid()
+            // The message says the holder is this process, and what to do about it.
+            guard let error = error as? CacheError else { return false }
+            return error.code == .directoryInUse && error.holderPID == getpid()
+                && error.message.contains("another cache of this process (\(getpid()))") && error.message.contains("close() it first")
         }
         first.close()
         let second = try DiskCache(options: DiskCacheOptions(directory: dir.url))
