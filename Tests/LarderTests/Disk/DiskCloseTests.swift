@@ -69,4 +69,57 @@ import Testing
         #expect(try reopened.value(forKey: "k") == Data("payload".utf8))
         #expect(DiskAudit.strayFiles(in: reopened.layout.root).isEmpty)
     }
+
+    /// A table of live calls whose first folder listing on another thread than the one that made
+    /// it (the index build's, on the cache's queue) waits until released.
+    final class PausedBuild: Sendable {
+        let paused = DispatchSemaphore(value: 0)
+        let resume = DispatchSemaphore(value: 0)
+        private let armed = Atomic<Bool>(true)
+        private let opener = ObjectIdentifier(Thread.current)
+
+        var calls: SystemCalls {
+            var calls = SystemCalls.live
+            let live = SystemCalls.live
+            calls.listDirectory = { [self] directory in
+                if ObjectIdentifier(Thread.current) != opener, armed.exchange(false, ordering: .acquiringAndReleasing) {
+                    paused.signal()
+                    resume.wait()
+                }
+                return live.listDirectory(directory)
+            }
+            return calls
+        }
+    }
+
+    /// A cache its owner lets go of while its index is being built closes when the build ends,
+    /// on the build's thread (as `close()` documents): until then the folder is still taken, and
+    /// the error says by this process; then the folder is free.
+    @Test func aCacheLetGoOfDuringItsIndexBuildClosesWhenTheBuildEnds() throws {
+        let dir = TemporaryDirectory("larder-close")
+        defer { dir.remove() }
+        let options = testOptions(dir.url)
+        let pause = PausedBuild()
+        var cache: DiskCache? = try DiskCache(options: options, systemCalls: pause.calls)
+        pause.paused.wait()  // the build is listing the folder
+        weak let watched = cache
+        cache = nil
+        #expect(watched != nil, "the build holds the cache")
+        #expect {
+            try DiskCache(options: options)
+        } throws: { error in
+            guard let error = error as? CacheError else { return false }
+            return error.code == .directoryInUse && error.message.contains("another cache of this process")
+        }
+        pause.resume.signal()
+        // The build ends, and with it the cache, whose close frees the folder. At most a minute.
+        var reopened: DiskCache?
+        for _ in 0 ..< 6_000 where reopened == nil {
+            reopened = try? DiskCache(options: options)
+            if reopened == nil { usleep(10_000) }
+        }
+        #expect(reopened != nil, "the folder was never freed")
+        #expect(watched == nil)
+        reopened?.close()
+    }
 }
