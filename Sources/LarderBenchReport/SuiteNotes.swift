@@ -31,8 +31,8 @@ struct SuiteNote {
                 `DiskCache` against `posix-floor` (one file per entry through bare system calls: no header, checksum or \
                 index, the least a file-per-entry cache can do), SQLite, and a naive Foundation cache. `larder-noverify` \
                 skips the payload checksum. Loads read records in the page cache in a shuffled order (`load-4k-zipf`: \
-                Zipf(0.9) over the same keys, as an app rereads its hot records); stores are fresh inserts. The \
-                implementations take turns every 500 operations. The `load-4k` rows of `larder` alone show a hit as the \
+                Zipf(0.9) over the same keys, as an app rereads its hot records), the implementations taking turns \
+                every 500 loads; stores are fresh inserts. The `load-4k` rows of `larder` alone show a hit as the \
                 record count grows. A 4 KiB hit is bound by the kernel's open and read, which the floor pays too.
                 """,
             baselines: [(nil, ["posix-floor"])], chart: "latency-disk"),
@@ -88,8 +88,9 @@ struct SuiteNote {
                 a read that memory and disk miss and Redis serves, promoted to memory and queued for disk (`larder`: \
                 the caller's latency; `larder-drained`: with the disk copies' writing timed too; `larder-memory`: \
                 promoted to memory only). `get-many-remote`: 100 such keys in one call, time per batch. \
-                `invalidation`: a removal on one instance until another instance's local read misses. The other \
-                implementations are the same reads without Larder, run beside it.
+                `invalidation`: a removal on one instance until another instance's local read misses. `store` is \
+                Larder's Redis store alone; the remaining implementations are the same reads written by hand with \
+                the client, run beside it.
                 """,
             baselines: [(nil, ["by-hand", "hiredis"])], chart: "latency-remote"),
     ]
