@@ -114,7 +114,8 @@ public enum SVGChart {
         let bottom = plot.top + rows
         let height = bottom + 50
         let times = bars.map(\.nanoseconds).filter { $0 > 0 }
-        let lowDecade = floor(log10(times.min() ?? 1))
+        // A decade below half the shortest time, so that the shortest bar stays visible.
+        let lowDecade = floor(log10((times.min() ?? 2) / 2))
         let highDecade = max(lowDecade + 1, ceil(log10(times.max() ?? 10)))
         func x(_ nanoseconds: Double) -> Double {
             plot.left + (log10(max(nanoseconds, 1)) - lowDecade) / (highDecade - lowDecade) * (plot.right - plot.left)
