@@ -33,7 +33,10 @@ let package = Package(
         .target(name: "LarderCLI", dependencies: ["Larder"]),
         .executableTarget(name: "larder", dependencies: ["LarderCLI"]),
         .target(name: "LarderRedis", dependencies: ["Larder", "CHiredis"]),
-        .executableTarget(name: "larder-bench", dependencies: ["Larder", "LarderRedis", "LarderTestSupport", "CSQLite", "CHiredis"]),
+        .executableTarget(
+            name: "larder-bench", dependencies: ["Larder", "LarderRedis", "LarderTestSupport", "LarderBenchReport", "CSQLite", "CHiredis"]),
+        // BENCHMARKS.md and its SVG charts, rendered from larder-bench's JSON lines. Not a product.
+        .target(name: "LarderBenchReport"),
         // A second process for the Redis tests' cross-process invalidation.
         .executableTarget(name: "larder-redis-peer", dependencies: ["Larder", "LarderRedis"]),
         .executableTarget(name: "larder-stress", dependencies: ["Larder", "LarderTestSupport"]),
@@ -45,6 +48,7 @@ let package = Package(
         .testTarget(name: "LarderRedisTests", dependencies: ["Larder", "LarderRedis", "LarderTestSupport", "larder-redis-peer"]),
         .testTarget(name: "LarderCLITests", dependencies: ["LarderCLI", "Larder", "LarderTestSupport", "larder"]),
         // SPTPersistentCache's own test suite, ported to Swift Testing against the SPT preset.
+        .testTarget(name: "LarderBenchReportTests", dependencies: ["LarderBenchReport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "SPTConformanceTests", dependencies: ["Larder", "LarderTestSupport"]),
     ]
 )

@@ -4,7 +4,9 @@ import LarderTestSupport
 
 // The hitratio suite: replays recorded request traces through MemoryCache under each eviction
 // policy and counts the misses (get; on a miss, store with cost 0). Each trace runs at 1 %, 5 %
-// and 10 % of its distinct keys. With --json, one line per trace, capacity and policy; without,
+// and 10 % of its distinct keys. With --json, one line per trace, capacity and policy, and where the
+// folder's expected.csv has the cell, one for its best online policy (impl `best-online`, the
+// policy's name in `policy`) and one for Belady's offline optimum (impl `belady`); without,
 // a table that also compares with LRU and, where the folder's expected.csv has the cell, with the
 // best online policy the reference simulator measured (Belady's offline optimum excluded).
 
@@ -78,6 +80,19 @@ func runHitRatioSuite(_ context: BenchContext) throws {
             let lruMisses = rows.first { $0.impl == "lru" }!.misses
             if let recommended = rows.first(where: { $0.impl == "recommended" }), let best {
                 summary.add(trace.name, capacity: capacity, recommended: recommended.misses, lru: lruMisses, best: best.misses)
+            }
+            if context.json {
+                // The yardsticks from expected.csv, for the page: the best online policy and
+                // Belady's offline optimum.
+                let bounds = [
+                    ("best-online", cell.min { $0.misses < $1.misses }),
+                    ("belady", expectations.first { $0.trace == trace.name && $0.capacity == capacity && $0.policy == "Belady" }),
+                ]
+                for case (let impl, let row?) in bounds {
+                    print(
+                        #"{"suite":"hitratio","case":"\#(trace.name)","impl":"\#(impl)","n":\#(capacity),"bytes":0,"ns_per_op":0,"misses":\#(row.misses),"miss_ratio":\#(String(format: "%.6f", row.missRatio)),"policy":"\#(row.policy)"}"#
+                    )
+                }
             }
             for row in rows {
                 let nsPerOp = (Double(row.nanoseconds) / Double(trace.keys.count) * 10).rounded() / 10

@@ -3,10 +3,13 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
+import LarderBenchReport
 
 let usage = """
     usage: larder-bench [--json] [--quick] [--redis HOST:PORT] [--traces DIR] [--synthetic] [--references]
                         [--sizes N,...] [suite ...]
+           larder-bench report RESULTS.jsonl [--out DIR]
 
       --json         print one JSON object per line
       --quick        use smaller sizes
@@ -17,6 +20,9 @@ let usage = """
       --references   hitratio also replays its reference simulators (clock, sieve, s3fifo, arc, 2q)
       --sizes N,...  the record counts of the open and gc suites (e.g. 100000,1000000)
       --help         print this help
+
+    report           renders BENCHMARKS.md and docs/benchmarks/*.svg under DIR (default: the current
+                     folder) from the JSON lines of a run (scripts/benchmarks.sh makes both)
 
     suites: \(suites.map(\.name).joined(separator: ", ")) (all when none is named)
 
@@ -34,6 +40,32 @@ let usage = """
 func printError(_ message: String) {
     let line = message + "\n"
     _ = line.withCString { write(2, $0, strlen($0)) }
+}
+
+// `report RESULTS.jsonl [--out DIR]`: the page and its charts, from a run's JSON lines.
+if CommandLine.arguments.count >= 2, CommandLine.arguments[1] == "report" {
+    var arguments = CommandLine.arguments.dropFirst(2)
+    guard let input = arguments.popFirst() else {
+        printError("larder-bench: report takes RESULTS.jsonl [--out DIR]\n\(usage)")
+        exit(2)
+    }
+    var root = FileManager.default.currentDirectoryPath
+    if arguments.first == "--out", arguments.count == 2 {
+        root = arguments.last!
+    } else if !arguments.isEmpty {
+        printError("larder-bench: report takes RESULTS.jsonl [--out DIR]\n\(usage)")
+        exit(2)
+    }
+    do {
+        let text = try String(contentsOfFile: input, encoding: .utf8)
+        let run: BenchRun
+        do { run = try BenchRun(jsonLines: text) } catch { throw BenchError("\(input), \(error)") }
+        for path in try BenchmarksPage(run: run).write(to: URL(fileURLWithPath: root, isDirectory: true)) { print(path) }
+        exit(0)
+    } catch {
+        printError("larder-bench: \(error)")
+        exit(1)
+    }
 }
 
 // `--gc-once FOLDER N`: see `runGCOnce`.

@@ -20,7 +20,7 @@ import Dispatch
 /// (`dispatch_async` or `dispatch_after`) cost the caller 22-26 µs of CPU time on this project's
 /// 2-core virtual machines, as much as a loopback `GET`; without the second look, sustained reads
 /// woke the worker every few reads, since each pass emptied the backlog and the next hit found it
-/// idle (BENCHMARKS.md, "remote, seventh round").
+/// idle (the remote suite of `larder-bench` measures both).
 final class PromotionQueue: Sendable {
     /// The most jobs waiting at once; 0 makes every reader write its own copy.
     let capacity: Int

@@ -30,7 +30,7 @@ package struct FileIO: Sendable {
     }
     /// ``calls``, behind one reference: a `FileIO` is copied into many closures on a read's
     /// path, and a copy of the table itself would retain and release each of its functions
-    /// (BENCHMARKS.md, "Hot hits, round six").
+    /// (the disk suite's `load-4k` of `larder-bench` measures the difference).
     private var table: CallTable
     /// The folder every path must lie beneath; `nil` for an unrooted `FileIO`.
     package private(set) var root: CacheRoot?

@@ -1,7 +1,7 @@
 /// A 64-bit hash of a string's UTF-8 bytes, taken 8 at a time: the same on every run (unlike
 /// `hashValue`, seeded per process) and a multiply and a shift per word, where `Hasher` runs
-/// SipHash over a string's bytes (BENCHMARKS.md, "Hot hits, round five", for what that changed on
-/// a disk read). Bytes, not characters: two spellings of one canonical string hash apart,
+/// SipHash over a string's bytes (the disk suite's `load-4k` and `load-miss` of `larder-bench`
+/// measure the difference on a read). Bytes, not characters: two spellings of one canonical string hash apart,
 /// as file names, which the disk tier compares byte for byte (``ExactName``), should.
 ///
 /// Not for tables an attacker fills: unseeded, so colliding names can be made on purpose. Its
