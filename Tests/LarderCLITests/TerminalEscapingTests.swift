@@ -252,7 +252,7 @@ func withoutColourCodes(_ text: String) -> String {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
         let dir = Self.hostileCache(in: temp, ttl: 10)
-        let gc = larder(["gc", "--dir", dir, "--now", String(Self.now + 100)])
+        let gc = larder(["gc", "--list", "--dir", dir, "--now", String(Self.now + 100)])
         #expect(gc.code == 0, "\(gc.stderr)")
         Self.expectSafe(gc, "gc")
         let lines = gc.stdout.split(separator: "\n")

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The shard folders one collection pass removes record files from (and looks at them in), each
 /// opened once for the pass and closed with it, up to a bound.
 ///
@@ -62,10 +54,10 @@ final class CollectionFolders {
     }
 
     /// What `lstat` says of the record file `name`; `nil` when it (or its folder) does not exist.
-    func status(_ name: String) throws(Errno) -> stat? {
-        guard let shard = layout.shard(for: name) else { return try io.lstat(layout.path(for: name)) }
+    func status(_ name: String) throws(Errno) -> FileInfo? {
+        guard let shard = layout.shard(for: name) else { return try io.info(atPath: layout.path(for: name)) }
         guard let folder = try folder(shard, of: name) else { return nil }
-        return try io.lstat(name, inFolder: folder)
+        return try io.info(of: name, inFolder: folder)
     }
 
     /// The descriptor of the shard folder `shard` of `name`, opened on first use; `nil` when the

@@ -413,7 +413,7 @@ extension DiskCache {
             guard let (entry, slot, isVerified, imageReference) = found else { return true }
             var vouched = isVerified
             if !vouched, imageReference > FileTime(seconds: 0, nanoseconds: 0) {
-                let info: stat?
+                let info: FileInfo?
                 do throws(Errno) {
                     info = try folders.status(name)
                 } catch {
@@ -425,7 +425,7 @@ extension DiskCache {
                     state.withLock { $0.forget(name, slot: slot) }
                     return true
                 }
-                vouched = FileInfo(info).kind == .regular && info.st_nlink == 1 && FileTime.change(info) < imageReference
+                vouched = info.kind == .regular && info.linkCount == 1 && info.change < imageReference
             }
             if vouched {
                 guard qualifies(entry.lockCount, entry.ttl, entry.updateTime) else { return false }

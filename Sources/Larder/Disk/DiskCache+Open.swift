@@ -28,11 +28,28 @@ extension DiskCache {
                 throw CacheError(
                     .notFound, "the cache directory does not exist or is not a folder", path: layout.root, errno: error.rawValue)
             }
+            if error == .fileExists || error == .notADirectory, let file = firstFile(onPathTo: layout.root, io: io) {
+                throw CacheError(
+                    .ioFailure, "cannot use the cache directory: \(file) is a file, not a folder", path: layout.root,
+                    errno: error.rawValue)
+            }
             throw CacheError(.ioFailure, "cannot create or open the cache directory", path: layout.root, errno: error.rawValue)
         }
         guard !options.isReadOnly, let info = rooted.root?.info else { return (layout, rooted) }
         try checkRootIsSafe(info, options: options, path: layout.root)
         return (layout, rooted)
+    }
+
+    /// The first of `path` and the folders above it, from the top, that exists and is not a
+    /// folder (nor a link), or `nil` when there is none.
+    private static func firstFile(onPathTo path: String, io: FileIO) -> String? {
+        var prefix = ""
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            guard let info = try? io.info(atPath: prefix) else { return nil }
+            if info.kind != .directory && info.kind != .symbolicLink { return prefix }
+        }
+        return nil
     }
 
     /// Refuses a root a writer must not use: one owned by another user, or writable by group or

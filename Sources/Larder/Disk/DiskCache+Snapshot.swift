@@ -144,7 +144,7 @@ extension DiskCache {
         var length = 0
         do throws(Errno) {
             try io.writeFileAtomically(layout.snapshotPath) { created in
-                written = folderStamps(reference: .modification(created), carrying: gate)
+                written = folderStamps(reference: created.modification, carrying: gate)
                 let bytes = IndexSnapshot.encode(index, epoch: epoch, stamps: written)
                 length = bytes.count
                 return bytes

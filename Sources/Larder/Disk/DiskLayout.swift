@@ -222,8 +222,8 @@ package struct DiskLayout: Sendable {
         guard folderLayout == .sharded else { return [:] }
         var stamps: [String: FolderStamp] = [:]
         for entry in try io.listDirectory(root) where !Self.isReserved(entry.name) && entry.isDirectory != false {
-            guard shard(for: entry.name) == entry.name, let info = try? io.lstat(rootSlash + entry.name),
-                info.st_mode & S_IFMT == S_IFDIR
+            guard shard(for: entry.name) == entry.name, let info = try? io.info(atPath: rootSlash + entry.name),
+                info.kind == .directory
             else { continue }
             stamps[entry.name] = FolderStamp(info)
         }
@@ -232,7 +232,7 @@ package struct DiskLayout: Sendable {
 
     /// The stamp of one shard folder now, or `nil` when it cannot be `stat`ed or is not a folder.
     package func stamp(ofShard shard: String, io: FileIO) -> FolderStamp? {
-        guard let info = try? io.lstat(rootSlash + shard), info.st_mode & S_IFMT == S_IFDIR else { return nil }
+        guard let info = try? io.info(atPath: rootSlash + shard), info.kind == .directory else { return nil }
         return FolderStamp(info)
     }
 

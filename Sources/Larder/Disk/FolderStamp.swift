@@ -1,48 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-/// A moment on a file system's clock: seconds and nanoseconds since the epoch, as `stat` gives them.
-package struct FileTime: Sendable, Hashable, Comparable {
-    package var seconds: Int64
-    package var nanoseconds: UInt32
-
-    package init(seconds: Int64, nanoseconds: UInt32) {
-        self.seconds = seconds
-        self.nanoseconds = nanoseconds
-    }
-
-    init(_ time: timespec) {
-        self.init(seconds: Int64(time.tv_sec), nanoseconds: UInt32(clamping: time.tv_nsec))
-    }
-
-    /// The modification time `stat` reports.
-    package static func modification(_ info: stat) -> FileTime {
-        #if canImport(Darwin)
-        FileTime(info.st_mtimespec)
-        #else
-        FileTime(info.st_mtim)
-        #endif
-    }
-
-    /// The status-change time `stat` reports.
-    package static func change(_ info: stat) -> FileTime {
-        #if canImport(Darwin)
-        FileTime(info.st_ctimespec)
-        #else
-        FileTime(info.st_ctim)
-        #endif
-    }
-
-    package static func < (a: FileTime, b: FileTime) -> Bool {
-        (a.seconds, a.nanoseconds) < (b.seconds, b.nanoseconds)
-    }
-}
-
 /// What `stat` says of a shard folder that changes whenever an entry in it is added, removed or
 /// renamed: its modification and status-change times, inode and size. A folder whose stamp is
 /// the one the snapshot recorded holds the files it held then (see ``FolderStamps``).
@@ -59,10 +14,9 @@ package struct FolderStamp: Sendable, Hashable {
         self.size = size
     }
 
-    package init(_ info: stat) {
-        self.init(
-            modification: .modification(info), change: .change(info), inode: UInt64(info.st_ino),
-            size: UInt64(clamping: info.st_size))
+    /// The stamp of the folder `info` describes.
+    package init(_ info: FileInfo) {
+        self.init(modification: info.modification, change: info.change, inode: info.inode, size: UInt64(clamping: info.size))
     }
 }
 

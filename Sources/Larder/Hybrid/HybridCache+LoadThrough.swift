@@ -76,7 +76,10 @@ extension HybridCache {
     /// Returns the value stored under `key`, decoded, or on a miss loads it once, stores it
     /// encoded with `expiry` and returns it; see `value(forKey:expiry:staleWindows:orLoad:)`.
     ///
-    /// Every caller decodes the bytes itself. A value the coder cannot encode fails the load
+    /// Every caller decodes the bytes itself, on a hit too: the hybrid's memory tier holds bytes.
+    /// For hits that decode nothing, load through a ``TypedCache``
+    /// (``TypedCache/value(forKey:expiry:staleWindows:orLoad:)``), whose memory tier holds
+    /// decoded values. A value the coder cannot encode fails the load
     /// (``CacheError/Code/loadFailed``, with the ``CacheError/Code/encodingFailed`` error as its
     /// ``CacheError/underlying``).
     /// - Parameters:

@@ -193,6 +193,16 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         return value
     }
 
+    /// The live value under `key` and its deadline (`.infinity` for none), without a use and
+    /// without counting: for a typed view that copies the hybrid's entry with the same lifetime.
+    func peek(_ key: Key) -> (value: Value, deadline: Double)? {
+        state.withLock { state in
+            guard let slot = state.storage.slot(forKey: key) else { return nil }
+            let deadline = state.storage.deadline(at: slot)
+            return hasPassed(deadline) ? nil : (state.storage.value(at: slot), deadline)
+        }
+    }
+
     /// Stores `value` under `key` as the newest entry (replacing a value counts as a use), then
     /// evicts entries, as the ``policy`` chooses, until the cache is within its limits.
     ///

@@ -84,7 +84,7 @@ extension RemoteStore {
     public func value(forKey key: String, timeouts: RemoteTimeouts) throws(CacheError) -> RemoteValue? {
         let found = try values(forKeys: [key], timeouts: timeouts)
         guard found.count == 1 else {
-            throw CacheError(.remoteFailure, "the remote store answered a read of one key with \(found.count) values")
+            throw CacheError(.remoteFailure, "the remote store answered a read of one key with \(found.count) values", key: key)
         }
         return found[0]
     }

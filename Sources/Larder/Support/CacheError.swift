@@ -108,10 +108,16 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
     }
 
-    /// The code, the message, and the errno's text where there is one.
+    /// The code, the message, then what it concerns: the key (quoted and escaped, as in a Swift
+    /// string literal), the path, and the errno's number and text, where there are some.
+    ///
+    /// For example `ioFailure: cannot open the lock file (path /var/cache/app/.lock, errno 13:
+    /// Permission denied)` or `loadFailed: the loader failed: timedOut (key "avatar:42")`.
     public var description: String {
-        var text = "\(code): \(message)"
-        if let errno { text += " (errno \(errno): \(String(cString: strerror(errno))))" }
-        return text
+        var concerns: [String] = []
+        if let key { concerns.append("key \(key.debugDescription)") }
+        if let path { concerns.append("path \(path)") }
+        if let errno { concerns.append("errno \(errno): \(String(cString: strerror(errno)))") }
+        return concerns.isEmpty ? "\(code): \(message)" : "\(code): \(message) (\(concerns.joined(separator: ", ")))"
     }
 }

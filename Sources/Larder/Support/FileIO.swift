@@ -393,6 +393,12 @@ package struct FileIO: Sendable {
         return buf
     }
 
+    /// What `lstat` says of the file `name`, one component, in the folder open at `folder`,
+    /// never following a link; `nil` when it does not exist.
+    package func info(of name: String, inFolder folder: Int32) throws(Errno) -> FileInfo? {
+        try lstat(name, inFolder: folder).map(FileInfo.init)
+    }
+
     /// Throws ``Errno/escapesRoot`` unless `name` is one component: not empty, `.` or `..`, no
     /// `/` (nor a NUL, which would end it early). Its bytes are compared, not its characters.
     private static func checkOneComponent(_ name: String) throws(Errno) {
@@ -512,12 +518,12 @@ package struct FileIO: Sendable {
 
     /// ``writeFileAtomically(_:_:sync:)`` with bytes made once the temporary file exists, from
     /// what `fstat` says of it: its times are the file system's clock before `bytes` runs.
-    package func writeFileAtomically(_ path: String, sync: Bool = false, _ bytes: (_ created: stat) -> [UInt8]) throws(Errno) {
+    package func writeFileAtomically(_ path: String, sync: Bool = false, _ bytes: (_ created: FileInfo) -> [UInt8]) throws(Errno) {
         let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
         let fd = try createExclusively(temporary)
         var isOpen = true
         do {
-            let bytes = bytes(try fstat(fd))
+            let bytes = bytes(try info(fd))
             try bytes.withUnsafeBytes { buffer in Result { () throws(Errno) in try write(fd, buffer) } }.get()
             if sync { try fsync(fd) }
             close(fd)

@@ -31,6 +31,12 @@ package struct FileInfo: Sendable, Hashable {
     package var linkCount: Int
     /// The last modification, in seconds since the epoch.
     package var modificationTime: Double
+    /// The last modification, as the file system's clock gives it.
+    package var modification: FileTime
+    /// The last status change (`st_ctime`), as the file system's clock gives it.
+    package var change: FileTime
+    /// The inode number.
+    package var inode: UInt64
 
     package init(_ info: stat) {
         kind =
@@ -48,15 +54,19 @@ package struct FileInfo: Sendable, Hashable {
         permissions = UInt16(info.st_mode & 0o7777)
         linkCount = Int(info.st_nlink)
         #if canImport(Darwin)
-        modificationTime = Double(info.st_mtimespec.tv_sec) + Double(info.st_mtimespec.tv_nsec) / 1e9
+        modification = FileTime(info.st_mtimespec)
+        change = FileTime(info.st_ctimespec)
         #else
-        modificationTime = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+        modification = FileTime(info.st_mtim)
+        change = FileTime(info.st_ctim)
         #endif
+        modificationTime = Double(modification.seconds) + Double(modification.nanoseconds) / 1e9
+        inode = UInt64(info.st_ino)
     }
 
     package init(
         kind: Kind, size: Int, allocatedBytes: Int, blockSize: Int = 4096, ownerID: UInt32 = 0, permissions: UInt16 = 0o600,
-        linkCount: Int = 1, modificationTime: Double = 0
+        linkCount: Int = 1, modificationTime: Double = 0, change: FileTime = FileTime(seconds: 0, nanoseconds: 0), inode: UInt64 = 0
     ) {
         self.kind = kind
         self.size = size
@@ -66,6 +76,10 @@ package struct FileInfo: Sendable, Hashable {
         self.permissions = permissions
         self.linkCount = linkCount
         self.modificationTime = modificationTime
+        let whole = modificationTime.rounded(.down)
+        self.modification = FileTime(seconds: Int64(whole), nanoseconds: UInt32((modificationTime - whole) * 1e9))
+        self.change = change
+        self.inode = inode
     }
 
     /// Files up to this length are read whatever their blocks say (small files may live inside

@@ -9,14 +9,25 @@ enum GcCommand: Subcommand {
         options: CacheContext.options + [
             .value("size-limit", "BYTES", "Trim least recently used records until the cache fits (locked ones last)."),
             .value("count-limit", "N", "Trim least recently used records until at most N remain."),
-        ])
+            .flag("list", "Also list each removed record: its key and why it went."),
+            .flag("quiet", "Print nothing but errors."),
+        ],
+        discussion:
+            "Prints how many records went, by reason, and what they occupied on disk, then what remains: the files' bytes and,"
+            + " in parentheses, what they occupy on disk in whole blocks (what the size limit counts), as 'larder stats' shows it.")
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
         let sizeLimit = try arguments.integer("size-limit") ?? 0
         let countLimit = try arguments.integer("count-limit") ?? 0
+        let lists = arguments.flag("list")
+        let isQuiet = arguments.flag("quiet")
+        if lists && isQuiet { throw .usage("'--list' and '--quiet' cannot be used together") }
         let context = try CacheContext(arguments, io: io, mustExist: true)
         let removals = EventLog()
         var report: CollectionReport?
+        // What the records occupy on disk (whole blocks) before and after, as the cache counts it.
+        var sizeBefore = 0
+        var sizeAfter = 0
         // Expired records go first, in a pass without limits: a cache opened with limits trims
         // to them at once, least recently used first, before it would look at expiry.
         let passes = sizeLimit > 0 || countLimit > 0 ? [false, true] : [false]
@@ -29,20 +40,32 @@ enum GcCommand: Subcommand {
                 options.eventHandler = { removals.append($0) }
             }
             defer { cache.close() }
+            if !withLimits { sizeBefore = cache.totalSize }
+            defer { sizeAfter = cache.totalSize }
             do { report = try cache.collectGarbage() } catch {
                 throw CacheContext.failure(for: error, root: context.layout.root)
             }
         }
+        guard !isQuiet else { return .success }
         // Opening with limits may already have trimmed; the event log holds every removal.
         let removed = removals.evictions
         var byReason: [EvictionReason: Int] = [:]
         for item in removed { byReason[item.1, default: 0] += 1 }
         let reasons = EvictionReason.allCases.compactMap { reason in byReason[reason].map { "\($0) \(reason)" } }
+        let freed = max(0, sizeBefore - sizeAfter)
         io.out(
             "removed \(removed.count) record\(removed.count == 1 ? "" : "s")"
-                + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: ", ")))") + "\n")
-        for (key, reason) in removed { io.out("  \(key)  \(reason.rawValue)\n") }
-        if let report { io.out("remaining: \(report.remainingCount) records, \(HumanFormat.size(report.remainingSize))\n") }
+                + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: ", ")))")
+                + (removed.isEmpty ? "" : ", \(HumanFormat.size(freed)) on disk") + "\n")
+        if lists {
+            for (key, reason) in removed { io.out("  \(key)  \(reason.rawValue)\n") }
+        }
+        if report != nil {
+            // Counted as `stats` counts, so that the two agree on the same folder.
+            let remaining = try CacheSummary(context)
+            let size = HumanFormat.size(remaining.totalSize, onDisk: remaining.totalSizeOnDisk)
+            io.out("remaining: \(remaining.count) record\(remaining.count == 1 ? "" : "s"), \(size)\n")
+        }
         return .success
     }
 }

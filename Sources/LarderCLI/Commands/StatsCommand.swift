@@ -8,14 +8,36 @@ import Darwin
 import Foundation
 import Larder
 
-/// Totals over a directory's records, shared by `stats` and `report`.
+/// Totals over a directory's records, shared by `stats`, `gc` and `report`.
+///
+/// A size is the sum of the files' lengths; its "on disk" twin rounds each file up to whole
+/// blocks of the folder's block size, as the cache does when it counts against its size limit.
 struct CacheSummary {
     var entries: [RecordEntry]
+    /// The folder's block size (at least 512, as the cache takes it).
+    var blockSize: Int = 4096
     var count: Int { entries.count }
     var totalSize: Int { entries.reduce(0) { $0 + $1.fileSize } }
+    var totalSizeOnDisk: Int { onDisk(entries) }
     func count(_ status: RecordEntry.Status) -> Int { entries.count { $0.status == status } }
     var locked: [RecordEntry] { entries.filter { ($0.lockCount ?? 0) > 0 && $0.corruption == nil } }
     var lockedSize: Int { locked.reduce(0) { $0 + $1.fileSize } }
+    var lockedSizeOnDisk: Int { onDisk(locked) }
+    /// What `entries` occupy on disk: each file's length rounded up to whole blocks.
+    func onDisk(_ entries: [RecordEntry]) -> Int {
+        let block = max(512, blockSize)
+        return entries.reduce(0) { $0 + ($1.fileSize + block - 1) / block * block }
+    }
+
+    init(entries: [RecordEntry], blockSize: Int = 4096) {
+        self.entries = entries
+        self.blockSize = blockSize
+    }
+
+    /// The summary of the records in `context`'s folder, with the folder's block size.
+    init(_ context: CacheContext) throws(CommandFailure) {
+        self.init(entries: try CacheInspector(context).entries(readPayload: false), blockSize: context.files.root?.info.blockSize ?? 4096)
+    }
     var oldestUpdate: Double? { entries.compactMap(\.updateTime).min() }
     var newestUpdate: Double? { entries.compactMap(\.updateTime).max() }
 }
@@ -25,11 +47,13 @@ enum StatsCommand: Subcommand {
     static let spec = CommandSpec(
         name: "stats", summary: "Print totals: records, sizes, locked, expired, corrupt.",
         options: CacheContext.options + [.flag("json", "Print the totals as a JSON object.")],
-        discussion: "Reads without taking the directory's lock; checks headers, not payload checksums (see 'larder verify').")
+        discussion:
+            "Reads without taking the directory's lock; checks headers, not payload checksums (see 'larder verify'). A size is the"
+            + " files' bytes, then what they occupy on disk in whole blocks (what the size limit counts).")
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
         let context = try CacheContext(arguments, io: io, mustExist: true)
-        let summary = CacheSummary(entries: try CacheInspector(context).entries(readPayload: false))
+        let summary = try CacheSummary(context)
         let holder = lockHolder(context)
         if arguments.flag("json") {
             io.out(
@@ -41,11 +65,13 @@ enum StatsCommand: Subcommand {
                     ("hasMetadata", .bool(context.metadata != nil)),
                     ("records", .int(summary.count)),
                     ("totalSize", .int(summary.totalSize)),
+                    ("totalSizeOnDisk", .int(summary.totalSizeOnDisk)),
                     ("ok", .int(summary.count(.ok))),
                     ("expired", .int(summary.count(.expired))),
                     ("corrupt", .int(summary.count(.corrupt))),
                     ("locked", .int(summary.locked.count)),
                     ("lockedSize", .int(summary.lockedSize)),
+                    ("lockedSizeOnDisk", .int(summary.lockedSizeOnDisk)),
                     ("oldestUpdate", .double(summary.oldestUpdate)),
                     ("newestUpdate", .double(summary.newestUpdate)),
                     ("defaultExpiration", .double(context.defaultExpiration)),
@@ -61,10 +87,14 @@ enum StatsCommand: Subcommand {
         fields.add(
             "records", "\(summary.count) (\(summary.count(.ok)) ok, \(summary.count(.expired)) expired, \(summary.count(.corrupt)) corrupt)"
         )
-        fields.add("total size", HumanFormat.size(summary.totalSize) + " (\(summary.totalSize) bytes)")
-        fields.add("locked", "\(summary.locked.count) records, \(HumanFormat.size(summary.lockedSize))")
         fields.add(
-            "unlocked", "\(summary.count - summary.locked.count) records, \(HumanFormat.size(summary.totalSize - summary.lockedSize))")
+            "total size",
+            HumanFormat.size(summary.totalSize) + " (\(summary.totalSize) bytes; \(HumanFormat.size(summary.totalSizeOnDisk)) on disk)")
+        fields.add("locked", "\(summary.locked.count) records, \(HumanFormat.size(summary.lockedSize, onDisk: summary.lockedSizeOnDisk))")
+        fields.add(
+            "unlocked",
+            "\(summary.count - summary.locked.count) records, "
+                + HumanFormat.size(summary.totalSize - summary.lockedSize, onDisk: summary.totalSizeOnDisk - summary.lockedSizeOnDisk))
         if let oldest = summary.oldestUpdate, let newest = summary.newestUpdate {
             fields.add("oldest update", "\(HumanFormat.date(oldest)) (\(HumanFormat.relative(oldest, now: context.now)))")
             fields.add("newest update", "\(HumanFormat.date(newest)) (\(HumanFormat.relative(newest, now: context.now)))")

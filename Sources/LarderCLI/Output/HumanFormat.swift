@@ -15,6 +15,12 @@ enum HumanFormat {
         return String(format: "%.1f %@", value, units[unit])
     }
 
+    /// A total of file lengths, then what the files occupy on disk (whole blocks), as
+    /// `1.7 KiB (92.0 KiB on disk)`: `stats` and `gc` both show sizes this way.
+    static func size(_ bytes: Int, onDisk: Int) -> String {
+        "\(size(bytes)) (\(size(onDisk)) on disk)"
+    }
+
     /// A length of time in its largest whole-ish unit: `45 s`, `12 min`, `3 h`, `2 d`.
     static func duration(_ seconds: Double) -> String {
         // Clamped, so that no time read from a file can trap the conversions below.

@@ -72,7 +72,7 @@ import Testing
             #expect(larder(["put", "--dir", dir, "big-\(i)"] + ["--now", String(now + i)], input: Data(count: 8192)).code == 0)
         }
         let later = ["--now", String(now + 100)]
-        let result = larder(["gc", "--dir", dir, "--size-limit", String(3 * 8192 + 3 * 4096)] + later)
+        let result = larder(["gc", "--list", "--dir", dir, "--size-limit", String(3 * 8192 + 3 * 4096)] + later)
         #expect(result.code == 0, "\(result.stderr)")
         #expect(result.stdout.contains("short  expired"), "\(result.stdout)")
         #expect(result.stdout.contains("big-0  sizeLimit"))
@@ -82,6 +82,61 @@ import Testing
         #expect(!keys.contains("short"))
         #expect(!keys.contains("big-0"), "the least recently used goes first")
         #expect(keys.contains("big-3"))
+    }
+
+    /// A cache of `count` records of 100 bytes each, every one expired by `now + 100`.
+    static func expiredCache(_ dir: String, count: Int) throws {
+        let cache = try DiskCache(options: DiskCacheOptions(directory: URL(fileURLWithPath: dir)))
+        defer { cache.close() }
+        for i in 0 ..< count { try cache.store(Data(count: 100), forKey: "gone-\(i)", expiry: .seconds(10)) }
+        try cache.store(Data(count: 1000), forKey: "kept", locked: true)
+    }
+
+    @Test func gcPrintsASummaryThatSizesAsStatsDoes() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let dir = temp.path("c")
+        try Self.expiredCache(dir, count: 40)
+        let later = ["--now", String(Int(Date().timeIntervalSince1970) + 1000)]
+        let result = larder(["gc", "--dir", dir] + later)
+        #expect(result.code == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 2, "a summary, not one line per key: \(result.stdout)")
+        #expect(lines.first?.hasPrefix("removed 40 records (40 expired), ") == true, "\(result.stdout)")
+        #expect(lines.first?.hasSuffix(" on disk") == true, "\(result.stdout)")
+        #expect(!result.stdout.contains("gone-"))
+
+        // The remaining size is the one `stats` prints, both as bytes and on disk.
+        let stats = try #require(try parseJSON(larder(["stats", "--dir", dir, "--json"] + later).stdout) as? [String: Any])
+        let bytes = try #require(stats["totalSize"] as? Int)
+        let onDisk = try #require(stats["totalSizeOnDisk"] as? Int)
+        #expect(onDisk >= bytes && onDisk % 512 == 0, "\(onDisk) \(bytes)")
+        let shown = HumanFormat.size(bytes, onDisk: onDisk)
+        #expect(lines.last == "remaining: 1 record, \(shown)", "\(result.stdout)")
+        #expect(
+            larder(["stats", "--dir", dir] + later).stdout.contains(
+                "\(HumanFormat.size(bytes)) (\(bytes) bytes; \(HumanFormat.size(onDisk)) on disk)"))
+    }
+
+    @Test func gcListsKeysOnlyWhenAskedAndIsSilentWhenQuiet() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let dir = temp.path("c")
+        try Self.expiredCache(dir, count: 3)
+        let later = ["--now", String(Int(Date().timeIntervalSince1970) + 1000)]
+        let quiet = larder(["gc", "--quiet", "--dir", dir] + later)
+        #expect(quiet.code == 0, "\(quiet.stderr)")
+        #expect(quiet.stdout.isEmpty && quiet.stderr.isEmpty, "\(quiet.stdout)")
+        let keys = try #require(try parseJSON(larder(["ls", "--dir", dir, "--json"] + later).stdout) as? [[String: Any]])
+        #expect(keys.count == 1, "--quiet still collects")
+
+        try Self.expiredCache(dir + "2", count: 3)
+        let listed = larder(["gc", "--list", "--dir", dir + "2"] + later)
+        for i in 0 ..< 3 { #expect(listed.stdout.contains("  gone-\(i)  expired\n"), "\(listed.stdout)") }
+        #expect(larder(["gc", "--list", "--quiet", "--dir", dir] + later).code == ExitCode.usage.rawValue)
+
+        let gc = try #require(CompletionModel.larder.commands.first { $0.name == "gc" })
+        #expect(Set(gc.options.map(\.name)).isSuperset(of: ["list", "quiet"]))
     }
 
     @Test func changingAHeldDirectoryFailsWithExitCode3NamingThePID() throws {

@@ -60,7 +60,7 @@ import Testing
             let folders = CollectionFolders(io: io, layout: layout, limit: 2)
             // Round the shards twice, so that every folder is opened again after being closed.
             for name in names.sorted(by: { $0.dropFirst(2) < $1.dropFirst(2) }) {
-                #expect(try folders.status(name)?.st_size == 1, "\(name)")
+                #expect(try folders.status(name)?.size == 1, "\(name)")
                 #expect(try folders.unlink(name), "\(name)")
                 #expect(try folders.status(name) == nil, "\(name)")
                 #expect(try !folders.unlink(name), "\(name)")
