@@ -20,7 +20,7 @@ extension DiskCache {
     }
 
     /// Reads the payload under `key` in the background, then reports `.success(data)`,
-    /// `.notFound` or `.failure` on `queue`; see ``value(forKey:)``.
+    /// `.notFound` or `.failure` on `queue`; see `value(forKey:)`.
     public func value(forKey key: String, queue: DispatchQueue = .main, completion: @escaping CacheCompletion<Data>) {
         ioQueue.runBlocking(deliveringOn: queue, { () throws(CacheError) in try self.value(forKey: key) }, completion: completion)
     }
@@ -33,13 +33,13 @@ extension DiskCache {
 
     /// Records a use of `key` in the background, then reports `.success(true)`, `.success(false)`
     /// (no live record was there; SPT's `touchDataForKey:callback:onQueue:` reports NotFound) or
-    /// `.failure` on `queue`; see ``touch(forKey:)``.
+    /// `.failure` on `queue`; see `touch(forKey:)`.
     public func touch(forKey key: String, queue: DispatchQueue = .main, completion: @escaping CacheCompletion<Bool>) {
         ioQueue.runBlocking(.write, deliveringOn: queue, { () throws(CacheError) in try self.touch(forKey: key) }, completion: completion)
     }
 
     /// Removes the record under `key` in the background, then reports `.success(true)`,
-    /// `.success(false)` (nothing was there) or `.failure` on `queue`; see ``remove(forKey:)``.
+    /// `.success(false)` (nothing was there) or `.failure` on `queue`; see `remove(forKey:)`.
     public func remove(forKey key: String, queue: DispatchQueue = .main, completion: @escaping CacheCompletion<Bool>) {
         ioQueue.runBlocking(.delete, deliveringOn: queue, { () throws(CacheError) in try self.remove(forKey: key) }, completion: completion)
     }

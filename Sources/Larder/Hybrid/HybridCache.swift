@@ -276,9 +276,9 @@ public final class HybridCache: Sendable {
 
     /// Runs one collection of both tiers: the memory tier drops its expired entries
     /// (``MemoryCache/collectGarbage()``), then the disk runs a collection
-    /// (``DiskCache/collectGarbage()``), whose evictions leave memory too.
+    /// (`DiskCache.collectGarbage()`), whose evictions leave memory too.
     /// - Returns: What the disk's collection removed, and why.
-    /// - Throws: What ``DiskCache/collectGarbage()`` throws.
+    /// - Throws: What `DiskCache.collectGarbage()` throws.
     /// - Complexity: O(*n*) in the memory tier's entries, plus the disk collection's cost.
     @discardableResult
     public func collectGarbage() throws(CacheError) -> CollectionReport {
