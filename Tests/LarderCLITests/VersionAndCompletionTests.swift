@@ -66,8 +66,9 @@ import Testing
         let changelog = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("CHANGELOG.md")
         let text = try String(contentsOf: changelog, encoding: .utf8)
-        let heading = try #require(text.split(separator: "\n").first { $0.hasPrefix("## ") && $0.dropFirst(3).first?.isNumber == true })
-        #expect(heading.dropFirst(3).prefix { $0 != " " } == LarderCommand.version[...], "CHANGELOG.md's latest version is \(heading)")
+        // Keep a Changelog's version headings: `## [0.1.0] - 2026-12-05`.
+        let heading = try #require(text.split(separator: "\n").first { $0.hasPrefix("## [") && $0.dropFirst(4).first?.isNumber == true })
+        #expect(heading.dropFirst(4).prefix { $0 != "]" } == LarderCommand.version[...], "CHANGELOG.md's latest version is \(heading)")
         #expect(larder(["--help"]).stdout.contains("larder --version"))
     }
 
