@@ -19,7 +19,7 @@ private let hitRatioPolicies: [(name: String, policy: EvictionPolicy)] = [
 
 /// Replays `trace` through a cache of `capacity` entries and returns its misses and the time taken.
 func replay(_ trace: [UInt32], capacity: Int, policy: EvictionPolicy) -> (misses: Int, nanoseconds: UInt64) {
-    let cache = MemoryCache<UInt32, UInt32>(countLimit: capacity, policy: policy)
+    let cache: MemoryCache<UInt32, UInt32> = benchMemoryCache(countLimit: capacity, policy: policy)
     var misses = 0
     let start = monotonicNanoseconds()
     for key in trace where cache.value(forKey: key) == nil {

@@ -11,7 +11,7 @@ import LarderTestSupport
 //   `memory-only-lru`: the same pair under LRU (the `MemoryCache` default, and the pair measured
 //   before issue 13 made TinyLFU the hybrid's default). The hybrid's entries carry the disk's
 //   expiry, the plain cache's none.
-// - `get-hit-memory-typed`: every key is in a typed view's memory (`HybridCache.typed(_:)`),
+// - `get-hit-memory-typed`: every key is in a typed view's memory (`try HybridCache.typed(_:)`),
 //   values of a small Codable struct holding a 4 KiB payload. `typed` = `TypedCache.value(forKey:)`;
 //   `memory-only` = `MemoryCache<String, BenchProfile>.value(forKey:)` with the same policy.
 // - `get-hit-disk`: the memory tier holds one entry (count limit 1), so every read misses
@@ -50,13 +50,13 @@ func runHybridSuite(_ context: BenchContext) throws {
     do {
         func hybrid(_ name: String, policy: EvictionPolicy) throws -> HybridCache {
             var options = HybridCacheOptions(directory: URL(fileURLWithPath: directory.sub(name)))
-            options.memoryPolicy = policy
+            options.memory.policy = policy
             let hybrid = try HybridCache(options: options)
             for key in keys { try hybrid.store(payload, forKey: key) }
             return hybrid
         }
         func memoryOnly(policy: EvictionPolicy) throws -> MemoryCache<String, Data> {
-            let memory = MemoryCache<String, Data>(policy: policy)
+            let memory = try MemoryCache<String, Data>(policy: policy)
             for key in keys { try memory.store(payload, forKey: key) }
             return memory
         }
@@ -64,8 +64,8 @@ func runHybridSuite(_ context: BenchContext) throws {
         let lru = try hybrid("memory-lru", policy: .lru)
         let plain = try memoryOnly(policy: .recommended)
         let plainLRU = try memoryOnly(policy: .lru)
-        let profiles = recommended.typed(BenchProfile.self)
-        let plainProfiles = MemoryCache<String, BenchProfile>(policy: .recommended)
+        let profiles = try recommended.typed(BenchProfile.self)
+        let plainProfiles = try MemoryCache<String, BenchProfile>(policy: .recommended)
         for (index, key) in keys.enumerated() {
             let profile = BenchProfile(id: index, name: key, payload: payload)
             try profiles.store(profile, forKey: "typed/" + key)
@@ -102,7 +102,7 @@ func runHybridSuite(_ context: BenchContext) throws {
     // Disk hits, with promotion.
     do {
         var options = HybridCacheOptions(directory: URL(fileURLWithPath: directory.sub("disk")))
-        options.countLimit = 1
+        options.memory.countLimit = 1
         let hybrid = try HybridCache(options: options)
         for key in keys { try hybrid.store(payload, forKey: key, in: .disk) }
         let viaHybrid = try readLoop { try hybrid.value(forKey: $0) }

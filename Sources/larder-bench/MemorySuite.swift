@@ -49,14 +49,14 @@ func runMemorySuite(_ context: BenchContext) throws {
     // the value's size, which the loop adds up so the reads cannot be optimized away.
     let implementations = [
         MemoryImplementation(name: "larder") { countLimit in
-            let cache = MemoryCache<String, Data>(countLimit: countLimit)
+            let cache = benchMemoryCache(countLimit: countLimit, policy: .lru) as MemoryCache<String, Data>
             return (
                 { i in cache.value(forKey: i >= 0 ? keys[i] : missKeys[-1 - i])?.count ?? 0 },
                 { i in try? cache.store(payload, forKey: keys[i]) }
             )
         },
         MemoryImplementation(name: "larder-recommended") { countLimit in
-            let cache = MemoryCache<String, Data>(countLimit: countLimit, policy: .recommended)
+            let cache = benchMemoryCache(countLimit: countLimit, policy: .recommended) as MemoryCache<String, Data>
             return (
                 { i in cache.value(forKey: i >= 0 ? keys[i] : missKeys[-1 - i])?.count ?? 0 },
                 { i in try? cache.store(payload, forKey: keys[i]) }
@@ -126,5 +126,15 @@ func runMemorySuite(_ context: BenchContext) throws {
             }
         }
         context.report(suite: "memory", case: "set-evict", impl: implementation.name, n: defaultN, bytes: payload.count, nsPerOp: nsPerOp)
+    }
+}
+
+/// A memory cache of `countLimit` entries for a benchmark, whose limits the suite computes:
+/// one the cache rejects is a bug in the suite, so it ends the run.
+func benchMemoryCache<Key: Hashable & Sendable, Value: Sendable>(countLimit: Int, policy: EvictionPolicy) -> MemoryCache<Key, Value> {
+    do {
+        return try MemoryCache(countLimit: countLimit, policy: policy)
+    } catch {
+        fatalError("a memory cache of \(countLimit) entries: \(error)")
     }
 }

@@ -26,7 +26,7 @@ import LarderTestSupport
 //   `larder`, median over the rounds), measured by polling the other instance.
 //
 // `LARDER_BENCH_REMOTE_COUNT_LIMIT=N` gives the readers a memory tier of at most N entries
-// (`HybridCacheOptions.countLimit`; default none), so that a promotion evicts an older entry and
+// (`HybridCacheOptions.memory.countLimit`; default none), so that a promotion evicts an older entry and
 // the allocator reuses its memory, as in a full cache, instead of touching new pages.
 //
 // `LARDER_BENCH_REMOTE_CASES=get-hit-remote,invalidation` runs only the named cases (profiling).
@@ -55,7 +55,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
         remote.commandTimeout = 5
         remote.connectTimeout = 5
         options.remote = remote
-        if let limit = readerCountLimit { options.countLimit = limit }
+        if let limit = readerCountLimit { options.memory.countLimit = limit }
         return try HybridCache(options: options)
     }
     let writer = try open("writer")

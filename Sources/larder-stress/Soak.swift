@@ -83,12 +83,13 @@ struct Soak {
         var hybridDisk = Self.diskOptions(root.appendingPathComponent("hybrid"))
         hybridDisk.durability = .fsync
         var hybridOptions = HybridCacheOptions(disk: hybridDisk)
-        hybridOptions.totalCostLimit = 2 << 20
-        hybridOptions.memoryDefaultExpiration = 3
-        let memory = MemoryCache<String, Data>(countLimit: 400, totalCostLimit: 4 << 20, defaultExpiration: 2)
+        hybridOptions.memory.totalCostLimit = 2 << 20
+        hybridOptions.memory.defaultExpiration = 3
+        let memory: MemoryCache<String, Data>
         let disk: CurrentDisk
         let hybrid: HybridCache
         do {
+            memory = try MemoryCache<String, Data>(countLimit: 400, totalCostLimit: 4 << 20, defaultExpiration: 2)
             let first = try DiskCache(options: diskOptions)
             first.scheduleGarbageCollection()
             disk = CurrentDisk(first)
@@ -370,8 +371,8 @@ struct Worker {
         case 40 ..< 80: check(memory.value(forKey: key), key: key, tier: "memory")
         case 80 ..< 90: _ = memory.remove(forKey: key)
         case 90 ..< 95: _ = memory.contains(key)
-        case 95 ..< 97: memory.removeExpired()
-        case 97 ..< 99: memory.trim(toCost: 2 << 20)
+        case 95 ..< 97: memory.collectGarbage()
+        case 97 ..< 99: try memory.trim(toCost: 2 << 20)
         default: memory.handleMemoryPressure(random.below(2) == 0 ? .warning : .critical)
         }
     }

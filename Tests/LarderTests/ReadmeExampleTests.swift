@@ -10,7 +10,7 @@ import Testing
     }
 
     /// The README's calls in a synchronous context, where they pick the blocking overloads (in an
-    /// async function Swift picks their `async` twins, as the README's `try await` line shows).
+    /// async function Swift picks their `async` twins, as the README's `cover(_:)` shows).
     @Test func theReadmeExampleRuns() throws {
         let temporary = TemporaryDirectory()
         defer { temporary.remove() }
@@ -20,7 +20,7 @@ import Testing
         let data = Data("avatar".utf8)
 
         var options = HybridCacheOptions(directory: cachesURL.appendingPathComponent("images"))
-        options.countLimit = 500
+        options.memory.countLimit = 500
         options.disk.sizeLimit = 200 << 20
         let cache = try HybridCache(options: options)
         try cache.store(pngData, forKey: "https://example.com/a.png", expiry: .seconds(3600))
@@ -28,11 +28,11 @@ import Testing
         try cache.store(profile, forKey: "profile")
         let me = try cache.value(Profile.self, forKey: "profile")
         #expect(png == pngData && me == profile)
-        let profiles = cache.typed(Profile.self)
+        let profiles = try cache.typed(Profile.self)
         let hit = try profiles.value(forKey: "profile")
         #expect(hit == profile && profiles.memory.contains("profile"))
 
-        let memory = MemoryCache<String, Data>(countLimit: 1_000, totalCostLimit: 64 << 20, policy: .recommended)
+        let memory = try MemoryCache<String, Data>(countLimit: 1_000, totalCostLimit: 64 << 20, policy: .recommended)
         try memory.store(data, forKey: "avatar", cost: data.count)
         #expect(memory.value(forKey: "avatar") == data)
 
@@ -43,25 +43,25 @@ import Testing
         #expect(record?.data == data && record?.isLocked == true && disk.isGarbageCollectionScheduled)
     }
 
-    @Test func theReadmeAsyncLineRuns() async throws {
-        let temporary = TemporaryDirectory()
-        defer { temporary.remove() }
-        let cache = try HybridCache(options: HybridCacheOptions(directory: temporary.url))
-        try await cache.store(Data([1, 2, 3]), forKey: "https://example.com/a.png")
-        let later = try await cache.value(forKey: "https://example.com/a.png")
-        #expect(later == Data([1, 2, 3]))
-    }
-
-    @Test func theReadmeLoadThroughLinesRun() async throws {
+    /// The README's async function, as written: its calls are the `async` twins.
+    @Test func theReadmeAsyncFunctionRuns() async throws {
         let temporary = TemporaryDirectory()
         defer { temporary.remove() }
         let cache = try HybridCache(options: HybridCacheOptions(directory: temporary.url))
         @Sendable func fetchCover(_ id: Int) async throws -> Data { Data("cover \(id)".utf8) }
+        try await cache.store(Data([1, 2, 3]), forKey: "https://example.com/a.png")
         try await cache.store(Data([1]), forKey: "user/42/avatar")
-        let cover = try await cache.value(forKey: "cover/42", expiry: .seconds(3600)) {
-            try await fetchCover(42)
+
+        func cover(_ id: Int) async throws -> Data {
+            let later = try await cache.value(forKey: "https://example.com/a.png")
+            #expect(later == Data([1, 2, 3]))
+            try await cache.remove(withPrefix: "user/\(id)/")
+            return try await cache.value(forKey: "cover/\(id)", expiry: .seconds(3600)) {
+                try await fetchCover(id)
+            }
         }
-        try await cache.remove(withPrefix: "user/42/")
-        #expect(cover == Data("cover 42".utf8) && cache.statistics.loads == 1 && !cache.contains("user/42/avatar"))
+
+        #expect(try await cover(42) == Data("cover 42".utf8))
+        #expect(cache.statistics.loads == 1 && !cache.contains("user/42/avatar"))
     }
 }

@@ -177,7 +177,7 @@ extension SPTPersistentCacheTests {
         for i in withTTL {
             let expired = clock.now - SPTTestData.testEpochTime > Double(SPTTestData.params[i].ttl)
             let response = await callback { cache.touch(forKey: folder.imageNames[i], queue: $0, completion: $1) }
-            #expect((response.value == nil && response.error == nil) == expired)
+            #expect((response.value == false) == expired)
         }
     }
 
@@ -358,7 +358,7 @@ extension SPTPersistentCacheTests {
         faults.disarm()
         try FileManager.default.removeItem(atPath: folder.path(forKey: key))
         let vanished = await callback { cache.touch(forKey: key, queue: $0, completion: $1) }
-        #expect(vanished.value == nil && vanished.error == nil)
+        #expect(vanished.value == false)
     }
 
     /// SPTPersistentCacheTests.m:1486. SPT reports `close` failing after a touch as an error.
@@ -374,7 +374,7 @@ extension SPTPersistentCacheTests {
         faults.arm(.close, .fail(EIO), onlyPaths: Self.isRecord(key))
         let response = await callback { cache.touch(forKey: key, queue: $0, completion: $1) }
         #expect(faults.fired > 0)
-        #expect(response.value != nil)
+        #expect(response.value == true)
     }
 
     /// SPTPersistentCacheTests.m:1499. A touch whose header read fails reports an error.
@@ -414,7 +414,7 @@ extension SPTPersistentCacheTests {
         let key = folder.imageNames[0]  // kParams[0]: ttl 0, locked, so the touch moves its update time
         faults.arm(.pwrite, fault, onlyPaths: isRecord(key))
         let response = await callback { cache.touch(forKey: key, queue: $0, completion: $1) }
-        #expect(response.value != nil)
+        #expect(response.value == true)
         _ = try await cache.collectGarbage()
         #expect(faults.fired > 0)
         #expect(events.ioErrors.contains { $0.operation == "write-back" && $0.path.hasSuffix("/" + key) })
@@ -435,7 +435,7 @@ extension SPTPersistentCacheTests {
         defer { cache.close() }
         let key = folder.imageNames[0]
         faults.arm(.fsync, .fail(EIO), onlyPaths: Self.isRecord(key))
-        #expect(await callback { cache.touch(forKey: key, queue: $0, completion: $1) }.value != nil)
+        #expect(await callback { cache.touch(forKey: key, queue: $0, completion: $1) }.value == true)
         let locked = await callback { cache.lock(forKeys: [key], queue: $0, completion: $1) }
         #expect(locked.error?.code == .ioFailure && locked.error?.errno == EIO)
         #expect(faults.fired > 0)
@@ -457,7 +457,7 @@ extension SPTPersistentCacheTests {
             cache.store(Data("TEST".utf8), forKey: "TEST", expiry: .seconds(Double(ttl)), queue: $0, completion: $1)
         }
         #expect(stored.value != nil)
-        #expect(await callback { cache.touch(forKey: "TEST", queue: $0, completion: $1) }.value != nil)
+        #expect(await callback { cache.touch(forKey: "TEST", queue: $0, completion: $1) }.value == true)
         #expect(try await cache.record(forKey: "TEST")?.expiry == .seconds(Double(ttl)))
         #expect(SPTHeader.read(atPath: folder.path(forKey: "TEST"))?.ttl == ttl)
         #expect(!events.all.contains { if case .ioError = $0 { true } else { false } })

@@ -63,7 +63,7 @@ extension DiskCache {
 
     /// Removes every record whose key starts with `prefix` in the background, then reports
     /// `.success(removedKeys)` or `.failure` on `queue`; see `remove(withPrefix:)`.
-    public func remove(withPrefix prefix: String, queue: DispatchQueue = .main, completion: @escaping Completion<[String]>) {
+    public func remove(withPrefix prefix: String, queue: DispatchQueue = .main, completion: @escaping CacheCompletion<[String]>) {
         ioQueue.runBlocking(
             .delete, deliveringOn: queue, { () throws(CacheError) in try self.remove(withPrefix: prefix) }, completion: completion)
     }

@@ -44,7 +44,7 @@ extension DiskCache {
     /// runs on the cache's own queue.
     public func record(
         forKeyWithPrefix prefix: String, choosingKey: @escaping @Sendable ([String]) -> String?,
-        queue: DispatchQueue = .main, completion: @escaping Completion<CacheRecord>
+        queue: DispatchQueue = .main, completion: @escaping CacheCompletion<CacheRecord>
     ) {
         ioQueue.runBlocking(
             .read, deliveringOn: queue,

@@ -69,6 +69,21 @@ extension HybridCache {
         try await disk.ioQueue.runBlocking(.delete, key: keys.first) { () throws(CacheError) in try self.unlock(forKeys: keys) }
     }
 
+    /// The keys of every entry whose key starts with `prefix`, gathered on the disk's own queue;
+    /// see ``keys(withPrefix:)``.
+    /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
+    /// - Complexity: O(*n*) in the entries of both tiers.
+    public func keys(withPrefix prefix: String = "") async throws(CacheError) -> [String] {
+        try await disk.ioQueue.runBlocking(key: nil) { () throws(CacheError) in try self.keys(withPrefix: prefix) }
+    }
+
+    /// Runs one collection of both tiers, the disk's on its own queue; see ``collectGarbage()``.
+    /// - Throws: ``CacheError/Code/cancelled``, or what the synchronous call throws.
+    @discardableResult
+    public func collectGarbage() async throws(CacheError) -> CollectionReport {
+        try await disk.ioQueue.runBlocking(.collection, key: nil) { () throws(CacheError) in try self.collectGarbage() }
+    }
+
     /// Writes the disk tier's access times and index snapshot on its own queue; see `flush()`.
     /// - Returns: `true` when the snapshot was written, `false` when a change in flight made the
     ///   flush skip it.

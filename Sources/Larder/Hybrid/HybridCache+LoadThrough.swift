@@ -107,7 +107,8 @@ extension HybridCache {
     /// `.failure` on `queue`; see `value(forKey:expiry:staleWindows:orLoad:)`.
     public func value(
         forKey key: String, expiry: Expiry = .default, staleWindows: StaleWindows? = nil,
-        orLoad loader: @escaping @Sendable () async throws -> Data, queue: DispatchQueue = .main, completion: @escaping Completion<Data>
+        orLoad loader: @escaping @Sendable () async throws -> Data, queue: DispatchQueue = .main,
+        completion: @escaping CacheCompletion<Data>
     ) {
         deliver(on: queue, completion) { () async throws(CacheError) in
             try await self.value(forKey: key, expiry: expiry, staleWindows: staleWindows, orLoad: loader)
@@ -118,7 +119,7 @@ extension HybridCache {
     /// `.success(value)` or `.failure` on `queue`; see `value(_:forKey:expiry:staleWindows:coder:orLoad:)`.
     public func value<T: Codable & Sendable>(
         _ type: T.Type, forKey key: String, expiry: Expiry = .default, staleWindows: StaleWindows? = nil, coder: CacheCoder? = nil,
-        orLoad loader: @escaping @Sendable () async throws -> T, queue: DispatchQueue = .main, completion: @escaping Completion<T>
+        orLoad loader: @escaping @Sendable () async throws -> T, queue: DispatchQueue = .main, completion: @escaping CacheCompletion<T>
     ) {
         deliver(on: queue, completion) { () async throws(CacheError) in
             try await self.value(type, forKey: key, expiry: expiry, staleWindows: staleWindows, coder: coder, orLoad: loader)
@@ -127,7 +128,7 @@ extension HybridCache {
 
     /// Runs `work` in a task and hands its outcome to `completion` on `queue`.
     private func deliver<T: Sendable>(
-        on queue: DispatchQueue, _ completion: @escaping Completion<T>, _ work: @escaping @Sendable () async throws(CacheError) -> T
+        on queue: DispatchQueue, _ completion: @escaping CacheCompletion<T>, _ work: @escaping @Sendable () async throws(CacheError) -> T
     ) {
         Task {
             let response: CacheResponse<T>

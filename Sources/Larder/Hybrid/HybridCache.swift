@@ -33,9 +33,9 @@ import Synchronization
 /// still the last value stored or read under its key, with an expiry no later than the disk's
 /// was, so it is served until it expires or is evicted; the disk no longer has it.
 ///
-/// **Memory.** With ``init(options:)`` the memory tier is bounded (``HybridCacheOptions/totalCostLimit``,
-/// by default a tenth of the machine's memory, at most 256 MiB) and gives memory back under
-/// memory pressure (``HybridCacheOptions/respondsToMemoryPressure``). It holds payloads, so typed
+/// **Memory.** With ``init(options:)`` the memory tier is bounded (``HybridCacheOptions/memory``'s
+/// `totalCostLimit`, by default a tenth of the machine's memory, at most 256 MiB) and gives memory
+/// back under memory pressure (its `respondsToMemoryPressure`). It holds payloads, so typed
 /// reads decode on every hit; ``typed(_:coder:countLimit:totalCostLimit:)`` gives a view whose
 /// memory holds decoded values (``TypedCache``).
 ///
@@ -93,11 +93,13 @@ public final class HybridCache: Sendable {
     ///   - staleWindows: The load-through reads' default stale windows (``StaleWindows/none``);
     ///     each finite and not negative.
     ///   - loadEventHandler: Called with what load-through reads do (`nil`).
+    /// - Throws: ``CacheError/Code/invalidOptions`` naming a stale window that is not finite and
+    ///   at least 0.
     public convenience init(
         memory: MemoryCache<String, Data>, disk: DiskCache, coder: CacheCoder = .json, staleWindows: StaleWindows = .none,
         loadEventHandler: (@Sendable (LoadEvent) -> Void)? = nil
-    ) {
-        precondition(staleWindows.problem == nil, staleWindows.problem ?? "")
+    ) throws(CacheError) {
+        if let problem = staleWindows.problem { throw CacheError(.invalidOptions, problem, path: disk.options.directory.path) }
         self.init(
             memory: memory, disk: disk, coder: coder, preloaded: nil, report: nil, staleWindows: staleWindows,
             loadEventHandler: loadEventHandler, remote: nil, typedMemories: TypedMemories())
@@ -109,25 +111,23 @@ public final class HybridCache: Sendable {
     /// makes the open fail.
     /// - Parameter options: The tiers' settings.
     /// - Throws: What ``DiskCache/init(options:)`` throws, and ``CacheError/Code/invalidOptions``
-    ///   for negative memory limits, a memory expiration that is not finite and above 0, or a
-    ///   stale window that is not finite and at least 0.
+    ///   naming the setting and its value for a negative memory limit (`memory.countLimit`), a
+    ///   memory expiration that is not finite and above 0, or a stale window that is not finite
+    ///   and at least 0.
     public convenience init(options: HybridCacheOptions) throws(CacheError) {
         if let problem = options.staleWindows.problem ?? options.remote?.problem {
             throw CacheError(.invalidOptions, problem, path: options.disk.directory.path)
         }
-        guard options.countLimit >= 0, options.totalCostLimit >= 0 else {
-            throw CacheError(
-                .invalidOptions, "countLimit and totalCostLimit must be 0 (no limit) or positive", path: options.disk.directory.path)
+        var memoryOptions = options.memory
+        // Registered below, with the monitor the options name.
+        memoryOptions.respondsToMemoryPressure = false
+        let memory: MemoryCache<String, Data>
+        do throws(CacheError) {
+            memory = try MemoryCache(options: memoryOptions, clock: options.disk.clock)
+        } catch {
+            throw CacheError(.invalidOptions, "memory.\(error.message)", path: options.disk.directory.path)
         }
-        if let seconds = options.memoryDefaultExpiration, !(seconds.isFinite && seconds > 0) {
-            throw CacheError(
-                .invalidOptions, "memoryDefaultExpiration must be finite and above 0, or nil, not \(seconds)",
-                path: options.disk.directory.path)
-        }
-        let memory = MemoryCache<String, Data>(
-            countLimit: options.countLimit, totalCostLimit: options.totalCostLimit,
-            defaultExpiration: options.memoryDefaultExpiration, clock: options.disk.clock, policy: options.memoryPolicy)
-        memory.respondToMemoryPressure(options.respondsToMemoryPressure, center: options.pressureCenter)
+        memory.respondToMemoryPressure(options.memory.respondsToMemoryPressure, center: options.pressureCenter)
         var diskOptions = options.disk
         // The memory tier in front keeps payloads already.
         diskOptions.maximumPayloadMemory = 0
@@ -272,6 +272,18 @@ public final class HybridCache: Sendable {
         let onDisk = try disk.keys(withPrefix: prefix)
         let known = Set(onDisk)
         return onDisk + memory.keys().filter { $0.hasPrefix(prefix) && !known.contains($0) }
+    }
+
+    /// Runs one collection of both tiers: the memory tier drops its expired entries
+    /// (``MemoryCache/collectGarbage()``), then the disk runs a collection
+    /// (`DiskCache.collectGarbage()`), whose evictions leave memory too.
+    /// - Returns: What the disk's collection removed, and why.
+    /// - Throws: What `DiskCache.collectGarbage()` throws.
+    /// - Complexity: O(*n*) in the memory tier's entries, plus the disk collection's cost.
+    @discardableResult
+    public func collectGarbage() throws(CacheError) -> CollectionReport {
+        memory.collectGarbage()
+        return try disk.collectGarbage()
     }
 
     /// The counters of both tiers, which tier served each read, and the two combined.

@@ -1,27 +1,28 @@
 import Foundation
 
 /// Settings for a ``HybridCache`` opened with ``HybridCache/init(options:)``: the memory tier's
-/// limits, the disk tier's options, entries shipped with the app, and the coder for typed values.
+/// options, the disk tier's options, entries shipped with the app, and the coder for typed values.
 ///
-/// The memory tier uses the disk's ``DiskCacheOptions/clock``, so that both tiers agree on time.
+/// Every setting is checked when the cache is opened: one out of range makes
+/// ``HybridCache/init(options:)`` throw ``CacheError/Code/invalidOptions`` naming it and its
+/// value, and nothing is opened. The memory tier uses the disk's ``DiskCacheOptions/clock``, so
+/// that both tiers agree on time.
 public struct HybridCacheOptions: Sendable {
-    /// The most entries the memory tier holds; 0 means no limit (0).
-    public var countLimit: Int = 0
-    /// The most bytes of payload the memory tier holds; 0 means no limit
-    /// (``defaultMemoryCostLimit``: a tenth of the machine's memory, at most 256 MiB).
-    public var totalCostLimit: Int = HybridCacheOptions.defaultMemoryCostLimit
-    /// Whether the memory tier gives memory back when the system runs short (`true`): half of
-    /// it on a warning, all of it on a critical event (``MemoryCache/handleMemoryPressure(_:)``),
-    /// through the process's one ``MemoryPressureMonitor``. Settable later on
-    /// ``HybridCache/memory`` (``MemoryCache/respondsToMemoryPressure``).
-    public var respondsToMemoryPressure = true
-    /// The longest an entry stays in memory, in seconds, whatever its disk expiry (the memory
-    /// tier's ``MemoryCache/defaultExpiration``); `nil` means only the disk's expiry applies
-    /// (`nil`). Finite and above 0 when given.
-    public var memoryDefaultExpiration: TimeInterval?
-    /// How the memory tier chooses what to evict (``EvictionPolicy/recommended``, today TinyLFU,
-    /// which misses less than LRU on most workloads; see <doc:EvictionPolicies>).
-    public var memoryPolicy: EvictionPolicy = .recommended
+    /// The memory tier's settings, grouped as the disk's are in ``disk``: `memory.countLimit`
+    /// (0: no limit), `memory.totalCostLimit` (``defaultMemoryCostLimit``: a tenth of the
+    /// machine's memory, at most 256 MiB), `memory.defaultExpiration` (`nil`: only the disk's
+    /// expiry applies; when set, the longest an entry stays in memory whatever its disk expiry),
+    /// `memory.policy` (``EvictionPolicy/recommended``, today TinyLFU, which misses less than LRU
+    /// on most workloads; see <doc:EvictionPolicies>) and `memory.respondsToMemoryPressure`
+    /// (`true`: half of the tier goes on a warning, all of it on a critical event, through the
+    /// process's one ``MemoryPressureMonitor``).
+    ///
+    /// These are a hybrid's defaults; a ``MemoryCache`` made on its own has
+    /// ``MemoryCacheOptions``'s (no cost limit, LRU, no response to pressure). The memory tier
+    /// uses the disk's ``DiskCacheOptions/clock``. Limits can be changed later on
+    /// ``HybridCache/memory`` (``MemoryCache/setCountLimit(_:)``, ``MemoryCache/setTotalCostLimit(_:)``).
+    public var memory = MemoryCacheOptions(
+        totalCostLimit: HybridCacheOptions.defaultMemoryCostLimit, policy: .recommended, respondsToMemoryPressure: true)
     /// The disk tier's options.
     public var disk: DiskCacheOptions
     /// A directory of entries shipped with the app, imported at open or read through (`nil`).

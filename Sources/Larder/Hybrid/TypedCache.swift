@@ -4,7 +4,7 @@ import Foundation
 /// a memory hit returns the value itself, with no decoding.
 ///
 /// ```swift
-/// let profiles = cache.typed(Profile.self)
+/// let profiles = try cache.typed(Profile.self)
 /// try profiles.store(me, forKey: "me")
 /// let hit = try profiles.value(forKey: "me")   // from memory: no JSON decoded
 /// ```
@@ -13,7 +13,7 @@ import Foundation
 /// entries, when it has them): what it stores is encoded with its ``coder`` and written there,
 /// so the hybrid and every other view read the same entries. Only the memory tier is its own:
 /// a ``MemoryCache`` of values whose cost is their encoded size in bytes, the unit of the
-/// hybrid's ``HybridCacheOptions/totalCostLimit``.
+/// hybrid's `memory.totalCostLimit` (``HybridCacheOptions/memory``).
 ///
 /// **Writing a key through the hybrid and a view.** Every memory tier (the hybrid's, each
 /// view's) holds a key's current value or nothing. A change to a key through the hybrid or any
@@ -32,11 +32,11 @@ public final class TypedCache<Value: Codable & Sendable>: Sendable {
     /// How values become bytes on disk, and back.
     public let coder: CacheCoder
 
-    init(cache: HybridCache, coder: CacheCoder, countLimit: Int, totalCostLimit: Int) {
+    init(cache: HybridCache, coder: CacheCoder, countLimit: Int, totalCostLimit: Int) throws(CacheError) {
         self.cache = cache
         self.coder = coder
         let tier = cache.memory
-        memory = MemoryCache(
+        memory = try MemoryCache(
             countLimit: countLimit, totalCostLimit: totalCostLimit, defaultExpiration: tier.defaultExpiration,
             clock: cache.disk.options.clock, policy: tier.policy)
         if let center = tier.memoryPressureCenter { memory.respondToMemoryPressure(true, center: center) }
@@ -167,7 +167,7 @@ extension HybridCache {
     /// so that a memory hit returns the value without decoding; see ``TypedCache``.
     ///
     /// ```swift
-    /// let profiles = cache.typed(Profile.self)
+    /// let profiles = try cache.typed(Profile.self)
     /// ```
     /// - Parameters:
     ///   - type: The values' type.
@@ -178,11 +178,12 @@ extension HybridCache {
     ///     no limit. The view's memory also responds to memory pressure when the hybrid's does,
     ///     and shares its default expiration and eviction policy.
     /// - Returns: A new view, with an empty memory tier.
+    /// - Throws: ``CacheError/Code/invalidOptions`` naming a negative limit and its value, as any
+    ///   cache's settings are checked when it is made.
     public func typed<Value: Codable & Sendable>(
         _ type: Value.Type, coder: CacheCoder? = nil, countLimit: Int = 0, totalCostLimit: Int? = nil
-    ) -> TypedCache<Value> {
-        precondition(countLimit >= 0 && (totalCostLimit ?? 0) >= 0, "limits must not be negative")
-        return TypedCache(
+    ) throws(CacheError) -> TypedCache<Value> {
+        try TypedCache(
             cache: self, coder: coder ?? self.coder, countLimit: countLimit, totalCostLimit: totalCostLimit ?? memory.totalCostLimit)
     }
 }

@@ -2,7 +2,7 @@
 /// meets memory pressure.
 ///
 /// ```swift
-/// let cache = MemoryCache<String, Data>(countLimit: 10_000, policy: .recommended)
+/// let cache = try MemoryCache<String, Data>(countLimit: 10_000, policy: .recommended)
 /// ```
 ///
 /// - ``lru``: exact least recently used, the default of ``MemoryCache``. A read moves the entry to

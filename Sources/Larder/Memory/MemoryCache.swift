@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// Reads and writes are O(1) and take one lock. Entries can carry a cost, a time to live, or both:
 /// ```swift
-/// let cache = MemoryCache<String, Data>(countLimit: 1_000, totalCostLimit: 64 << 20, defaultExpiration: 300)
+/// let cache = try MemoryCache<String, Data>(countLimit: 1_000, totalCostLimit: 64 << 20, defaultExpiration: 300)
 /// try cache.store(data, forKey: "avatar/42", cost: data.count)
 /// let hit = cache.value(forKey: "avatar/42")
 /// ```
@@ -16,12 +16,13 @@ import Synchronization
 /// ``EvictionPolicy/recommended``) weighs how often keys are used as well, and misses less on
 /// most workloads; see <doc:EvictionPolicies>. Every other behaviour is the same under every
 /// policy. Expired entries are dropped lazily: a read, ``remove(forKey:)`` or
-/// ``removeExpired()`` finds and drops them, and until then they still count toward ``count``,
+/// ``collectGarbage()`` finds and drops them, and until then they still count toward ``count``,
 /// ``totalCost`` and ``keys()``, and can be evicted by a limit like any other entry.
 ///
 /// Its operations share their names and meaning with ``DiskCache`` and ``HybridCache``:
 /// `value(forKey:)`, `store(_:forKey:...)`, `remove(forKey:)`, `remove(forKeys:)`, `contains(_:)`,
-/// `removeAll()`, `keys()`, `statistics`.
+/// `removeAll()`, `keys()` (and, with `String` keys, `keys(withPrefix:)`), `collectGarbage()`,
+/// `statistics`.
 public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Called with each value the cache drops on its own (not those removed or replaced by the caller).
     public typealias EvictionHandler = @Sendable (_ key: Key, _ value: Value, _ reason: EvictionReason) -> Void
@@ -77,9 +78,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public let policy: EvictionPolicy
 
     /// Creates an empty cache.
+    ///
+    /// Each setting is checked here: one out of range throws, naming it and its value, and no
+    /// cache is made.
     /// - Parameters:
-    ///   - countLimit: The most entries to hold; 0 (the default) means no limit.
-    ///   - totalCostLimit: The most total cost to hold; 0 (the default) means no limit.
+    ///   - countLimit: The most entries to hold; 0 (the default) means no limit. Not negative.
+    ///   - totalCostLimit: The most total cost to hold; 0 (the default) means no limit. Not negative.
     ///   - defaultExpiration: Seconds a value stored with ``Expiry/default`` lives; `nil` (the
     ///     default) means forever. Finite and above 0 when given; larger than
     ///     ``Expiry/maximumSeconds`` is clamped to it.
@@ -90,23 +94,40 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///   - evictionHandler: Called, outside the cache's lock, with each value the cache drops on its
     ///     own: for a limit, an expiry, a trim or memory pressure. Not called for values the caller
     ///     removes or replaces.
-    public init(
+    /// - Throws: ``CacheError/Code/invalidOptions`` for a negative limit, or a default expiration
+    ///   that is not finite and above 0.
+    public convenience init(
         countLimit: Int = 0, totalCostLimit: Int = 0, defaultExpiration: TimeInterval? = nil,
         clock: any CacheClock = SystemClock(), respondsToMemoryPressure: Bool = false,
         policy: EvictionPolicy = .lru, evictionHandler: EvictionHandler? = nil
-    ) {
-        precondition(countLimit >= 0, "countLimit must not be negative")
-        precondition(totalCostLimit >= 0, "totalCostLimit must not be negative")
-        if let defaultExpiration {
-            precondition(defaultExpiration.isFinite && defaultExpiration > 0, "defaultExpiration must be finite and above 0, or nil")
-        }
-        state = LarderMutex(State(countLimit: countLimit, totalCostLimit: totalCostLimit, policy: policy))
-        self.policy = policy
-        self.defaultExpiration = defaultExpiration.map { min($0, Expiry.maximumSeconds) }
+    ) throws(CacheError) {
+        try self.init(
+            options: MemoryCacheOptions(
+                countLimit: countLimit, totalCostLimit: totalCostLimit, defaultExpiration: defaultExpiration, policy: policy,
+                respondsToMemoryPressure: respondsToMemoryPressure),
+            clock: clock, evictionHandler: evictionHandler)
+    }
+
+    /// Creates an empty cache with `options`.
+    /// - Parameters:
+    ///   - options: The cache's limits, default expiration, policy and response to memory pressure.
+    ///   - clock: The time source for expiry; the wall clock by default.
+    ///   - evictionHandler: Called, outside the cache's lock, with each value the cache drops on its
+    ///     own: for a limit, an expiry, a trim or memory pressure. Not called for values the caller
+    ///     removes or replaces.
+    /// - Throws: ``CacheError/Code/invalidOptions`` naming the first setting out of range
+    ///   (``MemoryCacheOptions/validate()``).
+    public init(options: MemoryCacheOptions, clock: any CacheClock = SystemClock(), evictionHandler: EvictionHandler? = nil)
+        throws(CacheError)
+    {
+        try options.validate()
+        state = LarderMutex(State(countLimit: options.countLimit, totalCostLimit: options.totalCostLimit, policy: options.policy))
+        policy = options.policy
+        defaultExpiration = options.defaultExpiration.map { min($0, Expiry.maximumSeconds) }
         self.clock = clock
         usesSystemClock = clock is SystemClock
         self.evictionHandler = evictionHandler
-        if respondsToMemoryPressure { respondToMemoryPressure(true) }
+        if options.respondsToMemoryPressure { respondToMemoryPressure(true) }
     }
 
     deinit {
@@ -287,12 +308,16 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
     }
 
-    /// Drops every expired value, counting each as an expiration and handing it to the eviction handler.
+    /// Drops every expired value, counting each as an expiration and handing it to the eviction
+    /// handler: the memory tier's collection. Its limits need none, since every store and limit
+    /// change enforces them at once; on ``DiskCache`` a collection also enforces the limits.
+    /// - Returns: How many values were dropped.
     /// - Complexity: O(n).
-    public func removeExpired() {
+    @discardableResult
+    public func collectGarbage() -> Int {
         let now = clock.now
         let collecting = evictionHandler != nil
-        let evicted = state.withLock { state -> Evicted in
+        let (evicted, dropped) = state.withLock { state -> (Evicted, Int) in
             var evicted: Evicted = []
             // By key: a removal can move other entries to other slots.
             let expired = state.storage.slotsInOrder.filter { state.storage.deadline(at: $0) <= now }.map { state.storage.key(at: $0) }
@@ -303,9 +328,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                 if collecting { evicted.append((removed.key, removed.value, .expired)) }
             }
             state._checkInvariants()
-            return evicted
+            return (evicted, expired.count)
         }
         notify(evicted)
+        return dropped
     }
 
     // MARK: Limits and trimming
@@ -313,18 +339,20 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Evicts entries, as the ``policy`` chooses (under LRU, the least recently used first), until
     /// at most `count` remain.
     /// - Parameter count: The most entries to keep; not negative.
+    /// - Throws: ``CacheError/Code/invalidArgument`` for a negative count, with nothing evicted.
     /// - Complexity: O(1) per entry evicted.
-    public func trim(toCount count: Int) {
-        precondition(count >= 0, "count must not be negative")
+    public func trim(toCount count: Int) throws(CacheError) {
+        guard count >= 0 else { throw CacheError(.invalidArgument, "trim(toCount:) needs 0 or more entries, not \(count)") }
         trim(reason: .trimmed) { $0.count > count }
     }
 
     /// Evicts entries, as the ``policy`` chooses (under LRU, the least recently used first), until
     /// their total cost is at most `cost`.
     /// - Parameter cost: The most total cost to keep; not negative.
+    /// - Throws: ``CacheError/Code/invalidArgument`` for a negative cost, with nothing evicted.
     /// - Complexity: O(1) per entry evicted.
-    public func trim(toCost cost: Int) {
-        precondition(cost >= 0, "cost must not be negative")
+    public func trim(toCost cost: Int) throws(CacheError) {
+        guard cost >= 0 else { throw CacheError(.invalidArgument, "trim(toCost:) needs a cost of 0 or more, not \(cost)") }
         trim(reason: .trimmed) { $0.totalCost > cost }
     }
 
@@ -350,22 +378,44 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         state.withLock { $0.storage.keysInOrder }
     }
 
-    /// The most entries the cache holds; 0 means no limit. Lowering it evicts at once.
-    public var countLimit: Int {
-        get { state.withLock { $0.countLimit } }
-        set {
-            precondition(newValue >= 0, "countLimit must not be negative")
-            updateLimits { $0.countLimit = newValue }
-        }
+    /// The keys in ``keys()``'s order that start with `prefix` (every key for ""),
+    /// as ``DiskCache`` and ``HybridCache`` spell it.
+    /// - Parameter prefix: The start every key returned shares.
+    /// - Complexity: O(n).
+    public func keys(withPrefix prefix: String) -> [String] where Key == String {
+        let all = keys()
+        return prefix.isEmpty ? all : all.filter { $0.hasPrefix(prefix) }
     }
 
-    /// The most total cost the cache holds; 0 means no limit. Lowering it evicts at once.
+    /// The most entries the cache holds; 0 means no limit. Change it with ``setCountLimit(_:)``.
+    public var countLimit: Int {
+        state.withLock { $0.countLimit }
+    }
+
+    /// The most total cost the cache holds; 0 means no limit. Change it with ``setTotalCostLimit(_:)``.
     public var totalCostLimit: Int {
-        get { state.withLock { $0.totalCostLimit } }
-        set {
-            precondition(newValue >= 0, "totalCostLimit must not be negative")
-            updateLimits { $0.totalCostLimit = newValue }
-        }
+        state.withLock { $0.totalCostLimit }
+    }
+
+    /// Changes ``countLimit``; lowering it evicts at once, as the ``policy`` chooses.
+    ///
+    /// A method rather than a setter so that a negative limit is an error the caller handles, not
+    /// a crash: a property setter cannot throw.
+    /// - Parameter limit: The most entries to hold; 0 means no limit. Not negative.
+    /// - Throws: ``CacheError/Code/invalidArgument`` for a negative limit, with the limit unchanged.
+    /// - Complexity: O(1) per entry evicted.
+    public func setCountLimit(_ limit: Int) throws(CacheError) {
+        guard limit >= 0 else { throw CacheError(.invalidArgument, "countLimit must be 0 (no limit) or positive, not \(limit)") }
+        updateLimits { $0.countLimit = limit }
+    }
+
+    /// Changes ``totalCostLimit``; lowering it evicts at once, as the ``policy`` chooses.
+    /// - Parameter limit: The most total cost to hold; 0 means no limit. Not negative.
+    /// - Throws: ``CacheError/Code/invalidArgument`` for a negative limit, with the limit unchanged.
+    /// - Complexity: O(1) per entry evicted.
+    public func setTotalCostLimit(_ limit: Int) throws(CacheError) {
+        guard limit >= 0 else { throw CacheError(.invalidArgument, "totalCostLimit must be 0 (no limit) or positive, not \(limit)") }
+        updateLimits { $0.totalCostLimit = limit }
     }
 
     /// The cache's counters since it was created.

@@ -74,9 +74,11 @@ public struct RemoteTierOptions: Sendable {
         ] where !(value.isFinite && value > 0) {
             return "the remote tier's \(name) must be finite and above 0, not \(value)"
         }
-        if !(loadLockWait.isFinite && loadLockWait >= 0) { return "the remote tier's loadLockWait must be finite and at least 0" }
-        if failureThreshold < 1 { return "the remote tier's failureThreshold must be at least 1" }
-        if diskPromotionBacklog < 0 { return "the remote tier's diskPromotionBacklog must be at least 0" }
+        if !(loadLockWait.isFinite && loadLockWait >= 0) {
+            return "the remote tier's loadLockWait must be finite and at least 0, not \(loadLockWait)"
+        }
+        if failureThreshold < 1 { return "the remote tier's failureThreshold must be at least 1, not \(failureThreshold)" }
+        if diskPromotionBacklog < 0 { return "the remote tier's diskPromotionBacklog must be at least 0, not \(diskPromotionBacklog)" }
         return nil
     }
 }

@@ -48,7 +48,7 @@ public struct SystemClock: CacheClock {
 ///
 /// ```swift
 /// let clock = ManualClock(now: 1_700_000_000)
-/// let cache = MemoryCache<String, Int>(defaultExpiration: 60, clock: clock)
+/// let cache = try MemoryCache<String, Int>(defaultExpiration: 60, clock: clock)
 /// clock.advance(by: 61)
 /// ```
 public final class ManualClock: CacheClock {

@@ -1,7 +1,9 @@
 /// The outcome of a callback-style call (SPTPersistentCache's `SPTPersistentCacheResponse`).
 ///
-/// Loads deliver `.success(value)` or `.notFound`; writes deliver `.success(())`; any call
-/// delivers `.failure(error)` when it throws.
+/// A call delivers what its synchronous twin returns: loads deliver `.success(value)`, or
+/// `.notFound` where the twin returns `nil`; writes deliver `.success(())`; removals and touches
+/// `.success(true)` or `.success(false)`, as the twin's `Bool`; any call delivers
+/// `.failure(error)` where the twin throws.
 public enum CacheResponse<Value: Sendable>: Sendable {
     /// The call succeeded, with its result.
     case success(Value)
@@ -22,3 +24,7 @@ public enum CacheResponse<Value: Sendable>: Sendable {
         return nil
     }
 }
+
+/// A callback receiving a callback-style call's outcome, on the queue the call was given: the
+/// `completion` of every `queue:completion:` call on ``DiskCache`` and ``HybridCache``.
+public typealias CacheCompletion<Value: Sendable> = @Sendable (CacheResponse<Value>) -> Void

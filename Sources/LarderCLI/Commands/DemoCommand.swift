@@ -52,7 +52,7 @@ struct DemoRun {
         var cache = try open(sizeLimit: 0)
         say("Opened the disk cache (\(cache.count) records from earlier runs).\n")
         try diskTier(cache)
-        memoryTier()
+        try memoryTier()
         try expiry(cache)
         try lock(cache)
         try storeLogs(cache)
@@ -89,11 +89,14 @@ struct DemoRun {
     }
 
     /// Memory tier: an LRU with a count limit of 3 and an expiry, on the same manual clock.
-    private mutating func memoryTier() {
+    private mutating func memoryTier() throws(CommandFailure) {
         section("Memory tier")
         let evicted = Mutex<[String]>([])
-        let memory = MemoryCache<String, Data>(countLimit: 3, clock: clock) { key, _, reason in
-            evicted.withLock { $0.append("\(key) (\(reason))") }
+        let clock = clock
+        let memory = try attempt { () throws(CacheError) in
+            try MemoryCache<String, Data>(countLimit: 3, clock: clock) { key, _, reason in
+                evicted.withLock { $0.append("\(key) (\(reason))") }
+            }
         }
         let items: [(String, Data)] = [
             ("text/greeting.txt", DemoData.greeting), ("api/playlist.json", DemoData.json(items: 40)),
@@ -182,8 +185,11 @@ struct DemoRun {
     /// into memory, so the next read of that key touches no file.
     private mutating func promotion(_ cache: DiskCache) throws(CommandFailure) {
         section("Promotion")
-        let memory = MemoryCache<String, Data>(countLimit: 100, clock: clock)
-        let hybrid = HybridCache(memory: memory, disk: cache)
+        let clock = clock
+        let (memory, hybrid) = try attempt { () throws(CacheError) in
+            let memory = try MemoryCache<String, Data>(countLimit: 100, clock: clock)
+            return (memory, try HybridCache(memory: memory, disk: cache))
+        }
         let key = "text/greeting.txt"
         let fromMemoryBefore = try attempt { () throws(CacheError) in try hybrid.value(forKey: key, from: .memory) }
         say("  memory alone before: \(fromMemoryBefore == nil ? "miss" : "hit?")")

@@ -86,7 +86,7 @@ import Testing
         let (bundle, json) = try makeBundle(temp)
 
         var options = HybridCacheOptions(directory: caches.appendingPathComponent("Larder"))
-        options.countLimit = 200
+        options.memory.countLimit = 200
         options.disk.sizeLimit = 100 << 20
         options.disk.defaultExpiration = 6 * 24 * 60 * 60
         options.preloaded = PreloadedEntries(directory: bundle.folder, format: .cacheHandler)

@@ -160,7 +160,7 @@ import Testing
         defer { dir.remove() }
         let clock = ManualClock(now: 1_700_000_000)
         var options = hybridOptions(dir.url, clock: clock)
-        options.memoryDefaultExpiration = 10
+        options.memory.defaultExpiration = 10
         let cache = try HybridCache(options: options)
         try cache.store(bytes("x"), forKey: "k", expiry: .seconds(100))
         clock.advance(by: 11)
@@ -187,15 +187,15 @@ import Testing
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         var options = hybridOptions(dir.url)
-        options.countLimit = 2
-        options.totalCostLimit = 100
-        options.memoryPolicy = .lru  // so that the survivors are the two most recent
+        options.memory.countLimit = 2
+        options.memory.totalCostLimit = 100
+        options.memory.policy = .lru  // so that the survivors are the two most recent
         let cache = try HybridCache(options: options)
         #expect(cache.memory.countLimit == 2 && cache.memory.totalCostLimit == 100)
         for key in ["a", "b", "c"] { try cache.store(bytes(key), forKey: key) }
         #expect(cache.memory.keys() == ["b", "c"])
         #expect(try cache.value(forKey: "a") == bytes("a"))  // from disk
-        options.countLimit = -1
+        options.memory.countLimit = -1
         #expect(cacheErrorCode { _ = try HybridCache(options: options) } == .invalidOptions)
     }
 
@@ -203,9 +203,9 @@ import Testing
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        let memory = MemoryCache<String, Data>(clock: clock)
+        let memory = try MemoryCache<String, Data>(clock: clock)
         let disk = try DiskCache(options: testOptions(dir.url, clock: clock))
-        let cache = HybridCache(memory: memory, disk: disk)
+        let cache = try HybridCache(memory: memory, disk: disk)
         #expect(cache.memory === memory && cache.disk === disk)
         try cache.store(bytes("x"), forKey: "k")
         #expect(memory.value(forKey: "k") == bytes("x"))
@@ -304,8 +304,8 @@ import Testing
         defer { dir.remove() }
         let clock = ManualClock(now: 1_700_000_000)
         var options = hybridOptions(dir.url, clock: clock)
-        options.countLimit = 2
-        options.memoryPolicy = .lru  // whose order shows whether contains counted as a use
+        options.memory.countLimit = 2
+        options.memory.policy = .lru  // whose order shows whether contains counted as a use
         let cache = try HybridCache(options: options)
         _ = cache.disk.count
         try cache.store(bytes("a"), forKey: "a")
@@ -375,7 +375,7 @@ import Testing
         let clock = ManualClock(now: 1_700_000_000)
         let events = EventLog()
         var options = hybridOptions(dir.url, clock: clock)
-        options.countLimit = 1
+        options.memory.countLimit = 1
         options.disk.eventHandler = events.handler
         let probeDir = TemporaryDirectory()
         defer { probeDir.remove() }

@@ -22,16 +22,16 @@ import Testing
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let options = HybridCacheOptions(directory: dir.url)
-        #expect(options.totalCostLimit == HybridCacheOptions.defaultMemoryCostLimit)
-        #expect(options.respondsToMemoryPressure)
+        #expect(options.memory.totalCostLimit == HybridCacheOptions.defaultMemoryCostLimit)
+        #expect(options.memory.respondsToMemoryPressure)
         let cache = try HybridCache(options: options)
         #expect(cache.memory.totalCostLimit == HybridCacheOptions.defaultMemoryCostLimit)
         #expect(cache.memory.totalCostLimit > 0)
         #expect(cache.memory.respondsToMemoryPressure)
 
         var unlimited = HybridCacheOptions(directory: dir.url.appendingPathComponent("other"))
-        unlimited.totalCostLimit = 0
-        unlimited.respondsToMemoryPressure = false
+        unlimited.memory.totalCostLimit = 0
+        unlimited.memory.respondsToMemoryPressure = false
         let plain = try HybridCache(options: unlimited)
         #expect(plain.memory.totalCostLimit == 0)
         #expect(!plain.memory.respondsToMemoryPressure)
@@ -42,8 +42,8 @@ import Testing
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         var options = hybridOptions(dir.url)
-        options.totalCostLimit = 10
-        options.memoryPolicy = .lru
+        options.memory.totalCostLimit = 10
+        options.memory.policy = .lru
         let cache = try HybridCache(options: options)
         for key in ["a", "b", "c"] { try cache.store(Data(repeating: 1, count: 4), forKey: key) }
         #expect(cache.memory.keys() == ["b", "c"])

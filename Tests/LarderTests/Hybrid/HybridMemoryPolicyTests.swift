@@ -8,14 +8,14 @@ struct HybridMemoryPolicyTests {
     func defaultPolicy() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
-        #expect(hybridOptions(dir.url).memoryPolicy == .recommended)
+        #expect(hybridOptions(dir.url).memory.policy == .recommended)
         let recommended = try HybridCache(options: hybridOptions(dir.url))
         #expect(recommended.memory.policy == .recommended)
         #expect(recommended.memory.policy == .tinyLFU)
         recommended.close()
 
         var options = hybridOptions(dir.url)
-        options.memoryPolicy = .lru
+        options.memory.policy = .lru
         let lru = try HybridCache(options: options)
         defer { lru.close() }
         #expect(lru.memory.policy == .lru)

@@ -27,7 +27,7 @@ final class CountingCoder: Sendable {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try HybridCache(options: hybridOptions(dir.url))
-        let profiles = cache.typed(Profile.self)
+        let profiles = try cache.typed(Profile.self)
         try profiles.store(ada, forKey: "ada")
         #expect(try profiles.value(forKey: "ada") == ada)
         #expect(try profiles.value(forKey: "ada", from: .disk) == ada)
@@ -51,14 +51,14 @@ final class CountingCoder: Sendable {
         defer { dir.remove() }
         let counting = CountingCoder()
         let cache = try HybridCache(options: hybridOptions(dir.url))
-        let profiles = cache.typed(Profile.self, coder: counting.coder)
+        let profiles = try cache.typed(Profile.self, coder: counting.coder)
         try profiles.store(ada, forKey: "ada")
         for _ in 0 ..< 5 { #expect(try profiles.value(forKey: "ada") == ada) }
         #expect(counting.decodes == 0)
         #expect(profiles.memory.statistics.hits == 5)
 
         // A new view starts empty: one decode from disk, then memory hits.
-        let other = cache.typed(Profile.self, coder: counting.coder)
+        let other = try cache.typed(Profile.self, coder: counting.coder)
         for _ in 0 ..< 3 { #expect(try other.value(forKey: "ada") == ada) }
         #expect(counting.decodes == 1)
         #expect(cache.statistics.diskHits == 1)
@@ -72,7 +72,7 @@ final class CountingCoder: Sendable {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let cache = try HybridCache(options: hybridOptions(dir.url))
-        let profiles = cache.typed(Profile.self)
+        let profiles = try cache.typed(Profile.self)
         let adaSize = try JSONEncoder().encode(ada).count
         let graceSize = try JSONEncoder().encode(grace).count
         try profiles.store(ada, forKey: "ada")
@@ -81,11 +81,11 @@ final class CountingCoder: Sendable {
         _ = try profiles.value(forKey: "grace")
         #expect(profiles.memory.totalCost == adaSize + graceSize)
         // The cost limit binds on encoded bytes.
-        let small = cache.typed(Profile.self, totalCostLimit: adaSize)
+        let small = try cache.typed(Profile.self, totalCostLimit: adaSize)
         _ = try small.value(forKey: "ada")
         _ = try small.value(forKey: "grace")
         #expect(small.memory.keys() == (graceSize <= adaSize ? ["grace"] : ["ada"]))
-        #expect(cache.typed(Profile.self).memory.totalCostLimit == cache.memory.totalCostLimit)
+        #expect(try cache.typed(Profile.self).memory.totalCostLimit == cache.memory.totalCostLimit)
     }
 
     @Test("Writes through the hybrid and through views drop the other memory tiers' copies")
@@ -94,8 +94,8 @@ final class CountingCoder: Sendable {
         defer { dir.remove() }
         let counting = CountingCoder()
         let cache = try HybridCache(options: hybridOptions(dir.url))
-        let profiles = cache.typed(Profile.self, coder: counting.coder)
-        let others = cache.typed(Profile.self, coder: counting.coder)
+        let profiles = try cache.typed(Profile.self, coder: counting.coder)
+        let others = try cache.typed(Profile.self, coder: counting.coder)
 
         try cache.store(ada, forKey: "k")
         #expect(cache.memory.contains("k"))
@@ -138,7 +138,7 @@ final class CountingCoder: Sendable {
         defer { dir.remove() }
         let clock = ManualClock(now: 1_700_000_000)
         let cache = try HybridCache(options: hybridOptions(dir.url, clock: clock))
-        let profiles = cache.typed(Profile.self)
+        let profiles = try cache.typed(Profile.self)
         try profiles.store(ada, forKey: "ada", expiry: .seconds(60))
         clock.advance(by: 59)
         #expect(try profiles.value(forKey: "ada") == ada)
@@ -153,7 +153,7 @@ final class CountingCoder: Sendable {
         defer { dir.remove() }
         let cache = try HybridCache(options: hybridOptions(dir.url))
         try cache.store(bytes("not json"), forKey: "garbage")
-        let profiles = cache.typed(Profile.self)
+        let profiles = try cache.typed(Profile.self)
         let error = #expect(throws: CacheError.self) { try profiles.value(forKey: "garbage") }
         #expect(error?.code == .decodingFailed)
         #expect(error?.key == "garbage")
@@ -166,11 +166,11 @@ final class CountingCoder: Sendable {
         defer { dir.remove() }
         let counting = CountingCoder()
         let cache = try HybridCache(options: hybridOptions(dir.url))
-        let profiles = cache.typed(Profile.self, coder: counting.coder)
+        let profiles = try cache.typed(Profile.self, coder: counting.coder)
         try await profiles.store(ada, forKey: "ada")
         #expect(try await profiles.value(forKey: "ada") == ada)
         #expect(counting.decodes == 0)
-        let other = cache.typed(Profile.self, coder: counting.coder)
+        let other = try cache.typed(Profile.self, coder: counting.coder)
         #expect(try await other.value(forKey: "ada") == ada)
         #expect(counting.decodes == 1)
         #expect(try await other.touch(forKey: "ada"))
@@ -184,7 +184,7 @@ final class CountingCoder: Sendable {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let (cache, pressure) = try hybridUnderDrivenPressure(dir.url)
-        let profiles = cache.typed(Profile.self)
+        let profiles = try cache.typed(Profile.self)
         try profiles.store(ada, forKey: "ada")
         #expect(pressure.center.registeredCount == 2)
         pressure.fire(.critical)
@@ -193,6 +193,6 @@ final class CountingCoder: Sendable {
 
         let quiet = try HybridCache(options: HybridCacheOptions(disk: testOptions(dir.url.appendingPathComponent("quiet"))))
         quiet.memory.respondsToMemoryPressure = false
-        #expect(!quiet.typed(Profile.self).memory.respondsToMemoryPressure)
+        #expect(try !quiet.typed(Profile.self).memory.respondsToMemoryPressure)
     }
 }

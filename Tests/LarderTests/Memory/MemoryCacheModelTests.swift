@@ -98,17 +98,17 @@ private struct ReferenceLRU: CacheModel {
 @Suite("MemoryCache against a reference LRU")
 struct MemoryCacheModelTests {
     @Test("100,000 random operations match the reference after every step", arguments: [1, 2, 3, 0xDEAD_BEEF] as [UInt64])
-    func randomOperations(seed: UInt64) {
+    func randomOperations(seed: UInt64) throws {
         var random = SplitMix64(seed: seed)
         let clock = ManualClock(now: 1_000)
         let defaultExpiration: Double? = seed % 2 == 0 ? 20 : nil
         let recorder = EvictionRecorder<Int, Int>()
-        let cache = MemoryCache<Int, Int>(
+        let cache = try MemoryCache<Int, Int>(
             countLimit: 8, totalCostLimit: 40, defaultExpiration: defaultExpiration, clock: clock,
             evictionHandler: recorder.handler
         )
         var model = ReferenceLRU(countLimit: 8, totalCostLimit: 40, defaultExpiration: defaultExpiration)
-        let rejected = runModelComparison(
+        let rejected = try runModelComparison(
             cache: cache, model: &model, clock: clock, recorder: recorder, random: &random,
             operations: [
                 (350, .read), (350, .store), (80, .containsThenRemove), (70, .advanceClock),
@@ -130,7 +130,7 @@ struct MemoryCacheModelTests {
         // The reference LRU is too slow for thousands of entries; a dictionary checks membership
         // and values while the index grows and its probe runs shift on removal.
         var random = SplitMix64(seed: seed)
-        let cache = MemoryCache<Int, Int>()
+        let cache = try MemoryCache<Int, Int>()
         var reference: [Int: Int] = [:]
         for step in 0 ..< 100_000 {
             let key = Int.random(in: 0 ..< 6_000, using: &random)

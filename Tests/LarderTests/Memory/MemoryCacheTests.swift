@@ -11,7 +11,7 @@ struct MemoryCacheTests {
     @Test("The issue's example: a read is a use, so B is evicted and keys are [C, A, D]")
     func readCountsAsUse() throws {
         let recorder = EvictionRecorder<String, Int>()
-        let cache = MemoryCache<String, Int>(countLimit: 3, evictionHandler: recorder.handler)
+        let cache = try MemoryCache<String, Int>(countLimit: 3, evictionHandler: recorder.handler)
         try cache.store(1, forKey: "A")
         try cache.store(2, forKey: "B")
         try cache.store(3, forKey: "C")
@@ -24,7 +24,7 @@ struct MemoryCacheTests {
 
     @Test("A write is a use too")
     func writeCountsAsUse() throws {
-        let cache = MemoryCache<String, Int>(countLimit: 3)
+        let cache = try MemoryCache<String, Int>(countLimit: 3)
         try cache.store(1, forKey: "A")
         try cache.store(2, forKey: "B")
         try cache.store(3, forKey: "C")
@@ -36,7 +36,7 @@ struct MemoryCacheTests {
 
     @Test("Limits default to 0, which means no limit")
     func defaultsAreUnlimited() throws {
-        let cache = MemoryCache<Int, Int>()
+        let cache = try MemoryCache<Int, Int>()
         #expect(cache.countLimit == 0)
         #expect(cache.totalCostLimit == 0)
         #expect(cache.defaultExpiration == nil)
@@ -51,7 +51,7 @@ struct MemoryCacheTests {
     @Test("Entries over the cost limit are evicted least recently used first")
     func costEviction() throws {
         let recorder = EvictionRecorder<String, Int>()
-        let cache = MemoryCache<String, Int>(totalCostLimit: 10, evictionHandler: recorder.handler)
+        let cache = try MemoryCache<String, Int>(totalCostLimit: 10, evictionHandler: recorder.handler)
         try cache.store(1, forKey: "a", cost: 4)
         try cache.store(2, forKey: "b", cost: 4)
         _ = cache.value(forKey: "a")
@@ -64,7 +64,7 @@ struct MemoryCacheTests {
     @Test("A value costing more than the limit is not admitted, and the older value goes")
     func costAdmission() throws {
         let recorder = EvictionRecorder<String, Int>()
-        let cache = MemoryCache<String, Int>(totalCostLimit: 10, evictionHandler: recorder.handler)
+        let cache = try MemoryCache<String, Int>(totalCostLimit: 10, evictionHandler: recorder.handler)
         try cache.store(1, forKey: "a", cost: 5)
         try cache.store(2, forKey: "b", cost: 3)
         try cache.store(3, forKey: "a", cost: 11)
@@ -85,7 +85,7 @@ struct MemoryCacheTests {
     func ttlExpiry() throws {
         let clock = ManualClock(now: 1_000)
         let recorder = EvictionRecorder<String, Int>()
-        let cache = MemoryCache<String, Int>(defaultExpiration: 60, clock: clock, evictionHandler: recorder.handler)
+        let cache = try MemoryCache<String, Int>(defaultExpiration: 60, clock: clock, evictionHandler: recorder.handler)
         try cache.store(1, forKey: "a")
         try cache.store(2, forKey: "b", expiry: .seconds(5))
         clock.advance(by: 4.5)
@@ -106,7 +106,7 @@ struct MemoryCacheTests {
     )
     func ttlDefaults() throws {
         let clock = ManualClock(now: 1_000)
-        let cache = MemoryCache<String, Int>(clock: clock)
+        let cache = try MemoryCache<String, Int>(clock: clock)
         try cache.store(1, forKey: "forever")
         // `ttl: 0` used to mean "expires at once"; `.seconds(0)` is now an invalid argument.
         let error = #expect(throws: CacheError.self) { try cache.store(2, forKey: "now", expiry: .seconds(0)) }
@@ -125,7 +125,7 @@ struct MemoryCacheTests {
     func lazyExpiry() throws {
         let clock = ManualClock(now: 1_000)
         let recorder = EvictionRecorder<String, Int>()
-        let cache = MemoryCache<String, Int>(clock: clock, evictionHandler: recorder.handler)
+        let cache = try MemoryCache<String, Int>(clock: clock, evictionHandler: recorder.handler)
         try cache.store(1, forKey: "a", expiry: .seconds(1))
         try cache.store(2, forKey: "b", expiry: .seconds(1))
         try cache.store(3, forKey: "c", expiry: .seconds(100))
@@ -133,7 +133,7 @@ struct MemoryCacheTests {
         #expect(cache.count == 3)
         #expect(cache.remove(forKey: "a") == false)
         #expect(cache.keys() == ["b", "c"])
-        cache.removeExpired()
+        cache.collectGarbage()
         #expect(cache.keys() == ["c"])
         #expect(cache.statistics.expirations == 2)
         #expect(recorder.events.map(\.reason) == [.expired, .expired])
@@ -147,25 +147,25 @@ struct MemoryCacheTests {
     @Test("Lowering the count limit evicts at once; raising it evicts nothing")
     func lowerCountLimit() throws {
         let recorder = EvictionRecorder<Int, Int>()
-        let cache = MemoryCache<Int, Int>(countLimit: 10, evictionHandler: recorder.handler)
+        let cache = try MemoryCache<Int, Int>(countLimit: 10, evictionHandler: recorder.handler)
         for i in 0 ..< 10 { try cache.store(i, forKey: i) }
-        cache.countLimit = 20
+        try cache.setCountLimit(20)
         #expect(cache.count == 10)
-        cache.countLimit = 4
+        try cache.setCountLimit(4)
         #expect(cache.keys() == [6, 7, 8, 9])
         #expect(cache.statistics.evictions == [.countLimit: 6])
         #expect(recorder.events.map(\.key) == [0, 1, 2, 3, 4, 5])
         #expect(recorder.events.allSatisfy { $0.reason == .countLimit })
-        cache.countLimit = 0
+        try cache.setCountLimit(0)
         for i in 10 ..< 30 { try cache.store(i, forKey: i) }
         #expect(cache.count == 24)
     }
 
     @Test("Lowering the cost limit evicts at once")
     func lowerCostLimit() throws {
-        let cache = MemoryCache<Int, Int>(totalCostLimit: 100)
+        let cache = try MemoryCache<Int, Int>(totalCostLimit: 100)
         for i in 0 ..< 10 { try cache.store(i, forKey: i, cost: 10) }
-        cache.totalCostLimit = 35
+        try cache.setTotalCostLimit(35)
         #expect(cache.keys() == [7, 8, 9])
         #expect(cache.totalCost == 30)
         try cache.store(99, forKey: 99, cost: 36)
@@ -175,11 +175,11 @@ struct MemoryCacheTests {
     @Test("trim(toCount:) and trim(toCost:) evict the least recently used, as .trimmed")
     func trimming() throws {
         let recorder = EvictionRecorder<Int, Int>()
-        let cache = MemoryCache<Int, Int>(evictionHandler: recorder.handler)
+        let cache = try MemoryCache<Int, Int>(evictionHandler: recorder.handler)
         for i in 0 ..< 6 { try cache.store(i, forKey: i, cost: i) }
-        cache.trim(toCount: 4)
+        try cache.trim(toCount: 4)
         #expect(cache.keys() == [2, 3, 4, 5])
-        cache.trim(toCost: 9)
+        try cache.trim(toCost: 9)
         #expect(cache.keys() == [4, 5])
         #expect(recorder.events.map(\.key) == [0, 1, 2, 3])
         #expect(recorder.events.allSatisfy { $0.reason == .trimmed })
@@ -188,7 +188,7 @@ struct MemoryCacheTests {
     @Test("removeAll empties the cache without calling the handler, and keeps statistics")
     func removeAll() throws {
         let recorder = EvictionRecorder<Int, Int>()
-        let cache = MemoryCache<Int, Int>(countLimit: 5, evictionHandler: recorder.handler)
+        let cache = try MemoryCache<Int, Int>(countLimit: 5, evictionHandler: recorder.handler)
         for i in 0 ..< 5 { try cache.store(i, forKey: i, cost: 2) }
         _ = cache.value(forKey: 1)
         cache.removeAll()
@@ -206,7 +206,7 @@ struct MemoryCacheTests {
     @Test("remove(forKey:) says whether it removed a value and does not call the handler; replacing does not either")
     func removalIsNotEviction() throws {
         let recorder = EvictionRecorder<String, Int>()
-        let cache = MemoryCache<String, Int>(evictionHandler: recorder.handler)
+        let cache = try MemoryCache<String, Int>(evictionHandler: recorder.handler)
         try cache.store(1, forKey: "a")
         try cache.store(2, forKey: "a")
         #expect(cache.value(forKey: "a") == 2)
@@ -221,7 +221,7 @@ struct MemoryCacheTests {
 
     @Test("Statistics count hits, misses and insertions; hitRate is hits over reads, 0 without reads")
     func statistics() throws {
-        let cache = MemoryCache<String, Int>()
+        let cache = try MemoryCache<String, Int>()
         #expect(cache.statistics.hitRate == 0)
         try cache.store(1, forKey: "a")
         try cache.store(2, forKey: "a")
@@ -239,14 +239,14 @@ struct MemoryCacheTests {
     @Test("A warning halves count and cost (rounded down), least recently used first")
     func pressureWarning() throws {
         let recorder = EvictionRecorder<Int, Int>()
-        let cache = MemoryCache<Int, Int>(evictionHandler: recorder.handler)
+        let cache = try MemoryCache<Int, Int>(evictionHandler: recorder.handler)
         for i in 0 ..< 5 { try cache.store(i, forKey: i, cost: 1) }
         cache.handleMemoryPressure(.warning)
         #expect(cache.keys() == [3, 4])  // 5 / 2 == 2
         #expect(recorder.events.allSatisfy { $0.reason == .memoryPressure })
 
         // Cost can bind harder than count: costs 1...5 total 15, so at most 7 may stay.
-        let costly = MemoryCache<Int, Int>()
+        let costly = try MemoryCache<Int, Int>()
         for i in 1 ... 5 { try costly.store(i, forKey: i, cost: i) }
         costly.handleMemoryPressure(.warning)
         #expect(costly.keys() == [5])
@@ -256,7 +256,7 @@ struct MemoryCacheTests {
     @Test("A critical event removes everything, as evictions")
     func pressureCritical() throws {
         let recorder = EvictionRecorder<Int, Int>()
-        let cache = MemoryCache<Int, Int>(evictionHandler: recorder.handler)
+        let cache = try MemoryCache<Int, Int>(evictionHandler: recorder.handler)
         for i in 0 ..< 8 { try cache.store(i, forKey: i, cost: 3) }
         cache.handleMemoryPressure(.critical)
         #expect(cache.count == 0)
@@ -303,12 +303,12 @@ struct MemoryCacheTests {
     func subscribingCache() throws {
         weak var weakCache: MemoryCache<Int, Int>?
         do {
-            let cache = MemoryCache<Int, Int>(respondsToMemoryPressure: true)
+            let cache = try MemoryCache<Int, Int>(respondsToMemoryPressure: true)
             weakCache = cache
             for i in 0 ..< 4 { try cache.store(i, forKey: i) }
             cache.handleMemoryPressure(.warning)
             #expect(cache.count == 2)
-            let plain = MemoryCache<Int, Int>()
+            let plain = try MemoryCache<Int, Int>()
             #expect(!plain.isMonitoringMemoryPressure)
         }
         #expect(weakCache == nil)
@@ -320,7 +320,7 @@ struct MemoryCacheTests {
     func handlerOutsideLock(policy: EvictionPolicy) throws {
         let seen = LarderMutex<[Int]>([])
         let box = LarderMutex<MemoryCache<Int, Int>?>(nil)
-        let cache = MemoryCache<Int, Int>(countLimit: 2, policy: policy) { key, _, _ in
+        let cache = try MemoryCache<Int, Int>(countLimit: 2, policy: policy) { key, _, _ in
             // Reentering would deadlock if the handler ran under the cache's lock.
             let count = box.withLock { $0 }?.count ?? -1
             seen.withLock { $0.append(key * 100 + count) }
@@ -336,9 +336,9 @@ struct MemoryCacheTests {
     // MARK: Concurrency
 
     @Test("Concurrent readers and writers leave a consistent cache", arguments: [EvictionPolicy.lru, .tinyLFU])
-    func concurrentUse(policy: EvictionPolicy) {
+    func concurrentUse(policy: EvictionPolicy) throws {
         let recorder = EvictionRecorder<Int, Int>()
-        let cache = MemoryCache<Int, Int>(countLimit: 64, totalCostLimit: 300, policy: policy, evictionHandler: recorder.handler)
+        let cache = try MemoryCache<Int, Int>(countLimit: 64, totalCostLimit: 300, policy: policy, evictionHandler: recorder.handler)
         let threads = 4
         let operations = 20_000
         let reads = LarderMutex(0)
@@ -384,7 +384,7 @@ struct MemoryCacheTests {
     @Test("Zero, negative and non-finite expiries are rejected with invalidArgument, and the previous entry stays")
     func invalidExpiryRejected() throws {
         let clock = ManualClock(now: 1_000)
-        let cache = MemoryCache<String, Int>(clock: clock)
+        let cache = try MemoryCache<String, Int>(clock: clock)
         try cache.store(1, forKey: "k", cost: 3, expiry: .seconds(10))
         try cache.store(2, forKey: "other")
         let before = cache.statistics
@@ -405,7 +405,7 @@ struct MemoryCacheTests {
 
     @Test("A negative cost is rejected with invalidArgument too")
     func negativeCostRejected() throws {
-        let cache = MemoryCache<String, Int>()
+        let cache = try MemoryCache<String, Int>()
         try cache.store(1, forKey: "k", cost: 2)
         let error = #expect(throws: CacheError.self) { try cache.store(2, forKey: "k", cost: -1) }
         #expect(error?.code == .invalidArgument)
@@ -416,7 +416,7 @@ struct MemoryCacheTests {
     @Test("An expiry above Expiry.maximumSeconds is clamped to it: the value expires then, not before")
     func hugeExpiryClamped() throws {
         let clock = ManualClock(now: 1_000)
-        let cache = MemoryCache<String, Int>(clock: clock)
+        let cache = try MemoryCache<String, Int>(clock: clock)
         try cache.store(1, forKey: "k", expiry: .seconds(1e30))
         clock.advance(by: Expiry.maximumSeconds - 1)
         #expect(cache.contains("k"))
@@ -426,7 +426,7 @@ struct MemoryCacheTests {
         #expect(cache.value(forKey: "k") == nil)
         #expect(cache.statistics.expirations == 1)
         // The default expiration is clamped the same way.
-        let defaulted = MemoryCache<String, Int>(defaultExpiration: 1e30, clock: clock)
+        let defaulted = try MemoryCache<String, Int>(defaultExpiration: 1e30, clock: clock)
         #expect(defaulted.defaultExpiration == Expiry.maximumSeconds)
         try defaulted.store(2, forKey: "d")
         clock.advance(by: Expiry.maximumSeconds - 1)
@@ -438,7 +438,7 @@ struct MemoryCacheTests {
     @Test("remove(forKey:) says whether a live value went; remove(forKeys:) lists the keys removed, in order")
     func removeReportsWhatWent() throws {
         let clock = ManualClock(now: 1_000)
-        let cache = MemoryCache<String, Int>(clock: clock)
+        let cache = try MemoryCache<String, Int>(clock: clock)
         for (i, key) in ["a", "b", "c", "d"].enumerated() { try cache.store(i, forKey: key) }
         try cache.store(9, forKey: "stale", expiry: .seconds(1))
         clock.advance(by: 1)
@@ -458,7 +458,7 @@ struct MemoryCacheTests {
     func containsIsNotAUse() throws {
         let clock = ManualClock(now: 1_000)
         let recorder = EvictionRecorder<String, Int>()
-        let cache = MemoryCache<String, Int>(countLimit: 3, clock: clock, evictionHandler: recorder.handler)
+        let cache = try MemoryCache<String, Int>(countLimit: 3, clock: clock, evictionHandler: recorder.handler)
         try cache.store(1, forKey: "A")
         try cache.store(2, forKey: "B", expiry: .seconds(5))
         try cache.store(3, forKey: "C")
@@ -483,7 +483,7 @@ struct MemoryCacheTests {
 
     @Test("Evictions are counted by EvictionReason: a count limit's under .countLimit, a cost limit's under .costLimit")
     func evictionsByReason() throws {
-        let cache = MemoryCache<Int, Int>(countLimit: 2, totalCostLimit: 10)
+        let cache = try MemoryCache<Int, Int>(countLimit: 2, totalCostLimit: 10)
         for i in 0 ..< 5 { try cache.store(i, forKey: i, cost: 1) }
         #expect(cache.statistics.evictions == [.countLimit: 3])
         #expect(cache.statistics.evictions[.countLimit] == 3)
@@ -491,7 +491,7 @@ struct MemoryCacheTests {
         try cache.store(5, forKey: 5, cost: 10)
         #expect(cache.keys() == [5])
         #expect(cache.statistics.evictions == [.countLimit: 4, .costLimit: 1])
-        cache.trim(toCount: 0)
+        try cache.trim(toCount: 0)
         #expect(cache.statistics.evictions == [.countLimit: 4, .costLimit: 1, .trimmed: 1])
         #expect(cache.statistics.totalEvictions == 6)
         #expect(

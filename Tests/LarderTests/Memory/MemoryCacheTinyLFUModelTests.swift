@@ -30,12 +30,12 @@ struct MemoryCacheTinyLFUModelTests {
     ]
 
     @Test("100,000 random operations match the reference after every step", arguments: setups)
-    func randomOperations(setup: Setup) {
+    func randomOperations(setup: Setup) throws {
         var random = SplitMix64(seed: setup.seed)
         let clock = ManualClock(now: 1_000)
         let defaultExpiration: Double? = setup.seed % 2 == 0 ? 20 : nil
         let recorder = EvictionRecorder<Int, Int>()
-        let cache = MemoryCache<Int, Int>(
+        let cache = try MemoryCache<Int, Int>(
             countLimit: setup.countLimit, totalCostLimit: setup.totalCostLimit, defaultExpiration: defaultExpiration,
             clock: clock, policy: .tinyLFU, evictionHandler: recorder.handler
         )
@@ -45,7 +45,7 @@ struct MemoryCacheTinyLFUModelTests {
         let limitsMove = setup.keySpace <= 40
         let keySpace = setup.keySpace
         var step = 0
-        runModelComparison(
+        try runModelComparison(
             cache: cache, model: &model, clock: clock, recorder: recorder, random: &random,
             operations: [
                 (460, .read), (350, .store), (50, .containsThenRemove), (50, .advanceClock),
@@ -101,7 +101,7 @@ struct MemoryCacheTinyLFUModelTests {
 
     @Test("A hit sets a bit and counts the use in the entry; it moves nothing and leaves the sketch alone")
     func hitMovesNothing() throws {
-        let cache = MemoryCache<Int, Int>(countLimit: 100, policy: .tinyLFU)
+        let cache = try MemoryCache<Int, Int>(countLimit: 100, policy: .tinyLFU)
         for i in 0 ..< 100 { try cache.store(i, forKey: i) }
         let before = cache.keys()
         let sketchBefore = cache.state.withLock { $0.storage.order.sketch.table }
@@ -122,7 +122,7 @@ struct MemoryCacheTinyLFUModelTests {
 
     @Test("A scan of one-time keys does not flush the frequently used ones")
     func scanResistance() throws {
-        let cache = MemoryCache<Int, Int>(countLimit: 100, policy: .tinyLFU)
+        let cache = try MemoryCache<Int, Int>(countLimit: 100, policy: .tinyLFU)
         // A working set of 80 keys, each read many times.
         for _ in 0 ..< 20 {
             for key in 0 ..< 80 where cache.value(forKey: key) == nil { try cache.store(key, forKey: key) }
@@ -132,7 +132,7 @@ struct MemoryCacheTinyLFUModelTests {
         let survivors = (0 ..< 80).filter { cache.contains($0) }.count
         #expect(survivors >= 75, "only \(survivors) of the 80 hot keys survived the scan")
 
-        let lru = MemoryCache<Int, Int>(countLimit: 100)
+        let lru = try MemoryCache<Int, Int>(countLimit: 100)
         for _ in 0 ..< 20 {
             for key in 0 ..< 80 where lru.value(forKey: key) == nil { try lru.store(key, forKey: key) }
         }
@@ -142,8 +142,8 @@ struct MemoryCacheTinyLFUModelTests {
 
     @Test("A loop larger than the cache keeps part of it cached, where LRU misses every time")
     func loopLargerThanCache() throws {
-        let tiny = MemoryCache<Int, Int>(countLimit: 500, policy: .tinyLFU)
-        let lru = MemoryCache<Int, Int>(countLimit: 500)
+        let tiny = try MemoryCache<Int, Int>(countLimit: 500, policy: .tinyLFU)
+        let lru = try MemoryCache<Int, Int>(countLimit: 500)
         var misses = (tiny: 0, lru: 0)
         for _ in 0 ..< 20 {
             for key in 0 ..< 1_000 {
@@ -162,9 +162,9 @@ struct MemoryCacheTinyLFUModelTests {
     }
 
     @Test("The policy and its name", arguments: [(EvictionPolicy.lru, "lru"), (.tinyLFU, "tinylfu"), (.recommended, "tinylfu")])
-    func names(policy: EvictionPolicy, name: String) {
+    func names(policy: EvictionPolicy, name: String) throws {
         #expect(policy.description == name)
-        #expect(MemoryCache<Int, Int>(policy: policy).policy == policy)
-        #expect(MemoryCache<Int, Int>().policy == .lru)
+        #expect(try MemoryCache<Int, Int>(policy: policy).policy == policy)
+        #expect(try MemoryCache<Int, Int>().policy == .lru)
     }
 }

@@ -31,10 +31,10 @@ final class DrivenPressure: Sendable {
     @Test("One monitor serves every registered cache, and an event trims each of them")
     func oneMonitorTrimsEveryCache() throws {
         let pressure = DrivenPressure()
-        let numbers = MemoryCache<Int, Int>()
-        let texts = MemoryCache<String, String>(policy: .tinyLFU)
-        let other = MemoryCache<Int, Int>()
-        let bystander = MemoryCache<Int, Int>()
+        let numbers = try MemoryCache<Int, Int>()
+        let texts = try MemoryCache<String, String>(policy: .tinyLFU)
+        let other = try MemoryCache<Int, Int>()
+        let bystander = try MemoryCache<Int, Int>()
         for cache in [numbers, other, bystander] {
             for i in 0 ..< 8 { try cache.store(i, forKey: i) }
         }
@@ -63,7 +63,7 @@ final class DrivenPressure: Sendable {
     @Test("The property turns responding on and off; the monitor stops with the last cache")
     func settableProperty() throws {
         let pressure = DrivenPressure()
-        let cache = MemoryCache<Int, Int>()
+        let cache = try MemoryCache<Int, Int>()
         #expect(!cache.respondsToMemoryPressure)
         for i in 0 ..< 8 { try cache.store(i, forKey: i) }
 
@@ -90,11 +90,11 @@ final class DrivenPressure: Sendable {
     @Test("A freed cache leaves the monitor, which stops when no cache is left")
     func freedCacheLeaves() throws {
         let pressure = DrivenPressure()
-        let kept = MemoryCache<Int, Int>()
+        let kept = try MemoryCache<Int, Int>()
         kept.respondToMemoryPressure(true, center: pressure.center)
         weak var weakCache: MemoryCache<Int, Int>?
         do {
-            let cache = MemoryCache<Int, Int>()
+            let cache = try MemoryCache<Int, Int>()
             weakCache = cache
             cache.respondToMemoryPressure(true, center: pressure.center)
             #expect(pressure.center.registeredCount == 2)
@@ -109,8 +109,8 @@ final class DrivenPressure: Sendable {
 
     @Test("The public property registers with the process's one monitor")
     func sharedMonitor() throws {
-        let first = MemoryCache<Int, Int>()
-        let second = MemoryCache<String, Data>(respondsToMemoryPressure: true)
+        let first = try MemoryCache<Int, Int>()
+        let second = try MemoryCache<String, Data>(respondsToMemoryPressure: true)
         first.respondsToMemoryPressure = true
         #expect(first.respondsToMemoryPressure && second.respondsToMemoryPressure)
         // Other tests register and leave in parallel, but while these two are registered the

@@ -62,7 +62,7 @@ func runModelComparison<Model: CacheModel>(
     cache: MemoryCache<Int, Int>, model: inout Model, clock: ManualClock, recorder: EvictionRecorder<Int, Int>,
     random: inout SplitMix64, steps: Int = 100_000, operations: [(weight: Int, operation: ModelOperation)],
     nextKey: (inout SplitMix64) -> Int, check: (_ step: Int, _ model: Model) -> Bool = { _, _ in true }
-) -> Int {
+) throws -> Int {
     let totalWeight = operations.reduce(0) { $0 + $1.weight }
     var rejected = 0
     for step in 0 ..< steps {
@@ -96,24 +96,24 @@ func runModelComparison<Model: CacheModel>(
             clock.advance(by: Double(Int.random(in: 0 ..< 4, using: &random)))
         case .trimToCount(let range):
             let count = Int.random(in: range, using: &random)
-            cache.trim(toCount: count)
+            try cache.trim(toCount: count)
             model.trim(count: count, cost: nil, reason: .trimmed)
         case .trimToCost(let range):
             let cost = Int.random(in: range, using: &random)
-            cache.trim(toCost: cost)
+            try cache.trim(toCost: cost)
             model.trim(count: nil, cost: cost, reason: .trimmed)
         case .setCountLimit(let range):
             let limit = Int.random(in: range, using: &random)
-            cache.countLimit = limit
+            try cache.setCountLimit(limit)
             model.countLimit = limit
             model.enforceLimits()
         case .setCostLimit(let range):
             let limit = Int.random(in: range, using: &random)
-            cache.totalCostLimit = limit
+            try cache.setTotalCostLimit(limit)
             model.totalCostLimit = limit
             model.enforceLimits()
         case .removeExpired:
-            cache.removeExpired()
+            cache.collectGarbage()
             model.removeExpired(now: now)
         case .pressureWarning:
             let (count, cost) = (model.count / 2, model.totalCost / 2)

@@ -5,7 +5,7 @@ import Testing
 /// What the SwiftyCache migration guide (MigratingFromSwiftyCache.md) says of `MemoryCache`.
 @Suite struct SwiftyCacheMigrationTests {
     @Test func swiftyCachesReadmeExampleEvictsTheSameKey() throws {
-        let cache = MemoryCache<String, Int>(countLimit: 3)
+        let cache = try MemoryCache<String, Int>(countLimit: 3)
         try cache.store(1, forKey: "A")
         try cache.store(2, forKey: "B")
         try cache.store(3, forKey: "C")
@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test func aLimitOfZeroMeansNoLimit() throws {
-        let cache = MemoryCache<Int, Int>(countLimit: 0, totalCostLimit: 0)
+        let cache = try MemoryCache<Int, Int>(countLimit: 0, totalCostLimit: 0)
         for i in 0 ..< 500 { try cache.store(i, forKey: i, cost: 1000) }
         #expect(cache.count == 500)
         #expect(cache.totalCost == 500_000)
@@ -26,7 +26,7 @@ import Testing
 
     @Test func anEntryCostlierThanTheLimitIsRefusedAndEvictsNothingElse() throws {
         let recorder = EvictionRecorder<String, String>()
-        let cache = MemoryCache<String, String>(totalCostLimit: 100, evictionHandler: recorder.handler)
+        let cache = try MemoryCache<String, String>(totalCostLimit: 100, evictionHandler: recorder.handler)
         try cache.store("a", forKey: "a", cost: 50)
         try cache.store("b", forKey: "b", cost: 40)
         try cache.store("c", forKey: "c", cost: 150)
@@ -41,7 +41,7 @@ import Testing
 
     @Test func aWarningHalvesACriticalEventEmptiesAndSwiftyCachesWayEmptiesOnAny() throws {
         let recorder = EvictionRecorder<Int, Int>()
-        let cache = MemoryCache<Int, Int>(evictionHandler: recorder.handler)
+        let cache = try MemoryCache<Int, Int>(evictionHandler: recorder.handler)
         for i in 0 ..< 10 { try cache.store(i, forKey: i, cost: 10) }
         cache.handleMemoryPressure(.warning)
         #expect(cache.keys() == Array(5 ..< 10))
@@ -52,7 +52,7 @@ import Testing
         #expect(recorder.events.allSatisfy { $0.reason == .memoryPressure })
 
         // The guide's SwiftyCache-like handler: every level answered as critical.
-        let swiftyLike = MemoryCache<Int, Int>()
+        let swiftyLike = try MemoryCache<Int, Int>()
         let handler: @Sendable (MemoryPressureLevel) -> Void = { _ in swiftyLike.handleMemoryPressure(.critical) }
         for i in 0 ..< 10 { try swiftyLike.store(i, forKey: i) }
         handler(.warning)
@@ -62,7 +62,7 @@ import Testing
 
     @Test func removeSaysWhetherAndRemoveAllCallsNoHandler() throws {
         let recorder = EvictionRecorder<String, Int>()
-        let cache = MemoryCache<String, Int>(evictionHandler: recorder.handler)
+        let cache = try MemoryCache<String, Int>(evictionHandler: recorder.handler)
         try cache.store(1, forKey: "a")
         try cache.store(2, forKey: "b")
         #expect(cache.value(forKey: "a") == 1)
@@ -76,11 +76,11 @@ import Testing
     }
 
     @Test func loweringALimitEvictsAtOnce() throws {
-        let cache = MemoryCache<Int, Int>()
+        let cache = try MemoryCache<Int, Int>()
         for i in 0 ..< 5 { try cache.store(i, forKey: i, cost: 10) }
-        cache.countLimit = 3
+        try cache.setCountLimit(3)
         #expect(cache.keys() == [2, 3, 4])
-        cache.totalCostLimit = 20
+        try cache.setTotalCostLimit(20)
         #expect(cache.keys() == [3, 4])
     }
 }

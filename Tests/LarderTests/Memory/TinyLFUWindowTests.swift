@@ -30,8 +30,8 @@ struct TinyLFUWindowTests {
     @Test("A window as large as the cache misses within 1 % of exact LRU on a sliding working set")
     func windowIsNearlyLRU() throws {
         let trace = Self.drift(workingSet: 500, requestsPerKey: 20, seed: 5)
-        let lru = try Self.misses(trace, cache: MemoryCache(countLimit: 550))
-        let tiny = MemoryCache<Int, Int>(countLimit: 550, policy: .tinyLFU)
+        let lru = try Self.misses(trace, cache: try MemoryCache(countLimit: 550))
+        let tiny = try MemoryCache<Int, Int>(countLimit: 550, policy: .tinyLFU)
         // The whole cache is window: its order alone decides.
         let tinyMisses = try Self.misses(trace, cache: tiny) {
             tiny.state.withLock { $0.storage.order.windowFraction = 1 }
@@ -43,8 +43,8 @@ struct TinyLFUWindowTests {
     @Test("On a working set sliding past a cache of 110 % of it, TinyLFU's window grows and it misses at most 1.05 × LRU")
     func slidingWorkingSet() throws {
         let trace = Self.drift(workingSet: 500, requestsPerKey: 50, seed: 6)
-        let lru = try Self.misses(trace, cache: MemoryCache(countLimit: 550))
-        let tiny = MemoryCache<Int, Int>(countLimit: 550, policy: .tinyLFU)
+        let lru = try Self.misses(trace, cache: try MemoryCache(countLimit: 550))
+        let tiny = try MemoryCache<Int, Int>(countLimit: 550, policy: .tinyLFU)
         let tinyMisses = try Self.misses(trace, cache: tiny)
         #expect(tiny.state.withLock { $0.storage.order.windowFraction } > 0.5)
         #expect(Double(tinyMisses) <= 1.05 * Double(lru), "TinyLFU \(tinyMisses) misses, LRU \(lru)")
@@ -54,8 +54,8 @@ struct TinyLFUWindowTests {
     func fastSlidingWorkingSet() throws {
         // The histories alone settle at a third of the cache here, and miss about 1.2 × LRU.
         let trace = Self.drift(workingSet: 2_000, requestsPerKey: 10, seed: 7)
-        let lru = try Self.misses(trace, cache: MemoryCache(countLimit: 1_100))
-        let tiny = MemoryCache<Int, Int>(countLimit: 1_100, policy: .tinyLFU)
+        let lru = try Self.misses(trace, cache: try MemoryCache(countLimit: 1_100))
+        let tiny = try MemoryCache<Int, Int>(countLimit: 1_100, policy: .tinyLFU)
         var highestFloor = 0.0
         let tinyMisses = try Self.misses(trace, cache: tiny) {
             highestFloor = max(highestFloor, tiny.state.withLock { $0.storage.order.windowFloor })
@@ -68,7 +68,7 @@ struct TinyLFUWindowTests {
         "The sample: every key below 8,192 entries, else 2,048 to 8,191 keys' worth",
         arguments: [(1_000, 0), (8_191, 0), (8_192, 1), (9_000, 1), (16_384, 2), (100_000, 4), (1_000_000, 7)])
     func sampleRate(countLimit: Int, shift: Int) throws {
-        let cache = MemoryCache<Int, Int>(countLimit: countLimit, policy: .tinyLFU)
+        let cache = try MemoryCache<Int, Int>(countLimit: countLimit, policy: .tinyLFU)
         try cache.store(1, forKey: 1)
         let (mask, shadowCapacity) = cache.state.withLock { ($0.storage.order.sampleMask, $0.storage.order.shadow.capacity) }
         #expect(mask == UInt32((1 << shift) - 1))
@@ -81,8 +81,8 @@ struct TinyLFUWindowTests {
         // 9,000 entries: half the keys are sampled, so the scaled capacity would be 4,500, while
         // the sampled share of the cached working set strays from half as it slides.
         let trace = Self.drift(workingSet: 8_200, requestsPerKey: 50, seed: 8).prefix(200_000)
-        let lru = try Self.misses(Array(trace), cache: MemoryCache(countLimit: 9_000))
-        let tiny = MemoryCache<Int, Int>(countLimit: 9_000, policy: .tinyLFU)
+        let lru = try Self.misses(Array(trace), cache: try MemoryCache(countLimit: 9_000))
+        let tiny = try MemoryCache<Int, Int>(countLimit: 9_000, policy: .tinyLFU)
         var checked = 0
         var strayed = 0
         var step = 0
@@ -150,7 +150,7 @@ struct TinyLFUWindowTests {
 
     @Test("A hit writes the clock into a window entry's stamp, and nothing into a main entry once its count is full; it moves nothing")
     func hitWritesStamp() throws {
-        let cache = MemoryCache<Int, Int>(countLimit: 100, policy: .tinyLFU)
+        let cache = try MemoryCache<Int, Int>(countLimit: 100, policy: .tinyLFU)
         for i in 0 ..< 10 { try cache.store(i, forKey: i) }
         let before = cache.keys()
         func link(_ key: Int) -> EvictionLink {

@@ -23,7 +23,7 @@ struct TraceReplayTests {
     }
 
     func misses(_ trace: [UInt32], capacity: Int, policy: EvictionPolicy) throws -> Int {
-        let cache = MemoryCache<UInt32, UInt32>(countLimit: capacity, policy: policy)
+        let cache = try MemoryCache<UInt32, UInt32>(countLimit: capacity, policy: policy)
         var misses = 0
         for key in trace where cache.value(forKey: key) == nil {
             misses += 1
