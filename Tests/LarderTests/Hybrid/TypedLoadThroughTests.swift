@@ -13,7 +13,7 @@ import Testing
         let cache = try HybridCache(options: hybridOptions(dir.url))
         defer { cache.close() }
         let counting = CountingCoder()
-        let profiles = cache.typed(Profile.self, coder: counting.coder)
+        let profiles = try cache.typed(Profile.self, coder: counting.coder)
         let loads = CountingLoader()
         let ada = self.ada
         let load: @Sendable () async throws -> Profile = {
@@ -38,7 +38,7 @@ import Testing
         defer { cache.close() }
         try await cache.store(try JSONEncoder().encode(ada), forKey: "ada", in: .disk, expiry: .seconds(100))
         let counting = CountingCoder()
-        let profiles = cache.typed(Profile.self, coder: counting.coder)
+        let profiles = try cache.typed(Profile.self, coder: counting.coder)
         let loads = CountingLoader()
         let load: @Sendable () async throws -> Profile = {
             _ = try await loads.load()
@@ -65,7 +65,7 @@ import Testing
         try await cache.store(try JSONEncoder().encode(ada), forKey: "ada", in: .disk, expiry: .seconds(10))
         clock.advance(by: 20)
         let counting = CountingCoder()
-        let profiles = cache.typed(Profile.self, coder: counting.coder)
+        let profiles = try cache.typed(Profile.self, coder: counting.coder)
         let failing = CountingLoader(failure: LoaderFailure())
         let load: @Sendable () async throws -> Profile = {
             _ = try await failing.load()
