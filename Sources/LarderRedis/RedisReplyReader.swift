@@ -85,7 +85,7 @@ final class RedisReplyReader<Source: RedisByteSource> {
         var scanned = start
         while true {
             // A line ends at the first "\r\n"; a lone "\r" or "\n" inside it is a protocol error.
-            while scanned < end {
+            while scanned < end, scanned - start <= limits.maxLineLength {
                 let byte = buffer[scanned]
                 if byte == UInt8(ascii: "\r") {
                     if scanned + 1 == end { break }
@@ -181,15 +181,17 @@ final class RedisReplyReader<Source: RedisByteSource> {
         let negative = digits.first == UInt8(ascii: "-")
         if negative { digits = digits.dropFirst() }
         guard !digits.isEmpty, digits.count <= 19 else { throw protocolError("a malformed integer") }
+        // Accumulated with the sign, so that Int64.min, whose magnitude no Int64 holds, parses.
         var value: Int64 = 0
         for byte in digits {
             guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { throw protocolError("a malformed integer") }
+            let digit = Int64(byte - UInt8(ascii: "0"))
             let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
+            let (next, overflow2) = negative ? times10.subtractingReportingOverflow(digit) : times10.addingReportingOverflow(digit)
             guard !overflow1, !overflow2 else { throw protocolError("an integer out of range") }
-            value = sum
+            value = next
         }
-        return negative ? -value : value
+        return value
     }
 
     private static var closedError: CacheError {
