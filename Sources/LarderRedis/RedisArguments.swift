@@ -68,23 +68,15 @@ enum RESPEncoding {
         output.append(10)
     }
 
-    /// Appends `value` (at least 0) in decimal, without making a `String`.
+    /// Appends `value` (at least 0) in decimal, without making a `String`: the digits are
+    /// appended lowest first, then turned around in place.
     static func appendDecimal(_ value: Int, to output: inout [UInt8]) {
-        guard value >= 10 else {
-            output.append(UInt8(ascii: "0") + UInt8(value))
-            return
-        }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
+        let start = output.count
         var rest = value
-        withUnsafeMutableBytes(of: &digits) { slots in
-            while rest > 0 {
-                slots[19 - count] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-                count += 1
-            }
-            output.append(contentsOf: slots[(20 - count)...])
-        }
+        repeat {
+            output.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        } while rest > 0
+        output[start...].reverse()
     }
 }

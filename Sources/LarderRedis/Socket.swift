@@ -122,7 +122,8 @@ final class Socket: @unchecked Sendable {
             if sent >= 0 {
                 offset += sent
             } else if code != EINTR {
-                throw CacheError(.remoteFailure, Self.isTimeout(code) ? "writing a command timed out" : "writing a command failed", errno: code)
+                throw CacheError(
+                    .remoteFailure, Self.isTimeout(code) ? "writing a command timed out" : "writing a command failed", errno: code)
             }
         }
     }

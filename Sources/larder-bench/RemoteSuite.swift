@@ -260,7 +260,7 @@ private func median(_ samples: ArraySlice<Double>) -> Double {
 
 /// The baseline a user could write by hand: one blocking socket, each `GET` or `MGET` written in
 /// RESP and its reply read into one buffer, each value copied once into a `Data` (as any client
-/// hands it out). Impl `hiredis` in the JSON lines, the name the baseline has always had there.
+/// hands it out). Impl `hiredis` in the JSON lines (see the top of this file).
 private final class RawRedis {
     private let descriptor: Int32
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)

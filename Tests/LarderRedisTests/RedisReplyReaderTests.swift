@@ -138,6 +138,7 @@ final class ScriptedBytes: RedisByteSource {
         // Redis's own 512 MiB is the default; one byte more is refused from the header alone.
         let source = ScriptedBytes([bytes("$536870913\r\n")])
         #expect(RedisReplyLimits().maxBulkLength == 536_870_912)
+        #expect(RedisReplyLimits().maxLineLength == 65536)
         #expect(throws: CacheError.self) { try RedisReplyReader(source: source).readReply() }
         #expect(source.largestOffer == RedisReplyReader<ScriptedBytes>.initialCapacity)
         let error = failure(bytes("$536870913\r\n"))
