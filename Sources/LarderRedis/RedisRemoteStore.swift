@@ -47,7 +47,7 @@ public final class RedisRemoteStore: RemoteStore {
     ///   - database: The database index (0), at least 0.
     ///   - poolSize: The most idle connections kept for reuse (4), at least 1; more are opened
     ///     when more threads call at once, and closed after use.
-    /// - Throws: ``CacheError/Code/invalidOptions`` naming the first setting out of range; the
+    /// - Throws: `CacheError.Code.invalidOptions` naming the first setting out of range; the
     ///   store is not created.
     public init(
         host: String = "127.0.0.1", port: Int = 6379, username: String? = nil, password: String? = nil, database: Int = 0,
@@ -68,7 +68,7 @@ public final class RedisRemoteStore: RemoteStore {
     ///   - password: The password, or `nil` to send no `AUTH`.
     ///   - database: The database index (0), at least 0.
     ///   - poolSize: The most idle connections kept for reuse (4), at least 1.
-    /// - Throws: ``CacheError/Code/invalidOptions`` when `address` is not `host:port`, or naming
+    /// - Throws: `CacheError.Code.invalidOptions` when `address` is not `host:port`, or naming
     ///   the first other setting out of range.
     public convenience init(address: String, username: String? = nil, password: String? = nil, database: Int = 0, poolSize: Int = 4)
         throws(CacheError)
