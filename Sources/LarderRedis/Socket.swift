@@ -37,7 +37,7 @@ final class Socket: @unchecked Sendable {
         var list: UnsafeMutablePointer<addrinfo>?
         let resolved = getaddrinfo(host, String(port), &hints, &list)
         guard resolved == 0, let first = list else {
-            throw CacheError(.remoteFailure, "could not resolve \(host): \(String(cString: gai_strerror(resolved)))")
+            throw CacheError(.remoteFailure, "the host name did not resolve: \(String(cString: gai_strerror(resolved)))")
         }
         defer { freeaddrinfo(list) }
         var lastError: CacheError?
@@ -45,39 +45,41 @@ final class Socket: @unchecked Sendable {
         while let address = entry {
             entry = address.pointee.ai_next
             do throws(CacheError) {
-                return try connect(to: address.pointee, deadline: deadline, host: host, port: port)
+                return try connect(to: address.pointee, deadline: deadline)
             } catch {
                 lastError = error
             }
         }
-        throw lastError ?? CacheError(.remoteFailure, "\(host) resolved to no address")
+        throw lastError ?? CacheError(.remoteFailure, "the host name resolved to no address")
     }
 
     /// One attempt: a non-blocking `connect`, `poll` until it completes or `deadline` passes,
     /// then the socket back in blocking mode.
-    private static func connect(to address: addrinfo, deadline: Double?, host: String, port: Int) throws(CacheError) -> Socket {
+    private static func connect(to address: addrinfo, deadline: Double?) throws(CacheError) -> Socket {
         let descriptor = socket(address.ai_family, address.ai_socktype, address.ai_protocol)
-        guard descriptor >= 0 else { throw failure("could not create a socket for \(host):\(port)") }
+        guard descriptor >= 0 else { throw failure("socket() failed") }
         let socket = Socket(descriptor: descriptor)
+        // Not inherited by processes the app starts.
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         let flags = fcntl(descriptor, F_GETFL)
         guard flags >= 0, fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) == 0 else {
-            throw failure("could not make the socket to \(host):\(port) non-blocking")
+            throw failure("fcntl(O_NONBLOCK) failed")
         }
         if systemConnect(descriptor, address.ai_addr, address.ai_addrlen) != 0 {
-            guard errno == EINPROGRESS || errno == EINTR else { throw failure("could not connect to \(host):\(port)") }
+            guard errno == EINPROGRESS || errno == EINTR else { throw failure("connect() failed") }
             guard try socket.poll(events: Int16(POLLOUT), deadline: deadline) else {
-                throw CacheError(.remoteFailure, "could not connect to \(host):\(port): timed out")
+                throw CacheError(.remoteFailure, "timed out")
             }
             var pending: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
             guard getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &pending, &length) == 0 else {
-                throw failure("could not connect to \(host):\(port)")
+                throw failure("getsockopt(SO_ERROR) failed")
             }
             guard pending == 0 else {
-                throw CacheError(.remoteFailure, "could not connect to \(host):\(port)", errno: pending)
+                throw CacheError(.remoteFailure, "connect() failed", errno: pending)
             }
         }
-        guard fcntl(descriptor, F_SETFL, flags) == 0 else { throw failure("could not make the socket to \(host):\(port) blocking") }
+        guard fcntl(descriptor, F_SETFL, flags) == 0 else { throw failure("fcntl(blocking) failed") }
         var on: Int32 = 1
         _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
         #if canImport(Darwin)
