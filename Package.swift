@@ -8,7 +8,7 @@ let package = Package(
         .library(name: "Larder", targets: ["Larder"]),
         .executable(name: "larder", targets: ["larder"]),
         .executable(name: "larder-bench", targets: ["larder-bench"]),
-        // The Redis remote tier: its own targets, so that plain `Larder` users never need libhiredis.
+        // The Redis remote tier: its own product, so that plain `Larder` users never link it.
         .library(name: "LarderRedis", targets: ["LarderRedis"]),
     ],
     targets: [
@@ -17,8 +17,6 @@ let package = Package(
         .target(name: "CLarderChecksum", linkerSettings: [.linkedLibrary("z")]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // No pkgConfig: hiredis.pc's -D_FILE_OFFSET_BITS=64 makes SwiftPM warn (see Sources/CHiredis/shim.h).
-        .systemLibrary(name: "CHiredis", path: "Sources/CHiredis", providers: [.apt(["libhiredis-dev"])]),
 
         .target(
             name: "Larder",
@@ -32,9 +30,8 @@ let package = Package(
         ),
         .target(name: "LarderCLI", dependencies: ["Larder"]),
         .executableTarget(name: "larder", dependencies: ["LarderCLI"]),
-        .target(name: "LarderRedis", dependencies: ["Larder", "CHiredis"]),
-        .executableTarget(
-            name: "larder-bench", dependencies: ["Larder", "LarderRedis", "LarderTestSupport", "LarderBenchReport", "CSQLite", "CHiredis"]),
+        .target(name: "LarderRedis", dependencies: ["Larder"]),
+        .executableTarget(name: "larder-bench", dependencies: ["Larder", "LarderRedis", "LarderTestSupport", "LarderBenchReport", "CSQLite"]),
         // BENCHMARKS.md and its SVG charts, rendered from larder-bench's JSON lines. Not a product.
         .target(name: "LarderBenchReport"),
         // A second process for the Redis tests' cross-process invalidation.

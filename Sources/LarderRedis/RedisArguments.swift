@@ -1,7 +1,7 @@
 import Foundation
 
-/// A command's arguments, gathered in one buffer: what hiredis's `...Argv` calls take (binary
-/// safe, each argument with its length).
+/// A command's arguments, gathered in one buffer, each with its length (binary safe), until
+/// ``encode(into:)`` writes them in RESP2.
 struct RedisArguments: Sendable {
     /// The arguments, one after the other.
     private var bytes: [UInt8] = []
@@ -41,20 +41,42 @@ struct RedisArguments: Sendable {
         lengths.insert(data.count, at: min(index, lengths.count))
     }
 
-    /// Calls `body` with hiredis's `argc`, `argv` and `argvlen`.
-    func withArgv<T>(_ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> T) -> T {
-        // Arguments that are all empty still need an address.
-        let joined = bytes.isEmpty ? [0] : bytes
-        return joined.withUnsafeBufferPointer { buffer in
-            let base = UnsafeRawPointer(buffer.baseAddress!)
-            var pointers: [UnsafePointer<CChar>?] = []
-            pointers.reserveCapacity(lengths.count)
-            var offset = 0
-            for length in lengths {
-                pointers.append((base + offset).assumingMemoryBound(to: CChar.self))
-                offset += length
-            }
-            return body(Int32(lengths.count), &pointers, lengths)
+    /// Appends the command in RESP2 to `output`: an array of bulk strings, each prefixed with
+    /// its length, so that any bytes (binary values, keys with spaces) go through as they are.
+    func encode(into output: inout [UInt8]) {
+        output.reserveCapacity(output.count + bytes.count + 16 * (lengths.count + 1))
+        RESPEncoding.appendHeader(UInt8(ascii: "*"), lengths.count, to: &output)
+        var offset = 0
+        for length in lengths {
+            RESPEncoding.appendHeader(UInt8(ascii: "$"), length, to: &output)
+            output.append(contentsOf: bytes[offset ..< offset + length])
+            output.append(contentsOf: RESPEncoding.crlf)
+            offset += length
         }
+    }
+}
+
+/// The pieces of RESP2 a command is written with.
+enum RESPEncoding {
+    static let crlf: [UInt8] = [13, 10]
+
+    /// Appends `type`, `value` in decimal and CRLF: an array's or a bulk string's header.
+    static func appendHeader(_ type: UInt8, _ value: Int, to output: inout [UInt8]) {
+        output.append(type)
+        appendDecimal(value, to: &output)
+        output.append(13)
+        output.append(10)
+    }
+
+    /// Appends `value` (at least 0) in decimal, without making a `String`: the digits are
+    /// appended lowest first, then turned around in place.
+    static func appendDecimal(_ value: Int, to output: inout [UInt8]) {
+        let start = output.count
+        var rest = value
+        repeat {
+            output.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        } while rest > 0
+        output[start...].reverse()
     }
 }

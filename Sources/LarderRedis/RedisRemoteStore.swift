@@ -2,19 +2,19 @@ import Foundation
 import Larder
 import Synchronization
 
-/// A `RemoteStore` on Redis, through hiredis: the shared remote tier of
-/// `HybridCache` instances on several machines.
+/// A `RemoteStore` on Redis: the shared remote tier of `HybridCache` instances on several
+/// machines. It speaks RESP2 over a TCP socket itself, so it needs no C library.
 ///
 /// ```swift
 /// var options = HybridCacheOptions(directory: cachesURL)
-/// options.remote = RemoteTierOptions(store: RedisRemoteStore(host: "10.0.0.5", port: 6379), namespace: "feeds")
+/// options.remote = RemoteTierOptions(store: try RedisRemoteStore(host: "10.0.0.5", port: 6379), namespace: "feeds")
 /// let cache = try HybridCache(options: options)
 /// ```
 ///
 /// Every call blocks its thread (the cache calls it on its own threads): it takes a connection
 /// from a small pool, or opens one within the connect timeout, and waits for the reply at most
-/// the command timeout. A connection that failed or timed out is closed, never reused (hiredis
-/// leaves it unusable). Reads are one `GET`, or one `MGET` for several keys;
+/// the command timeout. A connection that failed or timed out is closed, never reused (the reply
+/// stream is at an unknown place). Reads are one `GET`, or one `MGET` for several keys;
 /// removal by prefix uses `SCAN` and `UNLINK`, never `FLUSHDB`. Invalidations use `PUBLISH` and a
 /// `SUBSCRIBE` connection on a thread of its own, which reconnects after a loss.
 public final class RedisRemoteStore: RemoteStore {
@@ -36,39 +36,57 @@ public final class RedisRemoteStore: RemoteStore {
     /// Each new connection authenticates (`AUTH`) when `password` is given and selects `database`
     /// when it is not 0, in one round trip before its first command; a refusal (wrong password,
     /// no such database) fails that call with `CacheError.Code.remoteFailure`, as a
-    /// server that does not answer would. hiredis 0.14 (Debian's) has no TLS: see the
+    /// server that does not answer would. The connection is plain TCP, without TLS: see the
     /// ScalingOut article for fronting Redis with `stunnel` or `spiped`.
     /// - Parameters:
-    ///   - host: The server's host name or address ("127.0.0.1").
-    ///   - port: The server's port (6379).
+    ///   - host: The server's host name or address ("127.0.0.1"), not empty.
+    ///   - port: The server's port (6379), from 1 to 65535.
     ///   - username: The ACL user (Redis 6 and later), or `nil` for the `default` user. Used only
     ///     with a `password`.
     ///   - password: The password (`requirepass` or the user's), or `nil` to send no `AUTH`.
     ///   - database: The database index (0), at least 0.
-    ///   - poolSize: The most idle connections kept for reuse (4); more are opened when more
-    ///     threads call at once, and closed after use.
+    ///   - poolSize: The most idle connections kept for reuse (4), at least 1; more are opened
+    ///     when more threads call at once, and closed after use.
+    /// - Throws: `CacheError.Code.invalidOptions` naming the first setting out of range; the
+    ///   store is not created.
     public init(
         host: String = "127.0.0.1", port: Int = 6379, username: String? = nil, password: String? = nil, database: Int = 0,
         poolSize: Int = 4
-    ) {
-        precondition(database >= 0, "a Redis database index is at least 0, not \(database)")
+    ) throws(CacheError) {
+        if let problem = Self.problem(host: host, port: port, database: database, poolSize: poolSize) {
+            throw CacheError(.invalidOptions, problem)
+        }
         server = RedisServer(host: host, port: port, username: username, password: password, database: database)
-        self.poolSize = max(1, poolSize)
+        self.poolSize = poolSize
     }
 
-    /// Creates a store for the server at `address`, written `host:port`; `nil` when it is not.
+    /// Creates a store for the server at `address`, written `host:port`.
     /// - Parameters:
-    ///   - address: The server's address, as in "127.0.0.1:6379".
-    ///   - username: The ACL user, or `nil` (see `init(host:port:username:password:database:poolSize:)`).
+    ///   - address: The server's address, as in "127.0.0.1:6379" (an IPv6 host in brackets is
+    ///     not supported: give it to ``init(host:port:username:password:database:poolSize:)``).
+    ///   - username: The ACL user, or `nil` (see ``init(host:port:username:password:database:poolSize:)``).
     ///   - password: The password, or `nil` to send no `AUTH`.
     ///   - database: The database index (0), at least 0.
-    ///   - poolSize: The most idle connections kept for reuse (4).
-    public convenience init?(address: String, username: String? = nil, password: String? = nil, database: Int = 0, poolSize: Int = 4) {
-        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]), port > 0 else {
-            return nil
+    ///   - poolSize: The most idle connections kept for reuse (4), at least 1.
+    /// - Throws: `CacheError.Code.invalidOptions` when `address` is not `host:port`, or naming
+    ///   the first other setting out of range.
+    public convenience init(address: String, username: String? = nil, password: String? = nil, database: Int = 0, poolSize: Int = 4)
+        throws(CacheError)
+    {
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else {
+            throw CacheError(.invalidOptions, "a Redis address is host:port, as in 127.0.0.1:6379, not \"\(address)\"")
         }
-        self.init(
+        try self.init(
             host: String(address[..<colon]), port: port, username: username, password: password, database: database, poolSize: poolSize)
+    }
+
+    /// What is wrong with these settings, or `nil`.
+    static func problem(host: String, port: Int, database: Int, poolSize: Int) -> String? {
+        if host.isEmpty { return "the Redis host is empty" }
+        if !(1 ... 65535).contains(port) { return "a Redis port is from 1 to 65535, not \(port)" }
+        if database < 0 { return "a Redis database index is at least 0, not \(database)" }
+        if poolSize < 1 { return "a Redis connection pool size is at least 1, not \(poolSize)" }
+        return nil
     }
 
     /// Runs `body` on a pooled connection, opening one when none is idle; gives it back unless broken.
@@ -119,8 +137,8 @@ public final class RedisRemoteStore: RemoteStore {
         }
     }
 
-    /// The value under `key`: one `GET`, its arguments handed to hiredis without a buffer of
-    /// their own (the remote tier's read of one key). The time to live is not asked, as in
+    /// The value under `key`: one `GET`, written straight into the connection's output buffer
+    /// (the remote tier's read of one key). The time to live is not asked, as in
     /// ``values(forKeys:timeouts:)``.
     public func value(forKey key: String, timeouts: RemoteTimeouts) throws(CacheError) -> RemoteValue? {
         let reply = try withConnection(timeouts) { (connection) throws(CacheError) in try connection.command("GET", key: key) }

@@ -1,24 +1,24 @@
-import CHiredis
 import Foundation
 import Larder
 import LarderRedis
 import LarderTestSupport
 
 // The remote suite (`larder-bench remote --redis HOST:PORT`): the shared remote tier on Redis.
-// Without `--redis` it says so and skips. Each case is measured beside raw hiredis on the same
-// server and the same 4 KiB values.
+// Without `--redis` it says so and skips. Each case is measured beside a by-hand RESP client
+// (impl `hiredis`: the JSON name of that baseline, kept so that runs stay comparable) on the
+// same server and the same 4 KiB values.
 //
 // - `get-hit-remote`: a read that memory and disk miss and Redis serves, promoted to memory at
 //   once and to disk through the promotion queue (`HybridCache.value(forKey:)` on keys another
-//   instance stored), beside one raw `GET` (impl `hiredis`). Impl `larder`: the caller's latency,
+//   instance stored), beside one by-hand `GET` (impl `hiredis`). Impl `larder`: the caller's latency,
 //   reads in bursts of the promotion backlog (128), the queue drained between bursts, untimed.
 //   Impl `larder-drained`: the reads back to back, then `flushRemoteWrites()`, all timed: the
 //   throughput once the disk writes are paid for. Impl `larder-memory`: promoted to memory only
 //   (`from: [.memory, .remote]`). Impl `store`: `RedisRemoteStore.values(forKeys:)` of the one
 //   key, the remote read without the hybrid. `larder`, `larder-memory`, `store` and `hiredis` are
 //   timed side by side, 16 keys each in turn, so that the machine's drift reaches all three alike. Target:
-//   larder <= 1.2 x hiredis.
-// - `get-many-remote`: 100 keys at once (`values(forKeys:)`: one `MGET`), beside one raw
+//   larder <= 1.2 x the by-hand GET.
+// - `get-many-remote`: 100 keys at once (`values(forKeys:)`: one `MGET`), beside one by-hand
 //   `MGET` of 100 keys (impl `hiredis`); `ns_per_op` is per batch. Impl `larder`: the caller's
 //   latency, the promotion queue drained between batches, untimed; `larder-drained`: ten
 //   batches back to back, then `flushRemoteWrites()`, all timed.
@@ -41,7 +41,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
         print("remote: skipped (give --redis HOST:PORT to run it against a Redis server)")
         return
     }
-    guard let store = RedisRemoteStore(address: address) else { throw BenchError("--redis wants HOST:PORT, not \(address)") }
+    guard let store = try? RedisRemoteStore(address: address) else { throw BenchError("--redis wants HOST:PORT, not \(address)") }
     let directory = try BenchDirectory("remote")
     defer { directory.remove() }
     let payload = randomPayload(4096, seed: 15)
@@ -106,7 +106,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
         var drained: [Double] = []
         var memoryOnly: [Double] = []
         var storeOnly: [Double] = []
-        var hiredis: [Double] = []
+        var byHand: [Double] = []
         // Interleaved a few keys at a time: on a shared machine the raw round trip itself drifts
         // between 20 and 90 µs from one second to the next, so the three reads are timed side by
         // side, each key read once by each.
@@ -135,7 +135,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
                 elapsed.store += remoteClock() - begin
                 begin = remoteClock()
                 for key in group where try raw.get("\(namespace):v:\(key)") != payload.count + RemotePayload.headerSize {
-                    throw BenchError("hiredis missed \(key)")
+                    throw BenchError("the by-hand GET missed \(key)")
                 }
                 elapsed.raw += remoteClock() - begin
                 // The queue drained untimed before it fills (see `larder-drained`).
@@ -145,7 +145,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
             larder.append(Double(elapsed.larder) / Double(n))
             memoryOnly.append(Double(elapsed.memory) / Double(n))
             storeOnly.append(Double(elapsed.store) / Double(n))
-            hiredis.append(Double(elapsed.raw) / Double(n))
+            byHand.append(Double(elapsed.raw) / Double(n))
             // Back to back, then until every disk copy is written: the throughput the disk allows.
             let begin = remoteClock()
             for key in keys where try drainedReader.value(forKey: key)?.count != payload.count {
@@ -156,7 +156,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
         }
         // The first run warms up.
         for (impl, samples) in [
-            ("larder", larder), ("larder-drained", drained), ("larder-memory", memoryOnly), ("store", storeOnly), ("hiredis", hiredis),
+            ("larder", larder), ("larder-drained", drained), ("larder-memory", memoryOnly), ("store", storeOnly), ("hiredis", byHand),
         ] {
             context.report(
                 suite: "remote", case: "get-hit-remote", impl: impl, n: n, bytes: payload.count, nsPerOp: median(samples.dropFirst()))
@@ -174,7 +174,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
         let batches = context.quick ? 2 : 10
         var larder: [Double] = []
         var drained: [Double] = []
-        var hiredis: [Double] = []
+        var byHand: [Double] = []
         for _ in 0 ... repeats {
             let keys = try freshKeys(100 * batches)
             settle([reader, drainedReader])
@@ -199,11 +199,11 @@ func runRemoteSuite(_ context: BenchContext) throws {
             drained.append(Double(remoteClock() - start) / Double(batches))
             start = remoteClock()
             for group in groups where try raw.mget(group.map { "\(namespace):v:\($0)" }) != 100 {
-                throw BenchError("hiredis missed a key")
+                throw BenchError("the by-hand GET missed a key")
             }
-            hiredis.append(Double(remoteClock() - start) / Double(batches))
+            byHand.append(Double(remoteClock() - start) / Double(batches))
         }
-        for (impl, samples) in [("larder", larder), ("larder-drained", drained), ("hiredis", hiredis)] {
+        for (impl, samples) in [("larder", larder), ("larder-drained", drained), ("hiredis", byHand)] {
             context.report(
                 suite: "remote", case: "get-many-remote", impl: impl, n: 100, bytes: payload.count, nsPerOp: median(samples.dropFirst()))
         }
@@ -258,40 +258,94 @@ private func median(_ samples: ArraySlice<Double>) -> Double {
     return sorted[sorted.count / 2]
 }
 
-/// hiredis itself, for the baselines: one connection, `GET` and `MGET`.
+/// The baseline a user could write by hand: one blocking socket, each `GET` or `MGET` written in
+/// RESP and its reply read into one buffer, each value copied once into a `Data` (as any client
+/// hands it out). Impl `hiredis` in the JSON lines (see the top of this file).
 private final class RawRedis {
-    private let context: UnsafeMutablePointer<redisContext>
+    private let descriptor: Int32
+    private var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    private var start = 0
+    private var end = 0
 
     init(address: String) throws {
-        guard let colon = address.lastIndex(of: ":"), let port = Int32(address[address.index(after: colon)...]),
-            let context = redisConnect(String(address[..<colon]), port), context.pointee.err == 0
-        else { throw BenchError("hiredis could not connect to \(address)") }
-        self.context = context
+        guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else {
+            throw BenchError("--redis wants HOST:PORT, not \(address)")
+        }
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var target = sockaddr_in()
+        target.sin_family = sa_family_t(AF_INET)
+        target.sin_port = port.bigEndian
+        guard descriptor >= 0, inet_pton(AF_INET, String(address[..<colon]), &target.sin_addr) == 1 else {
+            throw BenchError("the by-hand baseline needs an IPv4 address, not \(address)")
+        }
+        let connected = withUnsafePointer(to: &target) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw BenchError("the by-hand baseline could not connect to \(address)") }
+        var on: Int32 = 1
+        setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
     }
 
-    deinit { redisFree(context) }
+    deinit { close(descriptor) }
 
     /// `GET key`: the length of the value, or -1.
     func get(_ key: String) throws -> Int {
-        try command(["GET", key]) { reply in reply.type == REDIS_REPLY_STRING ? reply.len : -1 }
+        try send(["GET", key])
+        return try readBulk()?.count ?? -1
     }
 
     /// `MGET keys...`: how many values came back.
     func mget(_ keys: [String]) throws -> Int {
-        try command(["MGET"] + keys) { reply in
-            (0 ..< reply.elements).filter { reply.element[$0]?.pointee.type == REDIS_REPLY_STRING }.count
+        try send(["MGET"] + keys)
+        let count = try Int(line().dropFirst()) ?? 0
+        var found = 0
+        for _ in 0 ..< count where try readBulk() != nil { found += 1 }
+        return found
+    }
+
+    private func send(_ arguments: [String]) throws {
+        var command = "*\(arguments.count)\r\n"
+        for argument in arguments { command += "$\(argument.utf8.count)\r\n\(argument)\r\n" }
+        let bytes = Array(command.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { throw BenchError("the by-hand baseline could not send") }
+            offset += sent
         }
     }
 
-    private func command(_ arguments: [String], _ read: (redisReply) -> Int) throws -> Int {
-        let cStrings = arguments.map { strdup($0) }
-        defer { for cString in cStrings { free(cString) } }
-        var argv = cStrings.map { UnsafePointer<CChar>($0) }
-        let lengths = arguments.map { $0.utf8.count }
-        guard let reply = redisCommandArgv(context, Int32(arguments.count), &argv, lengths) else {
-            throw BenchError("hiredis failed: error \(context.pointee.err)")
+    /// A bulk string's bytes, or `nil` for a null.
+    private func readBulk() throws -> Data? {
+        guard let length = try Int(line().dropFirst()), length >= 0 else { return nil }
+        while end - start < length + 2 { try fill() }
+        let value = buffer.withUnsafeBytes { Data($0[start ..< start + length]) }
+        start += length + 2
+        return value
+    }
+
+    /// The next line, without its CRLF.
+    private func line() throws -> Substring {
+        while true {
+            if let newline = buffer[start ..< end].firstIndex(of: 10) {
+                let text = String(decoding: buffer[start ..< newline - 1], as: UTF8.self)
+                start = newline + 1
+                return Substring(text)
+            }
+            try fill()
         }
-        defer { freeReplyObject(reply) }
-        return read(reply.assumingMemoryBound(to: redisReply.self).pointee)
+    }
+
+    private func fill() throws {
+        if start == end {
+            (start, end) = (0, 0)
+        } else if start > 0 {
+            buffer.replaceSubrange(0 ..< end - start, with: buffer[start ..< end])
+            (start, end) = (0, end - start)
+        }
+        if end == buffer.count { buffer += [UInt8](repeating: 0, count: buffer.count) }
+        let received = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress! + end, $0.count - end, 0) }
+        guard received > 0 else { throw BenchError("the by-hand baseline lost its connection") }
+        end += received
     }
 }

@@ -10,7 +10,7 @@ import LarderRedis
 import Synchronization
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let store = RedisRemoteStore(address: arguments[1]) else {
+guard arguments.count == 5, let store = try? RedisRemoteStore(address: arguments[1]) else {
     FileHandle.standardError.write(Data("usage: larder-redis-peer HOST:PORT DIRECTORY NAMESPACE KEY\n".utf8))
     exit(2)
 }

@@ -18,7 +18,7 @@ struct RedisAuthTests {
             return nil
         }
         let server = try PrivateRedisServer(executable: executable)
-        let open = RedisRemoteStore(host: "127.0.0.1", port: server.port)
+        let open = try RedisRemoteStore(host: "127.0.0.1", port: server.port)
         try open.command(["ACL", "SETUSER", "alice", "on", ">wonderland", "~*", "&*", "+@all"], timeouts: timeouts)
         try open.command(["CONFIG", "SET", "requirepass", "s3cret"], timeouts: timeouts)
         return server
@@ -47,8 +47,8 @@ struct RedisAuthTests {
     @Test func aDatabaseKeepsItsValuesApart() throws {
         guard let server = try securedServer() else { return }
         defer { server.stop() }
-        let zero = RedisRemoteStore(host: "127.0.0.1", port: server.port, password: "s3cret")
-        let three = try #require(RedisRemoteStore(address: server.address, password: "s3cret", database: 3))
+        let zero = try RedisRemoteStore(host: "127.0.0.1", port: server.port, password: "s3cret")
+        let three = try RedisRemoteStore(address: server.address, password: "s3cret", database: 3)
         #expect(three.database == 3)
         #expect(try three.store(Data("in 3".utf8), forKey: "k", expiresIn: 60_000, onlyIfAbsent: false, timeouts: timeouts))
         #expect(try zero.values(forKeys: ["k"], timeouts: timeouts) == [nil])
@@ -62,7 +62,7 @@ struct RedisAuthTests {
     @Test func twoCachesShareValuesAndInvalidationsThroughAnAuthenticatedStore() throws {
         guard let server = try securedServer() else { return }
         defer { server.stop() }
-        let store = RedisRemoteStore(host: "127.0.0.1", port: server.port, username: "alice", password: "wonderland", database: 2)
+        let store = try RedisRemoteStore(host: "127.0.0.1", port: server.port, username: "alice", password: "wonderland", database: 2)
         let (dirA, dirB) = (TemporaryDirectory(), TemporaryDirectory())
         defer {
             dirA.remove()

@@ -166,7 +166,7 @@ struct RedisRemoteStoreTests {
         }
         let server = try PrivateRedisServer(executable: executable)
         defer { server.stop() }
-        let store = try #require(RedisRemoteStore(address: server.address))
+        let store = try RedisRemoteStore(address: server.address)
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let events = EventLog()
@@ -202,7 +202,7 @@ struct RedisRemoteStoreTests {
         }
         let server = try PrivateRedisServer(executable: executable)
         defer { server.stop() }
-        let store = try #require(RedisRemoteStore(address: server.address))
+        let store = try RedisRemoteStore(address: server.address)
         let (dirA, dirB) = (TemporaryDirectory(), TemporaryDirectory())
         defer {
             dirA.remove()

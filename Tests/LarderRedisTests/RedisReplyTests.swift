@@ -4,8 +4,8 @@ import Larder
 import LarderTestSupport
 import Testing
 
-/// hiredis replies handed to `Data` without a copy: each string owns its reply object, so it
-/// outlives the read, the connection and the array it came in.
+/// Replies from a real server: each string is a `Data` of its own, so it outlives the read, the
+/// connection's buffer and the array it came in.
 @Suite(.enabled(if: TestRedis.runs, "no Redis server: set LARDER_TEST_REDIS=host:port (.ci/run starts one)"))
 struct RedisReplyTests {
     let timeouts = RemoteTimeouts(connect: 5, command: 5)
@@ -32,11 +32,11 @@ struct RedisReplyTests {
         let reply = try connection!.command(RedisArguments(["GET", key]))
         let many = try connection!.command(RedisArguments(["MGET", key, key + ":missing", key]))
         _ = try connection!.command(RedisArguments(["UNLINK", key]))
-        connection = nil  // redisFree: the replies are no longer the context's
+        connection = nil  // the socket and the read buffer go
         #expect(reply == .string(value))
         guard case .string(let data) = reply else { return }
         #expect(data.startIndex == 0 && data.count == 4096)
-        // Each value of the array owns its own reply object: keep one, drop the rest.
+        // Each value of the array owns its bytes: keep one, drop the rest.
         guard case .array(var parts) = many else {
             Issue.record("MGET answered \(many)")
             return

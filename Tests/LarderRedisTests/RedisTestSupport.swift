@@ -19,7 +19,7 @@ enum TestRedis {
 
     /// The store for the test server; records an issue (the test fails) when there is none.
     static func store(sourceLocation: SourceLocation = #_sourceLocation) throws -> RedisRemoteStore {
-        guard let address, let store = RedisRemoteStore(address: address) else {
+        guard let address, let store = try? RedisRemoteStore(address: address) else {
             Issue.record("LARDER_REQUIRE_REDIS=1 but LARDER_TEST_REDIS is not a host:port", sourceLocation: sourceLocation)
             throw CacheError(.remoteFailure, "no test Redis server")
         }
@@ -108,7 +108,7 @@ final class PrivateRedisServer {
     }
 
     private func waitForPing() throws {
-        let store = RedisRemoteStore(host: "127.0.0.1", port: port)
+        let store = try RedisRemoteStore(host: "127.0.0.1", port: port)
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if (try? store.ping(timeouts: RemoteTimeouts(connect: 1, command: 1))) != nil { return }

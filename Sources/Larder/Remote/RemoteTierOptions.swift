@@ -4,7 +4,7 @@ import Foundation
 ///
 /// ```swift
 /// var options = HybridCacheOptions(directory: cachesURL)
-/// options.remote = RemoteTierOptions(store: RedisRemoteStore(host: "10.0.0.5", port: 6379), namespace: "feeds")
+/// options.remote = RemoteTierOptions(store: try RedisRemoteStore(host: "10.0.0.5", port: 6379), namespace: "feeds")
 /// ```
 public struct RemoteTierOptions: Sendable {
     /// When stores and removals reach the remote tier.

@@ -1,0 +1,185 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Larder
+
+/// A connected TCP socket: every system call LarderRedis makes, each wrapped once, `EINTR`
+/// retried in one place, `close` never retried. The rest of the module imports no libc.
+///
+/// `@unchecked Sendable`: the descriptor is read by one thread at a time (its owner), except
+/// ``shutdown()``, which any thread may call to wake a blocked reader.
+final class Socket: @unchecked Sendable {
+    /// The descriptor, closed on `deinit`.
+    private let descriptor: Int32
+
+    private init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        _ = close(descriptor)
+    }
+
+    /// Connects to `host`:`port`, trying each address the name resolves to in turn, all within
+    /// `timeout` seconds (0 waits for ever), and turns Nagle's algorithm off (`TCP_NODELAY`):
+    /// a command is one small write that must leave at once.
+    static func connect(host: String, port: Int, timeout: Double) throws(CacheError) -> Socket {
+        let deadline = timeout > 0 ? monotonicSeconds() + timeout : nil
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Glibc)
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #else
+        hints.ai_socktype = SOCK_STREAM
+        #endif
+        var list: UnsafeMutablePointer<addrinfo>?
+        let resolved = getaddrinfo(host, String(port), &hints, &list)
+        guard resolved == 0, let first = list else {
+            throw CacheError(.remoteFailure, "the host name did not resolve: \(String(cString: gai_strerror(resolved)))")
+        }
+        defer { freeaddrinfo(list) }
+        var lastError: CacheError?
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let address = entry {
+            entry = address.pointee.ai_next
+            do throws(CacheError) {
+                return try connect(to: address.pointee, deadline: deadline)
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError ?? CacheError(.remoteFailure, "the host name resolved to no address")
+    }
+
+    /// One attempt: a non-blocking `connect`, `poll` until it completes or `deadline` passes,
+    /// then the socket back in blocking mode.
+    private static func connect(to address: addrinfo, deadline: Double?) throws(CacheError) -> Socket {
+        let descriptor = socket(address.ai_family, address.ai_socktype, address.ai_protocol)
+        guard descriptor >= 0 else { throw failure("socket() failed") }
+        let socket = Socket(descriptor: descriptor)
+        // Not inherited by processes the app starts.
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        let flags = fcntl(descriptor, F_GETFL)
+        guard flags >= 0, fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) == 0 else {
+            throw failure("fcntl(O_NONBLOCK) failed")
+        }
+        if systemConnect(descriptor, address.ai_addr, address.ai_addrlen) != 0 {
+            guard errno == EINPROGRESS || errno == EINTR else { throw failure("connect() failed") }
+            guard try socket.poll(events: Int16(POLLOUT), deadline: deadline) else {
+                throw CacheError(.remoteFailure, "timed out")
+            }
+            var pending: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &pending, &length) == 0 else {
+                throw failure("getsockopt(SO_ERROR) failed")
+            }
+            guard pending == 0 else {
+                throw CacheError(.remoteFailure, "connect() failed", errno: pending)
+            }
+        }
+        guard fcntl(descriptor, F_SETFL, flags) == 0 else { throw failure("fcntl(blocking) failed") }
+        var on: Int32 = 1
+        _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+        #if canImport(Darwin)
+        // Writing to a closed peer fails with EPIPE instead of killing the process.
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_NOSIGPIPE, &on, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+        return socket
+    }
+
+    /// Waits until the socket is ready for `events`; `false` when `deadline` passed first.
+    private func poll(events: Int16, deadline: Double?) throws(CacheError) -> Bool {
+        while true {
+            var entry = pollfd(fd: descriptor, events: events, revents: 0)
+            let milliseconds = deadline.map { Int32(clamping: Int64(max(0, ($0 - Self.monotonicSeconds()) * 1000).rounded(.up))) } ?? -1
+            let ready = systemPoll(&entry, 1, milliseconds)
+            if ready > 0 { return true }
+            if ready == 0 { return false }
+            if errno != EINTR { throw Self.failure("poll failed") }
+        }
+    }
+
+    /// Sets how long one `send` or `recv` may block (`SO_SNDTIMEO`, `SO_RCVTIMEO`); 0 for ever.
+    func setTimeout(_ seconds: Double) throws(CacheError) {
+        let whole = seconds.rounded(.down)
+        var time = timeval(tv_sec: .init(whole), tv_usec: .init((seconds - whole) * 1_000_000))
+        let size = socklen_t(MemoryLayout<timeval>.size)
+        guard setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &time, size) == 0,
+            setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &time, size) == 0
+        else { throw Self.failure("could not set the socket's timeout") }
+    }
+
+    /// Writes every byte of `bytes`.
+    func send(_ bytes: UnsafeRawBufferPointer) throws(CacheError) {
+        var offset = 0
+        while offset < bytes.count {
+            #if canImport(Glibc)
+            let sent = Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            #else
+            let sent = Darwin.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, 0)
+            #endif
+            let code = errno
+            if sent >= 0 {
+                offset += sent
+            } else if code != EINTR {
+                throw CacheError(
+                    .remoteFailure, Self.isTimeout(code) ? "writing a command timed out" : "writing a command failed", errno: code)
+            }
+        }
+    }
+
+    /// Reads what has arrived into `buffer`, blocking until something has (or the timeout):
+    /// the number of bytes read, 0 when the peer closed the connection.
+    func receive(into buffer: UnsafeMutableRawBufferPointer) throws(CacheError) -> Int {
+        while true {
+            let received = recv(descriptor, buffer.baseAddress, buffer.count, 0)
+            let code = errno
+            if received >= 0 { return received }
+            if code != EINTR {
+                throw CacheError(.remoteFailure, Self.isTimeout(code) ? "reading a reply timed out" : "reading a reply failed", errno: code)
+            }
+        }
+    }
+
+    /// Shuts both directions down: a thread blocked in ``receive(into:)`` wakes and reads 0.
+    /// Safe from any thread while the socket is alive.
+    func shutdown() {
+        #if canImport(Glibc)
+        _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR))
+        #else
+        _ = Darwin.shutdown(descriptor, SHUT_RDWR)
+        #endif
+    }
+
+    private static func isTimeout(_ code: Int32) -> Bool { code == EAGAIN || code == EWOULDBLOCK }
+
+    /// A failure of the call that just returned, with its `errno` (read before anything else runs).
+    private static func failure(_ message: @autoclosure () -> String) -> CacheError {
+        let code = errno
+        return CacheError(.remoteFailure, message(), errno: code)
+    }
+
+    private static func monotonicSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+}
+
+#if canImport(Glibc)
+private func systemConnect(_ descriptor: Int32, _ address: UnsafeMutablePointer<sockaddr>!, _ length: socklen_t) -> Int32 {
+    Glibc.connect(descriptor, address, length)
+}
+private func systemPoll(_ entries: UnsafeMutablePointer<pollfd>, _ count: Int, _ timeout: Int32) -> Int32 {
+    Glibc.poll(entries, nfds_t(count), timeout)
+}
+#else
+private func systemConnect(_ descriptor: Int32, _ address: UnsafeMutablePointer<sockaddr>!, _ length: socklen_t) -> Int32 {
+    Darwin.connect(descriptor, address, length)
+}
+private func systemPoll(_ entries: UnsafeMutablePointer<pollfd>, _ count: Int, _ timeout: Int32) -> Int32 {
+    Darwin.poll(entries, nfds_t(count), timeout)
+}
+#endif
