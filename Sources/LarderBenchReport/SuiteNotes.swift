@@ -92,7 +92,7 @@ struct SuiteNote {
                 Larder's Redis store alone; the remaining implementations are the same reads written by hand with \
                 the client, run beside it.
                 """,
-            baselines: [(nil, ["by-hand", "hiredis"])], chart: "latency-remote"),
+            baselines: [(nil, ["by-hand", "raw"])], chart: "latency-remote"),
     ]
 
     /// The implementation a result's ratio is taken against, if its case and size measured one.

@@ -5,21 +5,20 @@ import LarderTestSupport
 
 // The remote suite (`larder-bench remote --redis HOST:PORT`): the shared remote tier on Redis.
 // Without `--redis` it says so and skips. Each case is measured beside a by-hand RESP client
-// (impl `hiredis`: the JSON name of that baseline, kept so that runs stay comparable) on the
-// same server and the same 4 KiB values.
+// (impl `raw`) on the same server and the same 4 KiB values.
 //
 // - `get-hit-remote`: a read that memory and disk miss and Redis serves, promoted to memory at
 //   once and to disk through the promotion queue (`HybridCache.value(forKey:)` on keys another
-//   instance stored), beside one by-hand `GET` (impl `hiredis`). Impl `larder`: the caller's latency,
+//   instance stored), beside one by-hand `GET` (impl `raw`). Impl `larder`: the caller's latency,
 //   reads in bursts of the promotion backlog (128), the queue drained between bursts, untimed.
 //   Impl `larder-drained`: the reads back to back, then `flushRemoteWrites()`, all timed: the
 //   throughput once the disk writes are paid for. Impl `larder-memory`: promoted to memory only
 //   (`from: [.memory, .remote]`). Impl `store`: `RedisRemoteStore.values(forKeys:)` of the one
-//   key, the remote read without the hybrid. `larder`, `larder-memory`, `store` and `hiredis` are
+//   key, the remote read without the hybrid. `larder`, `larder-memory`, `store` and `raw` are
 //   timed side by side, 16 keys each in turn, so that the machine's drift reaches all three alike. Target:
 //   larder <= 1.2 x the by-hand GET.
 // - `get-many-remote`: 100 keys at once (`values(forKeys:)`: one `MGET`), beside one by-hand
-//   `MGET` of 100 keys (impl `hiredis`); `ns_per_op` is per batch. Impl `larder`: the caller's
+//   `MGET` of 100 keys (impl `raw`); `ns_per_op` is per batch. Impl `larder`: the caller's
 //   latency, the promotion queue drained between batches, untimed; `larder-drained`: ten
 //   batches back to back, then `flushRemoteWrites()`, all timed.
 // - `invalidation`: a remove on one instance until the other instance's local read misses (impl
@@ -156,7 +155,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
         }
         // The first run warms up.
         for (impl, samples) in [
-            ("larder", larder), ("larder-drained", drained), ("larder-memory", memoryOnly), ("store", storeOnly), ("hiredis", byHand),
+            ("larder", larder), ("larder-drained", drained), ("larder-memory", memoryOnly), ("store", storeOnly), ("raw", byHand),
         ] {
             context.report(
                 suite: "remote", case: "get-hit-remote", impl: impl, n: n, bytes: payload.count, nsPerOp: median(samples.dropFirst()))
@@ -203,7 +202,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
             }
             byHand.append(Double(remoteClock() - start) / Double(batches))
         }
-        for (impl, samples) in [("larder", larder), ("larder-drained", drained), ("hiredis", byHand)] {
+        for (impl, samples) in [("larder", larder), ("larder-drained", drained), ("raw", byHand)] {
             context.report(
                 suite: "remote", case: "get-many-remote", impl: impl, n: 100, bytes: payload.count, nsPerOp: median(samples.dropFirst()))
         }
@@ -260,7 +259,7 @@ private func median(_ samples: ArraySlice<Double>) -> Double {
 
 /// The baseline a user could write by hand: one blocking socket, each `GET` or `MGET` written in
 /// RESP and its reply read into one buffer, each value copied once into a `Data` (as any client
-/// hands it out). Impl `hiredis` in the JSON lines (see the top of this file).
+/// hands it out). Impl `raw` in the JSON lines (see the top of this file).
 private final class RawRedis {
     private let descriptor: Int32
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)
