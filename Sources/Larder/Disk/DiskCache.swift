@@ -292,6 +292,13 @@ public final class DiskCache: Sendable {
                 case .failed(let failure): throw failure
                 }
                 continue
+            } catch let error where error == .untrusted {
+                let folder = layout.folder(for: name)
+                let problem = io.root?.problem(withFolder: String(folder.dropFirst(layout.root.count + 1))) ?? "cannot be trusted"
+                throw CacheError(
+                    .unsafeDirectory,
+                    "the record's folder \(problem); whoever controls it could read or replace the record, so nothing is written through it; remove it if this is your cache",
+                    key: key, path: folder, errno: error.rawValue)
             } catch let error where error == .noSpace {
                 throw CacheError(
                     .diskFull, "the volume is full; the previous record \(key == nil ? "in this file" : "under this key") is intact",

@@ -93,7 +93,8 @@ package final class RecordFile: Sendable {
     /// What a failed open of a record file means: no record, a corrupt one, or a real failure.
     private static func failedOpen(_ error: Errno) throws(Errno) -> RecordReadResult {
         switch error {
-        case .noSuchFileOrDirectory, .notADirectory: return .missing
+        // A record in a folder the cache does not trust (``FolderTrust``) is not read: a miss.
+        case .noSuchFileOrDirectory, .notADirectory, .untrusted: return .missing
         case .tooManySymbolicLinks, .notARegularFile, .noSuchDeviceOrAddress, .isADirectory:
             return .corrupt(.notARegularFile)
         default: throw error
@@ -275,6 +276,11 @@ package final class RecordFile: Sendable {
     private func read(
         fd: Int32, info: FileInfo, readPayload: Bool, verifyPayload: Bool, expectedKey: String?, expectedFileSize: Int?
     ) throws(Errno) -> RecordReadResult {
+        // A file someone the cache does not trust owns, or may write, can change under it at any
+        // time: a miss, and left where it is (a store renames a new file over it). Files the
+        // cache writes, and files it has read this way, are its user's and no one else can
+        // write them, so a read of a length it knows (`readKnownLength`) needs no `fstat`.
+        guard io.isTrusted(info) else { return .missing }
         let fileSize = info.size
         guard fileSize >= RecordHeader.size else { return .corrupt(.truncated) }
         // Longer than any header, key and allowed payload together: nothing more to read.

@@ -98,7 +98,10 @@ struct CacheContext {
                 throw CommandFailure(.cacheError, "'\(layout.root)' is not a directory")
             }
             do {
-                files = try fileIO.rooted(at: layout.root)
+                // Beneath the root, folders and files must be this user's or the root owner's
+                // (``FolderTrust``); group write counts only where the root grants it already.
+                let trust = FolderTrust(sharedWithGroup: info.st_mode & 0o022 == 0o020, acceptsRootOwner: true)
+                files = try fileIO.rooted(at: layout.root, trust: trust)
                 holdsRecords = try files.listDirectory(layout.root).contains { !DiskLayout.isReserved($0.name) }
             } catch {
                 throw CommandFailure(
