@@ -35,7 +35,9 @@ import Testing
             ttl: 0, updateTimeSec: 1_700_000_000, payloadSizeBytes: 8, payloadChecksum: CRC32.checksum(of: Array("attacker".utf8)),
             storedKey: Array("token".utf8))
         let planted = dir + "/to/token"
-        #expect(FileManager.default.createFile(atPath: planted, contents: Data(header.encoded() + Array("token".utf8) + Array("attacker".utf8))))
+        #expect(
+            FileManager.default.createFile(atPath: planted, contents: Data(header.encoded() + Array("token".utf8) + Array("attacker".utf8)))
+        )
         #expect(HostileFiles.chown(planted))
         for arguments in [["cat"], ["show"]] {
             let result = larder(arguments + ["--dir", dir, "token"])

@@ -579,8 +579,22 @@ public final class DiskCache: Sendable {
         (length + blockSize - 1) / blockSize * blockSize
     }
 
-    static func seconds(_ time: Double) -> UInt64 { UInt64(max(0, time.rounded(.down))) }
-    static func milliseconds(_ time: Double) -> UInt64 { UInt64(max(0, (time * 1000).rounded(.down))) }
+    /// `time` (seconds since the epoch, from a ``CacheClock``) in whole seconds for a header,
+    /// clamped to `0 ... RecordHeader.maximumTimestamp` (the end of year 9999), the range a
+    /// header is read back in: never a trap, whatever the clock says (a NaN is 0, infinities
+    /// and times beyond the range are its ends).
+    static func seconds(_ time: Double) -> UInt64 {
+        guard time > 0 else { return 0 }
+        return time >= Double(RecordHeader.maximumTimestamp) ? RecordHeader.maximumTimestamp : UInt64(time.rounded(.down))
+    }
+
+    /// `time` in whole milliseconds, clamped as ``seconds(_:)`` is (to the end of year 9999).
+    static func milliseconds(_ time: Double) -> UInt64 {
+        guard time > 0 else { return 0 }
+        let most = RecordHeader.maximumTimestamp * 1000
+        let scaled = time * 1000
+        return scaled >= Double(most) ? most : UInt64(scaled.rounded(.down))
+    }
 
     /// Runs `body` holding the key lock of the record file `name`: reads and uses of one record.
     func withKeyLock<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T {

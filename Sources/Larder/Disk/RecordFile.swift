@@ -311,7 +311,7 @@ package final class RecordFile: Sendable {
         guard let memory = try readFromStart(fd, wanted) else { return .corrupt(.truncated) }
         return try parse(
             memory, count: wanted, of: fd, fileSize: fileSize, readPayload: readPayload, verifyPayload: verifyPayload,
-            expectedKey: expectedKey)
+            expectedKey: expectedKey, checksHoles: fileSize != expectedFileSize)
     }
 
     /// The first `count` bytes of `fd`, in memory from `RawMemory.allocate(_:)` that the caller
@@ -342,7 +342,7 @@ package final class RecordFile: Sendable {
     /// handed to the payload's `Data`.
     private func parse(
         _ memory: UnsafeMutableRawPointer, count wanted: Int, of fd: Int32, fileSize: Int, readPayload: Bool, verifyPayload: Bool,
-        expectedKey: String?
+        expectedKey: String?, checksHoles: Bool = false
     ) throws(Errno) -> RecordReadResult {
         let buffer = UnsafeMutableRawBufferPointer(start: memory, count: wanted)
         var handedOff = false
@@ -356,6 +356,14 @@ package final class RecordFile: Sendable {
             return .corrupt(error)
         }
         guard header.payloadSizeBytes <= UInt64(maximumPayloadSize) else { return .corrupt(.tooLarge) }
+        // A key region with a hole in it (in a file of a length the cache did not write or read
+        // itself) is refused as a sparse payload is: its bytes are not on disk. One `lseek`, for
+        // keys that reach past the first block (`RecordHeader.sparseKeyAllowance`) only.
+        if checksHoles, header.payloadOffset > RecordHeader.sparseKeyAllowance, let hole = io.firstHole(fd),
+            hole < header.payloadOffset
+        {
+            return .corrupt(.tooLarge)
+        }
         var storedKey: String?
         if header.flags.contains(.storedKey) {
             let keyEnd = header.payloadOffset

@@ -152,17 +152,19 @@ package final class CacheRoot: Sendable {
         guard result == 0 else { return }
         let info = FileInfo(held)
         guard info.kind == .directory else { return }
-        if trust.problem(with: info, rootOwner: self.info.ownerID) != nil { throw .untrusted }
+        if trust.problem(with: info, root: self.info) != nil { throw .untrusted }
         trustFolder(named: text)
     }
 
     /// What is wrong with the folder `name` directly beneath the root, for an error message, or
-    /// `nil` when nothing is (or it cannot be `stat`ed).
+    /// `nil` when nothing is (or it cannot be `stat`ed, or is not a folder).
     package func problem(withFolder name: String) -> String? {
         guard let trust else { return nil }
         var held = stat()
         guard name.withCString({ calls.fstatat(fd, $0, &held, AT_SYMLINK_NOFOLLOW) }) == 0 else { return nil }
-        return trust.problem(with: FileInfo(held), rootOwner: info.ownerID)
+        let folder = FileInfo(held)
+        guard folder.kind == .directory else { return nil }
+        return trust.problem(with: folder, root: info)
     }
 
     /// The name of the folder directly beneath the root that `path` passes through (`ab` for

@@ -318,6 +318,13 @@ package struct FileIO: Sendable {
         return buf
     }
 
+    /// The offset of the first hole in the open file `fd` (its end when it has none), or `nil`
+    /// when the file system cannot say.
+    package func firstHole(_ fd: Int32) -> Int? {
+        let offset = table.calls.seekHole(fd, 0)
+        return offset < 0 ? nil : Int(offset)
+    }
+
     /// What `fstat` says of an open file.
     package func info(_ fd: Int32) throws(Errno) -> FileInfo {
         FileInfo(try fstat(fd))
@@ -550,7 +557,7 @@ package struct FileIO: Sendable {
     /// Throws ``Errno/untrusted`` when a file or folder beneath the root, which `fstat` described
     /// as `info`, fails the root's ``CacheRoot/trust``.
     package func checkTrust(_ info: FileInfo) throws(Errno) {
-        guard let root, let trust = root.trust, trust.problem(with: info, rootOwner: root.info.ownerID) != nil else { return }
+        guard let root, let trust = root.trust, trust.problem(with: info, root: root.info) != nil else { return }
         throw .untrusted
     }
 
@@ -558,7 +565,7 @@ package struct FileIO: Sendable {
     /// root's ``CacheRoot/trust`` (always, without one).
     package func isTrusted(_ info: FileInfo) -> Bool {
         guard let root, let trust = root.trust else { return true }
-        return trust.problem(with: info, rootOwner: root.info.ownerID) == nil
+        return trust.problem(with: info, root: root.info) == nil
     }
 
     /// The folder that holds `path`: everything before its last slash (`/` for `/name`, `.`

@@ -10,7 +10,9 @@ package struct FolderTrust: Sendable, Hashable {
     /// write are accepted, write by others never.
     package var sharedWithGroup: Bool
     /// Whether the root's owner is trusted as well as this user: a read-only cache reads whoever's
-    /// folder it was pointed at, but not a third user's folder inside it.
+    /// folder it was pointed at, but not a third user's folder inside it. Group write is then
+    /// accepted too where the root grants it (group-writable, not writable by others): the group
+    /// could replace anything beneath such a root already.
     package var acceptsRootOwner: Bool
 
     package init(sharedWithGroup: Bool, acceptsRootOwner: Bool) {
@@ -19,17 +21,19 @@ package struct FolderTrust: Sendable, Hashable {
     }
 
     /// What is wrong with a folder or file that `fstat` described as `info`, beneath a root
-    /// owned by `rootOwner`: `nil` when the cache may trust it, else a phrase for an error
-    /// message ("belongs to user 65534", "is writable by others (mode 777)").
-    package func problem(with info: FileInfo, rootOwner: UInt32) -> String? {
+    /// that `fstat` described as `root`: `nil` when the cache may trust it, else a phrase for an
+    /// error message ("belongs to user 65534, not to this user", "is writable by group or others
+    /// (mode 777)").
+    package func problem(with info: FileInfo, root: FileInfo) -> String? {
         if !sharedWithGroup, info.ownerID != ProcessIdentity.effectiveUserID,
-            !acceptsRootOwner || info.ownerID != rootOwner
+            !acceptsRootOwner || info.ownerID != root.ownerID
         {
             return "belongs to user \(info.ownerID), not to this user"
         }
-        let forbidden: UInt16 = sharedWithGroup ? 0o002 : 0o022
+        let groupMayWrite = sharedWithGroup || acceptsRootOwner && root.permissions & 0o022 == 0o020
+        let forbidden: UInt16 = groupMayWrite ? 0o002 : 0o022
         if info.permissions & forbidden != 0 {
-            return "is writable by \(sharedWithGroup ? "others" : "group or others") (mode \(String(info.permissions, radix: 8)))"
+            return "is writable by \(groupMayWrite ? "others" : "group or others") (mode \(String(info.permissions, radix: 8)))"
         }
         return nil
     }
