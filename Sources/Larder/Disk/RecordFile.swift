@@ -517,18 +517,25 @@ package final class RecordFile: Sendable {
     }
 
     /// Overwrites a record's header in place (64 bytes at offset 0), leaving key and payload alone.
-    /// - Returns: `false` when the file no longer exists.
+    ///
+    /// Only a file with one link, that the cache trusts (``FolderTrust``), is written: a hard link
+    /// would carry the write to a file elsewhere (one outside the root, say), as the lock file's
+    /// check guards against.
+    /// - Returns: `false` when the file no longer exists, or was not written (a hard link, not a
+    ///   regular file, not the cache's).
     package func rewriteHeader(_ header: RecordHeader, at path: String, sync: Bool) throws(Errno) -> Bool {
         let fd: Int32
         do {
             fd = try io.openForWriting(path)
-        } catch let error where error == .noSuchFileOrDirectory || error == .notADirectory {
+        } catch let error where error == .noSuchFileOrDirectory || error == .notADirectory || error == .untrusted {
             return false
         } catch let error where error == .tooManySymbolicLinks || error == .notARegularFile || error == .noSuchDeviceOrAddress {
             // Replaced by something that is not a record since it was read: not written through.
             return false
         }
         defer { io.close(fd) }
+        let info = try io.info(fd)
+        guard info.linkCount == 1, io.isTrusted(info) else { return false }
         try header.encoded().withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(fd, b, at: 0) } }.get()
         if sync { try io.fsync(fd) }
         return true
