@@ -15,8 +15,10 @@ public struct CommandIO: Sendable {
     public var writeOut: @Sendable (Data) -> Void
     /// Writes bytes to standard error.
     public var writeErr: @Sendable (Data) -> Void
-    /// Reads all of standard input.
-    public var readIn: @Sendable () -> Data
+    /// Reads standard input, up to its end or until it has more than `limit` bytes, whichever
+    /// comes first: at most `limit + 1` bytes are read and returned, so that an endless or huge
+    /// stream costs no more memory than the largest record; `nil` when reading fails.
+    public var readIn: @Sendable (_ limit: Int) -> Data?
     /// Whether standard output is a terminal (tables get colour only then).
     public var isStdoutTerminal: Bool
     /// Whether standard error is a terminal (progress bars are drawn only then).
@@ -27,7 +29,7 @@ public struct CommandIO: Sendable {
     /// Creates streams from closures.
     public init(
         writeOut: @escaping @Sendable (Data) -> Void, writeErr: @escaping @Sendable (Data) -> Void,
-        readIn: @escaping @Sendable () -> Data = { Data() }, isStdoutTerminal: Bool = false,
+        readIn: @escaping @Sendable (_ limit: Int) -> Data? = { _ in Data() }, isStdoutTerminal: Bool = false,
         isStderrTerminal: Bool = false, environment: [String: String] = [:]
     ) {
         self.writeOut = writeOut
@@ -42,7 +44,7 @@ public struct CommandIO: Sendable {
     public static var standard: CommandIO {
         CommandIO(
             writeOut: { writeAll(STDOUT_FILENO, $0) }, writeErr: { writeAll(STDERR_FILENO, $0) },
-            readIn: { FileHandle.standardInput.readDataToEndOfFile() },
+            readIn: { limit in readBounded(STDIN_FILENO, limit: limit) },
             isStdoutTerminal: isatty(STDOUT_FILENO) == 1, isStderrTerminal: isatty(STDERR_FILENO) == 1,
             environment: ProcessInfo.processInfo.environment)
     }
@@ -56,6 +58,37 @@ public struct CommandIO: Sendable {
     /// including every character ``TerminalText`` escapes (``JSONValue/quote(_:)``), so parsing
     /// gives back the original text and the raw text is safe on a terminal too.
     func out(json value: JSONValue) { writeOut(Data((value.render() + "\n").utf8)) }
+
+    /// Reads `fd` to its end or until it has given more than `limit` bytes: at most `limit + 1`
+    /// bytes, in a buffer grown as they come (never beyond `limit + 1`, so a stream that does not
+    /// end costs that much memory at most). `nil` when a read fails or memory runs out.
+    /// - Complexity: O(*n*) in the bytes read.
+    static func readBounded(_ fd: Int32, limit: Int) -> Data? {
+        let most = max(0, limit) &+ 1
+        var capacity = min(most, 64 * 1024)
+        guard var buffer = malloc(capacity) else { return nil }
+        var count = 0
+        while count < most {
+            if count == capacity {
+                let grown = min(most, capacity < most / 2 ? capacity * 2 : most)
+                guard let moved = realloc(buffer, grown) else {
+                    free(buffer)
+                    return nil
+                }
+                buffer = moved
+                capacity = grown
+            }
+            let n = read(fd, buffer + count, capacity - count)
+            if n < 0 {
+                if errno == EINTR { continue }
+                free(buffer)
+                return nil
+            }
+            if n == 0 { break }
+            count += n
+        }
+        return Data(bytesNoCopy: buffer, count: count, deallocator: .free)
+    }
 
     private static func writeAll(_ fd: Int32, _ data: Data) {
         data.withUnsafeBytes { buffer in
@@ -88,7 +121,8 @@ public final class OutputCapture: Sendable {
         CommandIO(
             writeOut: { data in self.buffers.withLock { $0.out.append(data) } },
             writeErr: { data in self.buffers.withLock { $0.err.append(data) } },
-            readIn: { input }, isStdoutTerminal: terminal, isStderrTerminal: terminal, environment: environment)
+            readIn: { limit in input.prefix(max(0, limit) &+ 1) }, isStdoutTerminal: terminal, isStderrTerminal: terminal,
+            environment: environment)
     }
 
     /// Everything written to standard output, as bytes.

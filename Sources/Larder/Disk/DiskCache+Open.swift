@@ -22,7 +22,10 @@ extension DiskCache {
         do {
             // Under `.fsync`, folders made here are synced into their parents: else the first
             // synced records could vanish in a power loss with the folder that holds them.
-            rooted = try io.rooted(at: layout.root, create: !options.isReadOnly, syncCreated: options.durability == .fsync)
+            // A writer trusts its own user (its group, shared so); a reader also the root's owner.
+            let trust = FolderTrust(sharedWithGroup: options.sharing == .group, acceptsRootOwner: options.isReadOnly)
+            rooted = try io.rooted(
+                at: layout.root, create: !options.isReadOnly, syncCreated: options.durability == .fsync, trust: trust)
         } catch {
             if options.isReadOnly, error == .noSuchFileOrDirectory || error == .notADirectory {
                 throw CacheError(
@@ -159,6 +162,11 @@ extension DiskCache {
             throw CacheError(
                 .unsafeDirectory, "the cache's metadata is a link, a FIFO, a folder or far too large, not the small file Larder writes",
                 path: layout.metadataPath, errno: error.rawValue)
+        } catch let error where error == .untrusted {
+            throw CacheError(
+                .unsafeDirectory,
+                "the cache's metadata belongs to another user or others may write it, so it cannot be trusted; remove it if this is your cache",
+                path: layout.metadataPath, errno: error.rawValue)
         } catch {
             throw CacheError(.ioFailure, "cannot read the cache's metadata", path: layout.metadataPath, errno: error.rawValue)
         }
@@ -170,7 +178,16 @@ extension DiskCache {
 
     /// Creates the temporary folder and removes what a crashed writer left in it, and the
     /// temporary files of metadata and snapshot writes it left at the root.
+    /// - Throws: ``CacheError/Code/unsafeDirectory`` when the temporary folder belongs to another
+    ///   user or others may write it (``FolderTrust``): records written there could be swapped
+    ///   before they are renamed into place. ``CacheError/Code/ioFailure``.
     static func prepareTemporaryFolder(layout: DiskLayout, io: FileIO) throws(CacheError) {
+        if let root = io.root, let problem = root.problem(withFolder: DiskLayout.temporaryFolderName) {
+            throw CacheError(
+                .unsafeDirectory,
+                "the cache's temporary folder \(problem); whoever controls it could swap the records this cache writes; remove it if this is your cache",
+                path: layout.temporaryFolder)
+        }
         do {
             // A link, FIFO or file planted where the folder goes is removed (a link, never its
             // target), so that temporary files cannot be written through it.

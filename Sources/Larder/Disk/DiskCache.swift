@@ -292,6 +292,13 @@ public final class DiskCache: Sendable {
                 case .failed(let failure): throw failure
                 }
                 continue
+            } catch let error where error == .untrusted {
+                let folder = layout.folder(for: name)
+                let problem = io.root?.problem(withFolder: String(folder.dropFirst(layout.root.count + 1))) ?? "cannot be trusted"
+                throw CacheError(
+                    .unsafeDirectory,
+                    "the record's folder \(problem); whoever controls it could read or replace the record, so nothing is written through it; remove it if this is your cache",
+                    key: key, path: folder, errno: error.rawValue)
             } catch let error where error == .noSpace {
                 throw CacheError(
                     .diskFull, "the volume is full; the previous record \(key == nil ? "in this file" : "under this key") is intact",
@@ -572,8 +579,22 @@ public final class DiskCache: Sendable {
         (length + blockSize - 1) / blockSize * blockSize
     }
 
-    static func seconds(_ time: Double) -> UInt64 { UInt64(max(0, time.rounded(.down))) }
-    static func milliseconds(_ time: Double) -> UInt64 { UInt64(max(0, (time * 1000).rounded(.down))) }
+    /// `time` (seconds since the epoch, from a ``CacheClock``) in whole seconds for a header,
+    /// clamped to `0 ... RecordHeader.maximumTimestamp` (the end of year 9999), the range a
+    /// header is read back in: never a trap, whatever the clock says (a NaN is 0, infinities
+    /// and times beyond the range are its ends).
+    static func seconds(_ time: Double) -> UInt64 {
+        guard time > 0 else { return 0 }
+        return time >= Double(RecordHeader.maximumTimestamp) ? RecordHeader.maximumTimestamp : UInt64(time.rounded(.down))
+    }
+
+    /// `time` in whole milliseconds, clamped as ``seconds(_:)`` is (to the end of year 9999).
+    static func milliseconds(_ time: Double) -> UInt64 {
+        guard time > 0 else { return 0 }
+        let most = RecordHeader.maximumTimestamp * 1000
+        let scaled = time * 1000
+        return scaled >= Double(most) ? most : UInt64(scaled.rounded(.down))
+    }
 
     /// Runs `body` holding the key lock of the record file `name`: reads and uses of one record.
     func withKeyLock<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T {

@@ -30,7 +30,11 @@ public enum MinimumFreeSpace: Sendable, Hashable {
 public enum CacheSharing: Sendable, Hashable {
     /// The current user only: folders are created 0700 and files 0600; an existing root must
     /// belong to the current user and must not be writable by group or others, else opening it
-    /// throws ``CacheError/Code/unsafeDirectory``. The default.
+    /// throws ``CacheError/Code/unsafeDirectory``. The folders and files beneath it are held to
+    /// the same rule: a shard folder that fails is never written through (a store into it throws
+    /// ``CacheError/Code/unsafeDirectory``, naming it) and the records in it are misses; a writer
+    /// with such a temporary folder (`.larder-tmp`) does not open; a record file that fails is a
+    /// miss. A read-only cache also trusts the root's owner. The default.
     case ownerOnly
     /// Others may read, only the owner writes: folders 0755, files 0644 (Larder's behaviour
     /// before 0.1). The root is checked as for ``ownerOnly``.
@@ -38,7 +42,8 @@ public enum CacheSharing: Sendable, Hashable {
     /// A cache shared by the members of a group (for example, several service accounts): folders
     /// 0770 and files 0660, set with `fchmod` whatever the umask (give the root the group, and
     /// the setgid bit, yourself). The root, the lock file and records may belong to another user
-    /// and the root may be writable by its group; a root writable by others is still refused.
+    /// and the root may be writable by its group; a root writable by others is still refused, and
+    /// so is a folder or file beneath it that others may write.
     case group
 
     /// The mode of folders created under this sharing.

@@ -206,8 +206,9 @@ package struct DiskLayout: Sendable {
                     names.append(file.name)
                 }
                 body(names, folders)
-            } catch let error where error == .notADirectory || error == .tooManySymbolicLinks {
-                // A shard-named file (or a link) at the root, not a shard folder.
+            } catch let error where error == .notADirectory || error == .tooManySymbolicLinks || error == .untrusted {
+                // A shard-named file (or a link) at the root, not a shard folder; or a folder the
+                // cache does not trust (``FolderTrust``), whose files are not its records.
             } catch {
                 isComplete = false
             }

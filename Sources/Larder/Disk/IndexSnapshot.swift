@@ -214,7 +214,8 @@ enum IndexSnapshot {
             guard flags.subtracting([.hexName, .keyIsName]).isEmpty, nameLength > 0,
                 !flags.contains(.hexName) || nameLength == 32,
                 !flags.contains(.keyIsName) || (keyLength == 0 && !flags.contains(.hexName)),
-                diskSize <= maximumEntrySize
+                diskSize <= maximumEntrySize,
+                keyLength == DiskIndex.noKey || keyLength <= UInt32(RecordHeader.maximumKeyLength)
             else { return nil }
             let (sum, overflow) = total.addingReportingOverflow(Int(diskSize))
             guard !overflow, sum <= maximumTotalSize else { return nil }

@@ -1,7 +1,8 @@
 /// How a ``DiskCache`` turns keys into file names.
 public enum KeyEncoding: Sendable, CustomStringConvertible {
-    /// The file name is the lowercase hex SHA-256 of the key's UTF-8 bytes; any key is accepted,
-    /// and each record also stores its original key. The default.
+    /// The file name is the lowercase hex SHA-256 of the key's UTF-8 bytes; any key of up to
+    /// 8 KiB (8,192 bytes) of UTF-8 is accepted, and each record also stores its original key.
+    /// The default.
     case sha256
     /// SPTPersistentCache's way: the key is the file name. Keys that are not safe file names
     /// (empty, over 255 bytes, containing `/` or NUL, `.` or `..`, or starting with `.`) are

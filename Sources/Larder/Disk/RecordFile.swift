@@ -93,7 +93,8 @@ package final class RecordFile: Sendable {
     /// What a failed open of a record file means: no record, a corrupt one, or a real failure.
     private static func failedOpen(_ error: Errno) throws(Errno) -> RecordReadResult {
         switch error {
-        case .noSuchFileOrDirectory, .notADirectory: return .missing
+        // A record in a folder the cache does not trust (``FolderTrust``) is not read: a miss.
+        case .noSuchFileOrDirectory, .notADirectory, .untrusted: return .missing
         case .tooManySymbolicLinks, .notARegularFile, .noSuchDeviceOrAddress, .isADirectory:
             return .corrupt(.notARegularFile)
         default: throw error
@@ -275,6 +276,11 @@ package final class RecordFile: Sendable {
     private func read(
         fd: Int32, info: FileInfo, readPayload: Bool, verifyPayload: Bool, expectedKey: String?, expectedFileSize: Int?
     ) throws(Errno) -> RecordReadResult {
+        // A file someone the cache does not trust owns, or may write, can change under it at any
+        // time: a miss, and left where it is (a store renames a new file over it). Files the
+        // cache writes, and files it has read this way, are its user's and no one else can
+        // write them, so a read of a length it knows (`readKnownLength`) needs no `fstat`.
+        guard io.isTrusted(info) else { return .missing }
         let fileSize = info.size
         guard fileSize >= RecordHeader.size else { return .corrupt(.truncated) }
         // Longer than any header, key and allowed payload together: nothing more to read.
@@ -305,7 +311,7 @@ package final class RecordFile: Sendable {
         guard let memory = try readFromStart(fd, wanted) else { return .corrupt(.truncated) }
         return try parse(
             memory, count: wanted, of: fd, fileSize: fileSize, readPayload: readPayload, verifyPayload: verifyPayload,
-            expectedKey: expectedKey)
+            expectedKey: expectedKey, checksHoles: fileSize != expectedFileSize)
     }
 
     /// The first `count` bytes of `fd`, in memory from `RawMemory.allocate(_:)` that the caller
@@ -336,7 +342,7 @@ package final class RecordFile: Sendable {
     /// handed to the payload's `Data`.
     private func parse(
         _ memory: UnsafeMutableRawPointer, count wanted: Int, of fd: Int32, fileSize: Int, readPayload: Bool, verifyPayload: Bool,
-        expectedKey: String?
+        expectedKey: String?, checksHoles: Bool = false
     ) throws(Errno) -> RecordReadResult {
         let buffer = UnsafeMutableRawBufferPointer(start: memory, count: wanted)
         var handedOff = false
@@ -350,6 +356,14 @@ package final class RecordFile: Sendable {
             return .corrupt(error)
         }
         guard header.payloadSizeBytes <= UInt64(maximumPayloadSize) else { return .corrupt(.tooLarge) }
+        // A key region with a hole in it (in a file of a length the cache did not write or read
+        // itself) is refused as a sparse payload is: its bytes are not on disk. One `lseek`, for
+        // keys that reach past the first block (`RecordHeader.sparseKeyAllowance`) only.
+        if checksHoles, header.payloadOffset > RecordHeader.sparseKeyAllowance, let hole = io.firstHole(fd),
+            hole < header.payloadOffset
+        {
+            return .corrupt(.tooLarge)
+        }
         var storedKey: String?
         if header.flags.contains(.storedKey) {
             let keyEnd = header.payloadOffset
@@ -503,18 +517,25 @@ package final class RecordFile: Sendable {
     }
 
     /// Overwrites a record's header in place (64 bytes at offset 0), leaving key and payload alone.
-    /// - Returns: `false` when the file no longer exists.
+    ///
+    /// Only a file with one link, that the cache trusts (``FolderTrust``), is written: a hard link
+    /// would carry the write to a file elsewhere (one outside the root, say), as the lock file's
+    /// check guards against.
+    /// - Returns: `false` when the file no longer exists, or was not written (a hard link, not a
+    ///   regular file, not the cache's).
     package func rewriteHeader(_ header: RecordHeader, at path: String, sync: Bool) throws(Errno) -> Bool {
         let fd: Int32
         do {
             fd = try io.openForWriting(path)
-        } catch let error where error == .noSuchFileOrDirectory || error == .notADirectory {
+        } catch let error where error == .noSuchFileOrDirectory || error == .notADirectory || error == .untrusted {
             return false
         } catch let error where error == .tooManySymbolicLinks || error == .notARegularFile || error == .noSuchDeviceOrAddress {
             // Replaced by something that is not a record since it was read: not written through.
             return false
         }
         defer { io.close(fd) }
+        let info = try io.info(fd)
+        guard info.linkCount == 1, io.isTrusted(info) else { return false }
         try header.encoded().withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(fd, b, at: 0) } }.get()
         if sync { try io.fsync(fd) }
         return true

@@ -72,8 +72,15 @@ package struct RecordHeader: Sendable, Hashable {
     package static let size = 64
     /// The magic number, "SPTF" when its little-endian bytes are read as text.
     package static let magic: UInt32 = 0x4654_5053
-    /// The largest stored key Larder accepts, in bytes.
-    package static let maximumKeyLength = 64 * 1024
+    /// The largest stored key Larder writes or reads, in bytes: 8 KiB (8,192), room for the
+    /// longest URLs servers and CDNs accept. Hashed and custom-encoded keys may be this long
+    /// (verbatim keys are file names: at most 255 bytes, which SPT folders hold to as well); a
+    /// record whose header claims a longer key is corrupt (`stored-key`) and none of it is read.
+    package static let maximumKeyLength = 8 * 1024
+    /// A record whose header and stored key end past this offset (one block) is asked for its
+    /// first hole (`SEEK_HOLE`), unless the cache wrote or read that length itself: a hole before
+    /// the payload makes it corrupt (`too-large`), as a sparse payload is (``FileInfo/looksSparse``).
+    package static let sparseKeyAllowance = 4096
     /// The longest ttl Larder writes or reads, in seconds: 100 years (3_155_760_000). Longer
     /// ttls given to `store` are clamped to it (``Expiry/maximumSeconds``), and so is a longer ttl read from a header.
     package static let maximumTTL = UInt64(Expiry.maximumSeconds)

@@ -29,14 +29,26 @@ package final class CacheRoot: Sendable {
     /// Every descriptor opened, closed when the root goes away (a replaced one may still be in
     /// use by a call on another thread, so it is not closed before).
     private let opened: LarderMutex<[Int32]>
+    /// Whom the folders and files beneath the root must belong to (``checkFolder(named:)``);
+    /// `nil`: anyone's are used (a preloaded bundle, read as given).
+    package let trust: FolderTrust?
+    /// The folders directly beneath the root found trustworthy (or made by this root's user):
+    /// a bit for each name of two ASCII bytes (every shard of a hashed name, and most others),
+    /// 128 × 128 bits.
+    private let trustedASCII: [TrustedBits]
+    /// The other folders found trustworthy, by name.
+    private let trustedOthers: LarderMutex<Set<String>>
 
-    init(path: String, fd: Int32, info: FileInfo, calls: SystemCalls) {
+    init(path: String, fd: Int32, info: FileInfo, calls: SystemCalls, trust: FolderTrust? = nil) {
         self.path = path
         self.info = info
         self.calls = calls
+        self.trust = trust
         prefix = Array((path == "/" ? "/" : path + "/").utf8)
         current = Atomic(fd)
         opened = LarderMutex([fd])
+        trustedASCII = trust == nil ? [] : (0 ..< 256).map { _ in TrustedBits() }
+        trustedOthers = LarderMutex([])
     }
 
     deinit {
@@ -73,7 +85,93 @@ package final class CacheRoot: Sendable {
             return opened.removeFirst()
         }
         opened.withLock { $0.append(fd) }
+        // What was checked was the old folder's.
+        for word in trustedASCII { word.bits.store(0, ordering: .relaxed) }
+        trustedOthers.withLock { $0.removeAll() }
         current.store(fd, ordering: .releasing)
+    }
+
+    // MARK: - Trust
+
+    /// Throws ``Errno/untrusted`` when the folder `name`, directly beneath the root, belongs to
+    /// someone the cache does not trust or may be written by them (``trust``). A missing name,
+    /// or one that is not a folder, passes: the open through it fails on its own.
+    ///
+    /// Each folder is checked once, with an `fstatat`, then remembered: a hit costs an atomic
+    /// load. That is enough because a folder, once checked, cannot change under the cache: only
+    /// someone who may write the root can remove, rename or replace it (a writer's root is
+    /// checked at open, so that is this user, or the group with ``CacheSharing/group``), and only
+    /// its owner (this user) can change its owner or mode. A root replaced behind the cache's
+    /// back is a new folder (``adopt(_:)`` forgets what was checked).
+    package func checkFolder(named name: String) throws(Errno) {
+        guard trust != nil else { return }
+        var name = name
+        try name.withUTF8 { bytes in Result { () throws(Errno) in try checkFolder(bytes) } }.get()
+    }
+
+    /// ``checkFolder(named:)`` of the first component of `relative`, a path beneath the root of
+    /// more than one component, as a C string (a record's `shard/name`).
+    package func checkFirstFolder(of relative: UnsafePointer<CChar>) throws(Errno) {
+        guard trust != nil else { return }
+        let length = strlen(relative)
+        let bytes = UnsafeRawPointer(relative).assumingMemoryBound(to: UInt8.self)
+        var end = 0
+        while end < length, bytes[end] != UInt8(ascii: "/") { end += 1 }
+        guard end < length else { return }
+        try checkFolder(UnsafeBufferPointer(start: bytes, count: end))
+    }
+
+    /// Remembers that this root's user made the folder `name` directly beneath the root (with
+    /// the cache's modes, which never let others write): it needs no check.
+    package func trustFolder(named name: String) {
+        guard trust != nil else { return }
+        var name = name
+        name.withUTF8 { bytes in
+            if let bit = Self.asciiBit(bytes) {
+                trustedASCII[bit >> 6].bits.bitwiseOr(1 << UInt64(bit & 63), ordering: .relaxed)
+            } else {
+                trustedOthers.withLock { _ = $0.insert(String(decoding: bytes, as: UTF8.self)) }
+            }
+        }
+    }
+
+    /// The bit of a name of two ASCII bytes in ``trustedASCII``.
+    private static func asciiBit(_ name: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard name.count == 2, name[0] < 0x80, name[1] < 0x80 else { return nil }
+        return Int(name[0]) << 7 | Int(name[1])
+    }
+
+    private func checkFolder(_ name: UnsafeBufferPointer<UInt8>) throws(Errno) {
+        guard let trust, !name.isEmpty else { return }
+        let bit = Self.asciiBit(name)
+        if let bit, trustedASCII[bit >> 6].bits.load(ordering: .relaxed) & (1 << UInt64(bit & 63)) != 0 { return }
+        let text = String(decoding: name, as: UTF8.self)
+        if bit == nil, trustedOthers.withLock({ $0.contains(text) }) { return }
+        var held = stat()
+        let result = text.withCString { calls.fstatat(fd, $0, &held, AT_SYMLINK_NOFOLLOW) }
+        guard result == 0 else { return }
+        let info = FileInfo(held)
+        guard info.kind == .directory else { return }
+        if trust.problem(with: info, root: self.info) != nil { throw .untrusted }
+        trustFolder(named: text)
+    }
+
+    /// What is wrong with the folder `name` directly beneath the root, for an error message, or
+    /// `nil` when nothing is (or it cannot be `stat`ed, or is not a folder).
+    package func problem(withFolder name: String) -> String? {
+        guard let trust else { return nil }
+        var held = stat()
+        guard name.withCString({ calls.fstatat(fd, $0, &held, AT_SYMLINK_NOFOLLOW) }) == 0 else { return nil }
+        let folder = FileInfo(held)
+        guard folder.kind == .directory else { return nil }
+        return trust.problem(with: folder, root: info)
+    }
+
+    /// The name of the folder directly beneath the root that `path` passes through (`ab` for
+    /// `<root>/ab/abc`), or `nil` when it is not beneath the root or names something in the root itself.
+    package func firstFolder(of path: String) -> String? {
+        guard let relative = relativePath(of: path), let slash = relative.utf8.firstIndex(of: UInt8(ascii: "/")) else { return nil }
+        return String(Substring(relative.utf8[..<slash]))
     }
 
     /// Whether `path` starts with ``prefix``, byte for byte: one `memcmp` for a native string
@@ -153,4 +251,9 @@ package final class CacheRoot: Sendable {
         guard endComponent() else { return nil }
         return result
     }
+}
+
+/// 64 bits of ``CacheRoot``'s trusted-folder map, set once and read without a lock.
+private final class TrustedBits: Sendable {
+    let bits = Atomic<UInt64>(0)
 }

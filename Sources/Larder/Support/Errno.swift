@@ -56,6 +56,14 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     package static let fileTableFull = Errno(ENFILE)
     /// `EXDEV`: a path that leaves the cache's root (the value `openat2` gives for `RESOLVE_BENEATH`).
     package static let escapesRoot = Errno(EXDEV)
+    /// A folder or file beneath a cache's root belongs to someone the cache does not trust, or
+    /// they may write it (``FolderTrust``). (`EKEYREJECTED`, "key was rejected by service", where
+    /// the system has it, else `EAUTH`: values no call Larder makes returns.)
+    #if canImport(Darwin)
+    package static let untrusted = Errno(EAUTH)
+    #else
+    package static let untrusted = Errno(EKEYREJECTED)
+    #endif
     /// A file Larder opened is not a regular file (a FIFO, a socket, a device, a folder).
     /// (`EFTYPE` where the system has it, else `EMEDIUMTYPE`, "wrong medium type".)
     #if canImport(Darwin)

@@ -108,8 +108,12 @@ package struct FileIO: Sendable {
     /// beneath it. Created first, with its missing parents, when `create` is set; with
     /// `syncCreated`, the parent of each folder created is synced, so that the new folders
     /// survive a power loss (else the first synced record could vanish with its folder).
+    /// With `trust`, the folders directly beneath the root and the small files ``readFile(_:limit:)``
+    /// reads must pass it (``CacheRoot/checkFolder(named:)``), else ``Errno/untrusted``.
     /// - Throws: ``Errno``: ``Errno/noSuchFileOrDirectory``, ``Errno/notADirectory``, ...
-    package func rooted(at path: String, create: Bool = false, syncCreated: Bool = false) throws(Errno) -> FileIO {
+    package func rooted(
+        at path: String, create: Bool = false, syncCreated: Bool = false, trust: FolderTrust? = nil
+    ) throws(Errno) -> FileIO {
         var unrooted = self
         unrooted.root = nil
         if create {
@@ -126,7 +130,7 @@ package struct FileIO: Sendable {
             throw error
         }
         var rooted = self
-        rooted.root = CacheRoot(path: path, fd: fd, info: info, calls: table.calls)
+        rooted.root = CacheRoot(path: path, fd: fd, info: info, calls: table.calls, trust: trust ?? root?.trust)
         return rooted
     }
 
@@ -136,6 +140,7 @@ package struct FileIO: Sendable {
         guard let root else { return try body(SystemCalls.atCurrentDirectory, path) }
         guard var components = root.components(of: path) else { throw .escapesRoot }
         guard let last = components.popLast() else { return try body(root.fd, ".") }
+        if let first = components.first { try root.checkFolder(named: first) }
         var directory = root.fd
         defer { if directory != root.fd { close(directory) } }
         for component in components {
@@ -165,7 +170,8 @@ package struct FileIO: Sendable {
         let mode = mode_t(mode ?? fileMode)
         if let root, !root.beneathIsUnavailable.load(ordering: .relaxed) {
             guard let relative = root.relativePath(of: path) else { throw .escapesRoot }
-            if relative.utf8.contains(UInt8(ascii: "/")) {
+            if let slash = relative.utf8.firstIndex(of: UInt8(ascii: "/")) {
+                try root.checkFolder(named: String(Substring(relative.utf8[..<slash])))
                 let relative = String(relative)
                 do {
                     let fd = try Self.withCString(relative) { (relative) throws(Errno) in
@@ -197,6 +203,7 @@ package struct FileIO: Sendable {
         beneathRoot relative: UnsafePointer<CChar>, isNested: Bool, orPath absolute: () -> String, _ flags: Int32
     ) throws(Errno) -> Int32 {
         if isNested, let root, !root.beneathIsUnavailable.load(ordering: .relaxed) {
+            try root.checkFirstFolder(of: relative)
             do {
                 return try openingForRead((flags & ~O_CREAT) | Self.safetyFlags) { table.calls.openBeneath(root.fd, relative, $0, 0) }
             } catch let error where error.rawValue == ENOSYS || error.rawValue == EPERM {
@@ -246,9 +253,13 @@ package struct FileIO: Sendable {
         try open(path, O_WRONLY | O_CREAT | O_EXCL)
     }
 
-    /// Opens a folder (for `fsync` or listing).
+    /// Opens a folder (for `fsync` or listing). A folder directly beneath a root with a
+    /// ``CacheRoot/trust`` must pass it (``Errno/untrusted``).
     package func openDirectory(_ path: String) throws(Errno) -> Int32 {
-        try open(path, O_RDONLY | O_DIRECTORY)
+        if let root, root.trust != nil, let components = root.components(of: path), components.count == 1 {
+            try root.checkFolder(named: components[0])
+        }
+        return try open(path, O_RDONLY | O_DIRECTORY)
     }
 
     /// Closes `fd`. Never retried: after `EINTR` the descriptor is already gone on Linux.
@@ -305,6 +316,13 @@ package struct FileIO: Sendable {
         var buf = stat()
         _ = try retrying { table.calls.fstat(fd, &buf) }
         return buf
+    }
+
+    /// The offset of the first hole in the open file `fd` (its end when it has none), or `nil`
+    /// when the file system cannot say.
+    package func firstHole(_ fd: Int32) -> Int? {
+        let offset = table.calls.seekHole(fd, 0)
+        return offset < 0 ? nil : Int(offset)
     }
 
     /// What `fstat` says of an open file.
@@ -436,6 +454,9 @@ package struct FileIO: Sendable {
             _ = try resolving(path) { (directory, name) throws(Errno) in
                 try Self.withCString(name) { (name) throws(Errno) in try retrying { table.calls.mkdirat(directory, name, mode) } }
             }
+            if let root, root.trust != nil, let components = root.components(of: path), components.count == 1 {
+                root.trustFolder(named: components[0])
+            }
             if forcesModes, let fd = try? openDirectory(path) {
                 _ = table.calls.fchmod(fd, mode)
                 close(fd)
@@ -494,11 +515,13 @@ package struct FileIO: Sendable {
 
     /// Reads a whole small file (metadata, snapshots), refusing files larger than `limit` bytes
     /// and files that claim far more bytes than their blocks hold (``FileInfo/looksSparse``).
+    /// Beneath a root with a ``CacheRoot/trust``, the file must pass it.
     /// - Throws: ``Errno/fileTooLarge`` for those, ``Errno/notARegularFile`` for a FIFO, a
-    ///   folder or a device, ``Errno/tooManySymbolicLinks`` for a link.
+    ///   folder or a device, ``Errno/tooManySymbolicLinks`` for a link, ``Errno/untrusted``.
     package func readFile(_ path: String, limit: Int) throws(Errno) -> [UInt8] {
         let (fd, info) = try openForReading(path)
         defer { close(fd) }
+        try checkTrust(info)
         guard info.size <= limit, !info.looksSparse else { throw .fileTooLarge }
         var bytes = [UInt8](repeating: 0, count: info.size)
         let n = try bytes.withUnsafeMutableBytes { buffer in
@@ -535,6 +558,20 @@ package struct FileIO: Sendable {
             throw error
         }
         if sync { try syncFolder(Self.parentFolder(of: path)) }
+    }
+
+    /// Throws ``Errno/untrusted`` when a file or folder beneath the root, which `fstat` described
+    /// as `info`, fails the root's ``CacheRoot/trust``.
+    package func checkTrust(_ info: FileInfo) throws(Errno) {
+        guard let root, let trust = root.trust, trust.problem(with: info, root: root.info) != nil else { return }
+        throw .untrusted
+    }
+
+    /// Whether a file or folder beneath the root, which `fstat` described as `info`, passes the
+    /// root's ``CacheRoot/trust`` (always, without one).
+    package func isTrusted(_ info: FileInfo) -> Bool {
+        guard let root, let trust = root.trust else { return true }
+        return trust.problem(with: info, root: root.info) == nil
     }
 
     /// The folder that holds `path`: everything before its last slash (`/` for `/name`, `.`

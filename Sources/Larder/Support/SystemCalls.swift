@@ -77,6 +77,15 @@ private let cStatvfs: @Sendable (UnsafePointer<CChar>, UnsafeMutablePointer<stat
 /// (``FaultInjector``) and hand it to a cache through its internal initializer, in the spirit of
 /// swift-system's mocking seam. Every entry follows the C convention: it returns -1 (or `nil`)
 /// and sets `errno` on failure. Use ``FileIO`` rather than calling these directly: it retries
+/// `SEEK_HOLE` (the Glibc module does not export it): 4 on Linux, 3 on Darwin.
+#if canImport(Darwin)
+private let seekHoleWhence: Int32 = 3
+#else
+private let seekHoleWhence: Int32 = 4
+#endif
+
+private func c_lseek(_ fd: Int32, _ offset: off_t, _ whence: Int32) -> off_t { lseek(fd, offset, whence) }
+
 /// `EINTR`, loops over short reads and writes, turns failures into ``Errno`` values, and resolves
 /// paths beneath a cache's root one component at a time.
 ///
@@ -96,6 +105,9 @@ package struct SystemCalls: Sendable {
     package var pwrite: @Sendable (_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int, _ offset: off_t) -> Int
     package var fsync: @Sendable (_ fd: Int32) -> Int32
     package var fstat: @Sendable (_ fd: Int32, _ buf: UnsafeMutablePointer<stat>) -> Int32
+    /// `lseek(fd, offset, SEEK_HOLE)`: the offset of the first hole at or after `offset` (the
+    /// file's end when it has none, or when the file system does not tell), or -1.
+    package var seekHole: @Sendable (_ fd: Int32, _ offset: off_t) -> off_t
     /// `fstatat`; ``FileIO`` always passes `AT_SYMLINK_NOFOLLOW` (``CacheRoot/isRemoved`` follows the root's own path).
     package var fstatat:
         @Sendable (_ directory: Int32, _ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<stat>, _ flags: Int32) -> Int32
@@ -130,6 +142,7 @@ package struct SystemCalls: Sendable {
         pwrite: c_pwrite,
         fsync: c_fsync,
         fstat: c_fstat,
+        seekHole: { fd, offset in c_lseek(fd, offset, seekHoleWhence) },
         fstatat: c_fstatat,
         renameat: c_renameat,
         unlinkat: c_unlinkat,

@@ -14,15 +14,19 @@ enum ExportCommand: Subcommand {
             the %XX escapes gives the key back. The empty key is written as '%'. Records whose key
             is not stored are named by their file name. Expired records are exported (their
             payloads are intact); corrupt ones are skipped and listed, and the exit code is then 1.
-            OUTDIR is created when missing; existing files with the same names are replaced.
+            Two records never share a name: when a second one would (a key equal to the file name of
+            a record whose key is not stored), it is skipped and listed.
+            OUTDIR is created when missing; existing files with the same names are replaced. Files
+            and created folders keep the cache's privacy (0600 and 0700 for a private cache).
             """)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
         let output = URL(fileURLWithPath: arguments.positionals[0], isDirectory: true)
         let context = try CacheContext(arguments, io: io, mustExist: true)
         let inspector = CacheInspector(context)
+        let writer = PrivateOutput(root: context.files.root?.info)
         do {
-            try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+            try writer.makeFolder(output)
         } catch {
             throw CommandFailure(.cacheError, "cannot create '\(output.path)': \(error.localizedDescription)")
         }
@@ -31,6 +35,9 @@ enum ExportCommand: Subcommand {
         var exported = 0
         var bytes = 0
         var skipped: [String] = []
+        var written: [String: String] = [:]
+        // The empty key's file name under SHA-256 (its record stores no key bytes to read back).
+        let emptyKeyName: String? = if case .sha256? = context.keyEncoding { SHA256Hash.hex(of: "") } else { nil }
         for (i, name) in names.enumerated() {
             defer { progress.update(i + 1, of: names.count) }
             guard let entry = inspector.entry(named: name, readPayload: true) else { continue }
@@ -38,18 +45,23 @@ enum ExportCommand: Subcommand {
                 skipped.append("\(entry.displayKey): corrupt (\(entry.corruption?.rawValue ?? "unreadable"))")
                 continue
             }
-            let fileName = ExportName.encode(entry.displayKey)
+            let key = entry.key ?? (entry.file == emptyKeyName ? "" : entry.file)
+            let fileName = ExportName.encode(key)
             guard fileName.utf8.count <= 255 else {
                 skipped.append("\(entry.displayKey): the encoded name is longer than 255 bytes")
                 continue
             }
+            if let first = written[fileName] {
+                skipped.append("\(entry.displayKey): its export name '\(fileName)' is taken by the payload of '\(first)'")
+                continue
+            }
             do {
-                try payload.write(to: output.appendingPathComponent(fileName), options: .atomic)
+                try writer.write(payload, to: output.appendingPathComponent(fileName).path)
             } catch {
                 progress.finish()
-                throw CommandFailure(
-                    .cacheError, "cannot write '\(output.appendingPathComponent(fileName).path)': \(error.localizedDescription)")
+                throw error
             }
+            written[fileName] = entry.displayKey
             exported += 1
             bytes += payload.count
         }

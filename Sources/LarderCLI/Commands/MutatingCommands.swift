@@ -104,15 +104,33 @@ enum PutCommand: Subcommand {
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
         let key = arguments.positionals[0]
         let ttl = try arguments.number("ttl") ?? 0
+        // Read as a stream, and no further than one byte past the largest record a cache takes:
+        // a huge or endless input is refused without holding more than that in memory.
+        let limit = DiskCacheOptions(directory: URL(fileURLWithPath: "/")).maximumRecordSize
         let data: Data
+        let source: String
         if arguments.positionals.count > 1, arguments.positionals[1] != "-" {
             let path = arguments.positionals[1]
-            do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-                throw CommandFailure(.failure, "cannot read '\(path)': \((error as NSError).localizedDescription)")
+            source = "'\(path)'"
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw CommandFailure(.failure, "cannot read '\(path)': \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            var info = stat()
+            // A regular file's length says it all; anything else (a FIFO, a device) is read.
+            let isTooLong = fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && Int(info.st_size) > limit
+            guard !isTooLong, let read = CommandIO.readBounded(fd, limit: limit) else {
+                if isTooLong { throw tooLarge(source, limit) }
+                throw CommandFailure(.failure, "cannot read '\(path)': \(String(cString: strerror(errno)))")
             }
+            data = read
         } else {
-            data = io.readIn()
+            source = "standard input"
+            guard let read = io.readIn(limit) else {
+                throw CommandFailure(.failure, "cannot read standard input: \(String(cString: strerror(errno)))")
+            }
+            data = read
         }
+        guard data.count <= limit else { throw tooLarge(source, limit) }
         let context = try CacheContext(arguments, io: io, mustExist: false)
         let cache = try context.openWritable()
         defer { cache.close() }
@@ -125,6 +143,16 @@ enum PutCommand: Subcommand {
             "stored '\(key)' (\(HumanFormat.size(data.count)))\(arguments.flag("locked") ? ", locked" : "")\(ttl > 0 ? ", ttl \(HumanFormat.duration(ttl))" : "")\n"
         )
         return .success
+    }
+}
+
+extension PutCommand {
+    /// The failure of an input larger than a record may be.
+    static func tooLarge(_ source: String, _ limit: Int) -> CommandFailure {
+        CommandFailure(
+            .failure,
+            "\(source) holds more than \(HumanFormat.size(limit)), the largest record a cache takes (maximumRecordSize); nothing was stored"
+        )
     }
 }
 

@@ -39,11 +39,8 @@ enum ReportCommand: Subcommand {
             directory: context.layout.root, format: context.formatDescription, now: context.now,
             defaultExpiration: context.defaultExpiration, summary: CacheSummary(entries: entries), thumbnails: thumbnails)
         let html = page.render()
-        do {
-            try Data(html.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
-        } catch {
-            throw CommandFailure(.cacheError, "cannot write '\(output)': \((error as NSError).localizedDescription)")
-        }
+        // The report names keys and shows thumbnails: it keeps the cache's privacy.
+        try PrivateOutput(root: context.files.root?.info).write(Data(html.utf8), to: output)
         io.out("wrote \(output): \(entries.count) records, \(HumanFormat.size(page.summary.totalSize)), \(thumbnails.count) thumbnails\n")
         return .success
     }

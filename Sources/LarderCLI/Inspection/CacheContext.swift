@@ -73,8 +73,11 @@ struct CacheContext {
         let fileIO = FileIO()
 
         if let text = arguments.value("now") ?? io.environment["LARDER_NOW"] {
-            guard let now = Double(text), now.isFinite else {
-                throw .usage("'--now' (or LARDER_NOW) needs a Unix time in seconds, not '\(text)'")
+            // Times a record header can hold: from the epoch to the end of year 9999.
+            guard let now = Double(text), now >= 0, now <= Double(RecordHeader.maximumTimestamp) else {
+                throw .usage(
+                    "'--now' (or LARDER_NOW) needs a Unix time in seconds from 0 to \(RecordHeader.maximumTimestamp) (the end of year 9999), not '\(text)'"
+                )
             }
             clock = ManualClock(now: now)
         } else {
@@ -98,7 +101,10 @@ struct CacheContext {
                 throw CommandFailure(.cacheError, "'\(layout.root)' is not a directory")
             }
             do {
-                files = try fileIO.rooted(at: layout.root)
+                // Beneath the root, folders and files must be this user's or the root owner's
+                // (``FolderTrust``); group write counts only where the root grants it already.
+                let trust = FolderTrust(sharedWithGroup: false, acceptsRootOwner: true)
+                files = try fileIO.rooted(at: layout.root, trust: trust)
                 holdsRecords = try files.listDirectory(layout.root).contains { !DiskLayout.isReserved($0.name) }
             } catch {
                 throw CommandFailure(

@@ -49,9 +49,12 @@ struct TerminalText: Sendable, Hashable, CustomStringConvertible {
     /// - Complexity: O(*n*) in the length of `text`; returns `text` itself when nothing needs escaping.
     static func escaped(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: { $0 == "\\" || !isSafe($0) }) else { return text }
-        var out = String.UnicodeScalarView()
+        // Built as UTF-8 bytes in one array: appending scalar by scalar to a
+        // `String.UnicodeScalarView` was quadratic (64 KiB of control characters took seconds).
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count + text.utf8.count / 2)
         for scalar in text.unicodeScalars { append(scalar, to: &out) }
-        return String(out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Bytes read as UTF-8, escaped like ``escaped(_:)``; each byte that is not part of a valid
@@ -59,7 +62,8 @@ struct TerminalText: Sendable, Hashable, CustomStringConvertible {
     /// - Complexity: O(*n*) in the number of bytes.
     static func escaped(utf8 bytes: some Collection<UInt8>) -> String {
         let bytes = Array(bytes)
-        var out = String.UnicodeScalarView()
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + bytes.count / 2)
         var index = 0
         while index < bytes.count {
             // A fresh decoder at each position, so an invalid byte costs one `\xHH` and decoding
@@ -70,11 +74,11 @@ struct TerminalText: Sendable, Hashable, CustomStringConvertible {
                 append(scalar, to: &out)
                 index += UTF8.width(scalar)
             } else {
-                out.append(contentsOf: hexEscape(bytes[index]).unicodeScalars)
+                appendHexEscape(bytes[index], to: &out)
                 index += 1
             }
         }
-        return String(out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Whether bytes can go to a terminal as they are: UTF-8 whose only controls are line feeds,
@@ -91,27 +95,48 @@ struct TerminalText: Sendable, Hashable, CustomStringConvertible {
         return !previousIsCarriageReturn
     }
 
-    private static func append(_ scalar: Unicode.Scalar, to out: inout String.UnicodeScalarView) {
+    /// Appends `scalar`, or its escape, to `out` as UTF-8. O(1) per scalar.
+    private static func append(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
+        func ascii(_ text: StaticString) {
+            out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        }
         switch scalar {
-        case "\\": out.append(contentsOf: #"\\"#.unicodeScalars)
-        case "\n": out.append(contentsOf: #"\n"#.unicodeScalars)
-        case "\r": out.append(contentsOf: #"\r"#.unicodeScalars)
-        case "\t": out.append(contentsOf: #"\t"#.unicodeScalars)
-        case "\u{1B}": out.append(contentsOf: #"\e"#.unicodeScalars)
+        case "\\": ascii(#"\\"#)
+        case "\n": ascii(#"\n"#)
+        case "\r": ascii(#"\r"#)
+        case "\t": ascii(#"\t"#)
+        case "\u{1B}": ascii(#"\e"#)
         case _ where scalar.value < 0x80 && !isSafe(scalar):
-            out.append(contentsOf: hexEscape(UInt8(scalar.value)).unicodeScalars)
+            appendHexEscape(UInt8(scalar.value), to: &out)
         case _ where !isSafe(scalar):
-            out.append(contentsOf: "\\u{\(hex(scalar.value, digits: 1))}".unicodeScalars)
+            ascii(#"\u{"#)
+            appendHex(scalar.value, to: &out)
+            out.append(UInt8(ascii: "}"))
         default:
-            out.append(scalar)
+            out.append(contentsOf: UTF8.encode(scalar)!)
         }
     }
 
-    private static func hexEscape(_ byte: UInt8) -> String { "\\x" + hex(UInt32(byte), digits: 2) }
+    /// `\xHH` for `byte`, in upper-case hex.
+    private static func appendHexEscape(_ byte: UInt8, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\\"))
+        out.append(UInt8(ascii: "x"))
+        out.append(hexDigit(byte >> 4))
+        out.append(hexDigit(byte & 0xF))
+    }
 
-    private static func hex(_ value: UInt32, digits: Int) -> String {
-        let text = String(value, radix: 16, uppercase: true)
-        return String(repeating: "0", count: max(0, digits - text.count)) + text
+    /// `value` in upper-case hex, without leading zeros (at least one digit).
+    private static func appendHex(_ value: UInt32, to out: inout [UInt8]) {
+        var shift = 28
+        while shift > 0, value >> UInt32(shift) == 0 { shift -= 4 }
+        while shift >= 0 {
+            out.append(hexDigit(UInt8((value >> UInt32(shift)) & 0xF)))
+            shift -= 4
+        }
+    }
+
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
     }
 }
 
