@@ -393,7 +393,8 @@ public final class DiskCache: Sendable {
                 throw CacheError(.ioFailure, "cannot read the record", key: key, path: layout.path(for: name.string), errno: error.rawValue)
             }
             switch consume result {
-            case .missing:
+            case .missing, .foreign:
+                // A file that is no record (one Larder did not write) is a miss too, left in place.
                 let text = name.string
                 state.withLock { s in
                     s.counters.misses += 1
@@ -654,11 +655,12 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// Reads a record's header under the caller's key lock; a missing record is forgotten and a
-    /// corrupt one removed (its event appended), and both return `nil`. Expects the key lock of `name` held.
+    /// Reads a record's header under the caller's key lock; a missing record, or a file that is
+    /// not one (left in place), is forgotten and a corrupt one removed (its event appended), and
+    /// all return `nil`. Expects the key lock of `name` held.
     func _readValidHeader(name: String, key: String, path: String, events: inout [CacheEvent]) throws(CacheError) -> RecordContents? {
         switch try readHeader(path: path, key: key) {
-        case .missing:
+        case .missing, .foreign:
             state.withLock { $0.forget(name) }
             return nil
         case .corrupt(let reason):
@@ -673,15 +675,9 @@ public final class DiskCache: Sendable {
     /// a collection found it (`countsAsMiss`). Expects the key lock of `name` held.
     func _removeCorrupt(name: String, key: String?, path: String, reason: CorruptionReason, countsAsMiss: Bool = true) -> CacheEvent {
         changingRecords(name: name) {
-            if !options.isReadOnly {
-                if reason == .notARegularFile {
-                    // A folder, a link or a FIFO where a record should be: remove the link or the
-                    // FIFO (never a link's target), leave folders alone.
-                    if let info = try? io.info(atPath: path), info.kind != .directory { _ = try? io.unlink(path) }
-                } else {
-                    _ = try? io.unlink(path)
-                }
-            }
+            // Only files that start as a record does reach here (``RecordReadResult/foreign``
+            // covers the rest), so what goes is a damaged record, never a file Larder did not write.
+            if !options.isReadOnly { _ = try? io.unlink(path) }
             records.descriptors?.retire(name)
             state.withLock { $0.recordCorruptRemoval(name, countsAsMiss: countsAsMiss) }
         }

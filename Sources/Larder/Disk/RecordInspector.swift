@@ -3,9 +3,11 @@ import Foundation
 /// What one record file says, read without the directory's lock and without changing anything,
 /// judged by the disk tier's own validation and expiry rules.
 package struct InspectedRecord: Sendable {
-    /// `ok`, `expired` or `corrupt`.
+    /// `ok`, `expired`, `corrupt`, or `foreign`: a file at a record's place that is no record
+    /// Larder or SPTPersistentCache could have written (``RecordReadResult/foreign``), which
+    /// a cache leaves alone.
     package enum Status: String, Sendable, Comparable {
-        case ok, expired, corrupt
+        case ok, expired, corrupt, foreign
         package static func < (a: Status, b: Status) -> Bool { a.rawValue < b.rawValue }
     }
 
@@ -96,6 +98,10 @@ package struct RecordInspector: Sendable {
         switch result {
         case .missing:
             return nil
+        case .foreign:
+            record.key = nil
+            record.status = .foreign
+            record.fileSize = ((try? records.io.lstat(path)) ?? nil).map { Int($0.st_size) } ?? 0
         case .corrupt(let reason):
             record.corruption = reason
             record.status = .corrupt
