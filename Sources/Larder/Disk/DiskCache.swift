@@ -451,7 +451,9 @@ public final class DiskCache: Sendable {
     /// Removes the record stored under `key`. With ``Durability/fsync``, the removal survives a
     /// power loss once this returns (the record's folder is synced).
     /// - Returns: Whether a live record was removed: `false` when there was none, or when the
-    ///   index knew the record had expired (its file is removed all the same).
+    ///   index knew the record had expired (its file is removed all the same). A file in the
+    ///   record's place that is not a record (no record magic, not a regular file) stays, and
+    ///   the answer is `false`.
     /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/readOnly``,
     ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``. With ``Durability/fsync``,
     ///   when only the sync of the folder fails, the record is already gone (and unindexed) but
@@ -473,6 +475,11 @@ public final class DiskCache: Sendable {
     func removeRecord(named name: String, key: String?) throws(CacheError) -> Bool {
         let path = layout.path(for: name)
         let removedLive = try changingRecord(name) { () throws(CacheError) -> Bool in
+            // A file the index does not hold is looked at first: one that is no record (a file
+            // Larder did not write) is left, and there was no record to remove.
+            if !state.withLock({ $0.index.contains(name) }), case .foreign? = try? records.read(path, readPayload: false) {
+                return false
+            }
             let unlinked: Bool
             do throws(Errno) { unlinked = try io.unlink(path) } catch {
                 throw CacheError(.ioFailure, "cannot remove the record", key: key, path: path, errno: error.rawValue)

@@ -30,6 +30,29 @@ package struct InspectedRecord: Sendable {
     /// When it expires by the cache's rule, seconds since the epoch; `nil` while locked and for
     /// records without a sound header.
     package var expirationTime: Double?
+
+    /// A record as read: every field given.
+    init(
+        name: String, path: String, key: String?, fileSize: Int, header: RecordHeader?, corruption: CorruptionReason?, status: Status,
+        payload: Data?, expirationTime: Double?
+    ) {
+        self.name = name
+        self.path = path
+        self.key = key
+        self.fileSize = fileSize
+        self.header = header
+        self.corruption = corruption
+        self.status = status
+        self.payload = payload
+        self.expirationTime = expirationTime
+    }
+
+    /// A ``Status/foreign`` entry found where the layout puts no record (``DiskLayout/misplacedEntries(io:)``).
+    package init(foreignAt path: String, name: String, fileSize: Int) {
+        self.init(
+            name: name, path: path, key: nil, fileSize: fileSize, header: nil, corruption: nil, status: .foreign, payload: nil,
+            expirationTime: nil)
+    }
 }
 
 /// Reads a cache directory's records the way ``DiskCache`` does (``RecordFile``, ``DiskLayout``,

@@ -9,7 +9,10 @@ enum GcCommand: Subcommand {
         options: CacheContext.options + [
             .value("size-limit", "BYTES", "Trim least recently used records until the cache fits (locked ones last)."),
             .value("count-limit", "N", "Trim least recently used records until at most N remain."),
-        ])
+        ],
+        discussion:
+            "Removes records only (expired, over the limits, or corrupt), never a file that is not a record (see 'larder ls --help'); the report counts every file removed."
+    )
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
         let sizeLimit = try arguments.integer("size-limit") ?? 0
@@ -37,11 +40,17 @@ enum GcCommand: Subcommand {
         let removed = removals.evictions
         var byReason: [EvictionReason: Int] = [:]
         for item in removed { byReason[item.1, default: 0] += 1 }
-        let reasons = EvictionReason.allCases.compactMap { reason in byReason[reason].map { "\($0) \(reason)" } }
+        var reasons = EvictionReason.allCases.compactMap { reason in byReason[reason].map { "\($0) \(reason)" } }
+        // Corrupt records go too (the index build found them, or the pass met them): counted, so
+        // that no file leaves unreported.
+        let corrupt = removals.corruptRemovals
+        if !corrupt.isEmpty { reasons.append("\(corrupt.count) corrupt") }
+        let count = removed.count + corrupt.count
         io.out(
-            "removed \(removed.count) record\(removed.count == 1 ? "" : "s")"
+            "removed \(count) record\(count == 1 ? "" : "s")"
                 + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: ", ")))") + "\n")
         for (key, reason) in removed { io.out("  \(key)  \(reason.rawValue)\n") }
+        for (key, reason) in corrupt { io.out("  \(key)  corrupt (\(reason.rawValue))\n") }
         if let report { io.out("remaining: \(report.remainingCount) records, \(HumanFormat.size(report.remainingSize))\n") }
         return .success
     }
@@ -55,6 +64,12 @@ final class EventLog: Sendable {
     func append(_ event: CacheEvent) { storage.withLock { $0.append(event) } }
     /// Forgets what was recorded.
     func removeAll() { storage.withLock { $0.removeAll() } }
+    /// Every corrupt record removed so far: its key (or file path) and what was wrong.
+    var corruptRemovals: [(String, CorruptionReason)] {
+        storage.withLock { list in
+            list.compactMap { if case .corruptRecordRemoved(let key, let file, let reason) = $0 { (key ?? file, reason) } else { nil } }
+        }
+    }
     /// Every record evicted so far: its key (or file name) and why.
     var evictions: [(String, EvictionReason)] {
         storage.withLock { list in
