@@ -98,8 +98,14 @@ struct CacheInspector {
     }
 
     /// Finds the record for a key: through the directory's key encoding, else (custom encodings)
-    /// by scanning stored keys; a record's file name is accepted too, for records whose key is unknown.
+    /// by scanning stored keys; a record's file name is accepted too, for records whose key is
+    /// unknown. A file there that is not a record (foreign) is no record.
     func entry(forKey key: String, readPayload: Bool, verify: Bool = true) throws(CommandFailure) -> RecordEntry? {
+        let found = try anyEntry(forKey: key, readPayload: readPayload, verify: verify)
+        return found?.status == .foreign ? nil : found
+    }
+
+    private func anyEntry(forKey key: String, readPayload: Bool, verify: Bool) throws(CommandFailure) -> RecordEntry? {
         if let encoding = context.keyEncoding, let name = try? encoding.fileName(for: key),
             let found = entry(named: name, readPayload: readPayload, verify: verify)
         {
