@@ -29,8 +29,10 @@ import Testing
 
     /// Runs every command on `root` and expects each to refuse it, naming it, and change nothing.
     static func expectEveryCommandRefuses(_ root: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let source = root + "-source"
+        try? FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
         let before = SentinelTree.fingerprint(of: root)
-        for arguments in changingCommands + readingCommands + [["demo"], ["import", "--from", "/nonexistent"]] {
+        for arguments in changingCommands + readingCommands + [["demo"], ["import", "--from", "cachehandler", source]] {
             let result = larder(arguments + ["--dir", root], input: Data("payload".utf8))
             #expect(result.code == 3, "\(arguments): \(result.stderr)", sourceLocation: sourceLocation)
             #expect(result.stderr.contains(root), "\(arguments)", sourceLocation: sourceLocation)
@@ -75,16 +77,12 @@ import Testing
         let temp = TemporaryDirectory("larder-cli-foreign")
         defer { temp.remove() }
         let root = temp.path("spt")
-        try FileManager.default.copyItem(atPath: Fixtures.root.appendingPathComponent("spt-cache").path, toPath: root)
-        chmod(root, 0o700)
-        for case let entry as String in FileManager.default.enumerator(atPath: root)! {
-            chmod(root + "/" + entry, entry.contains("/") ? 0o600 : 0o700)
-        }
+        try Fixtures.copySPTCache(to: root)
         try FileManager.default.createDirectory(atPath: root + "/sub", withIntermediateDirectories: true)
         let strays = ["thesis.txt", "aa/aastray-notes", "aa/zz-elsewhere", "sub/notes.md"]
         for stray in strays { _ = FileManager.default.createFile(atPath: root + "/" + stray, contents: Data("mine".utf8)) }
         let fixtureForeign = "aa/aad0e75ab0a6828d0a9b37a68198cc9d70d84850"  // planted without the magic
-        let manifest = try Fixtures.loadManifest()
+        let manifest = try Fixtures.manifest()
         let clock = Fixtures.clockArguments(manifest)
 
         for arguments in [["gc"], ["gc", "--count-limit", "1"], ["verify", "--repair"]] {
@@ -94,20 +92,20 @@ import Testing
             #expect(FileManager.default.fileExists(atPath: root + "/" + fixtureForeign))
         }
 
-        let listed = try #require(try parseJSON(larder(["ls", "--json", "--dir", root] + clock).stdout) as? [[String: Any]])
+        let listed = try #require(parseJSON(larder(["ls", "--json", "--dir", root] + clock).stdout) as? [[String: Any]])
         let foreign = Set(listed.filter { $0["status"] as? String == "foreign" }.compactMap { $0["file"] as? String })
         #expect(foreign == ["thesis.txt", "aa/aastray-notes", "aa/zz-elsewhere", "sub/", fixtureForeign])
-        let stats = try #require(try parseJSON(larder(["stats", "--json", "--dir", root] + clock).stdout) as? [String: Any])
+        let stats = try #require(parseJSON(larder(["stats", "--json", "--dir", root] + clock).stdout) as? [String: Any])
         #expect(stats["foreign"] as? Int == 5)
         #expect(stats["records"] as? Int == listed.count - 5)
         #expect(larder(["stats", "--dir", root] + clock).stdout.contains("foreign             5 files"))
 
-        let checked = try #require(try parseJSON(larder(["verify", "--json", "--dir", root] + clock).stdout) as? [String: Any])
+        let checked = try #require(parseJSON(larder(["verify", "--json", "--dir", root] + clock).stdout) as? [String: Any])
         #expect(checked["foreignCount"] as? Int == 5)
         #expect(larder(["verify", "--remove-foreign", "--dir", root]).code == 2)
 
         let removal = larder(["verify", "--repair", "--remove-foreign", "--json", "--dir", root] + clock)
-        let report = try #require(try parseJSON(removal.stdout) as? [String: Any])
+        let report = try #require(parseJSON(removal.stdout) as? [String: Any])
         // Four files; the folder `sub/` stays (and is reported), so the exit says something failed.
         #expect(report["removedCount"] as? Int == 4)
         #expect(removal.code == 3)
@@ -129,7 +127,9 @@ import Testing
         let path = DiskLayout(root: root).path(for: "damaged")
         var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         bytes[20] ^= 0xFF  // the header's CRC no longer matches
-        try bytes.write(to: URL(fileURLWithPath: path))
+        try bytes.write(to: URL(fileURLWithPath: path), options: .atomic)
+        // Without the index snapshot, the next open reads every header and finds it.
+        try? FileManager.default.removeItem(atPath: root + "/.larder-index")
         let result = larder(["gc", "--dir", root])
         #expect(result.code == 0)
         #expect(result.stdout.hasPrefix("removed 1 record (1 corrupt)"), "\(result.stdout)")
@@ -147,7 +147,8 @@ import Testing
         #expect(result.code == 3)
         #expect(result.stderr.contains("did not make"))
         #expect(SentinelTree.fingerprint(of: root).filter { $0.key != ".larder.lock" } == before)
-        #expect(larder(["stats", "--json", "--dir", root]).stdout.contains("\"records\":20"))
+        let stats = try #require(parseJSON(larder(["stats", "--json", "--dir", root]).stdout) as? [String: Any])
+        #expect(stats["records"] as? Int == 20)
 
         // Its own folder it reuses.
         let own = temp.path("demo")
