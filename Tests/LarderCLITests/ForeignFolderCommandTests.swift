@@ -16,7 +16,9 @@ import Testing
         ["put", "k"], ["put", "--keys", "verbatim", "thesis.txt"],
     ]
     /// Every command that only reads one.
-    static let readingCommands: [[String]] = [["ls"], ["ls", "--json"], ["stats"], ["stats", "--json"], ["verify"], ["show", "thesis.txt"]]
+    static let readingCommands: [[String]] = [
+        ["ls"], ["ls", "--json"], ["stats"], ["stats", "--json"], ["verify"], ["show", "thesis.txt"],
+    ]
 
     /// A folder of documents: `thesis.txt`, `ab`, `sub/notes.md`, private.
     static func makeDocuments(at root: String) {

@@ -97,7 +97,7 @@ enum VerifyCommand: Subcommand {
                 do throws(Errno) {
                     try context.files.unlink(entry.path)
                     removedForeign.append(entry.relativePath)
-                } catch where error == .isADirectory || error == .notPermitted {
+                } catch  where error == .isADirectory || error == .notPermitted {
                     failures.append("\(entry.relativePath): a folder; remove it yourself if it is not wanted")
                 } catch {
                     failures.append("\(entry.relativePath): \(String(cString: strerror(error.rawValue)))")

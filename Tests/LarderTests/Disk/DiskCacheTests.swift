@@ -302,7 +302,8 @@ import Testing
             // A damaged record goes; a file planted without the magic is no record, and stays.
             if record.corruption != nil {
                 #expect(
-                    FileManager.default.fileExists(atPath: copy.appendingPathComponent(record.file).path) == record.isForeign, "\(record.key)")
+                    FileManager.default.fileExists(atPath: copy.appendingPathComponent(record.file).path) == record.isForeign,
+                    "\(record.key)")
             }
         }
         let corrupt = manifest.records.filter { $0.corruption != nil && !$0.isForeign }

@@ -56,13 +56,23 @@ import Testing
         let before = SentinelTree.fingerprint(of: root)
         Self.expectRefused(root) { _ = try DiskCache(options: Self.options(root)) }
         Self.expectRefused(root) { _ = try DiskCache(options: .spt(directory: URL(fileURLWithPath: root))) }
-        Self.expectRefused(root) { _ = try DiskCache(options: Self.options(root) { $0.keyEncoding = .verbatim; $0.layout = .flat }) }
+        Self.expectRefused(root) {
+            _ = try DiskCache(
+                options: Self.options(root) {
+                    $0.keyEncoding = .verbatim
+                    $0.layout = .flat
+                })
+        }
         Self.expectRefused(root) { _ = try HybridCache(options: HybridCacheOptions(directory: URL(fileURLWithPath: root))) }
         #expect(SentinelTree.fingerprint(of: root) == before)
         #expect(!FileManager.default.fileExists(atPath: root + "/.larder.lock"))
 
         // Read-only, it opens (it changes nothing) and sees no record.
-        let reader = try DiskCache(options: Self.options(root) { $0.isReadOnly = true; $0.keyEncoding = .verbatim })
+        let reader = try DiskCache(
+            options: Self.options(root) {
+                $0.isReadOnly = true
+                $0.keyEncoding = .verbatim
+            })
         #expect(reader.count == 0)
         #expect(try reader.value(forKey: "thesis.txt") == nil)
         reader.close()
@@ -175,7 +185,8 @@ import Testing
         let header = RecordHeader(ttl: 0, updateTimeSec: 1, payloadSizeBytes: 1, payloadChecksum: CRC32.checksum(of: [7]))
         let cases: [(String, [UInt8], String)] = [
             ("empty", [], "foreign"), ("short", [1, 2], "foreign"), ("text", Array("hello, this is not a record".utf8), "foreign"),
-            ("torn", Array(header.encoded().prefix(10)), "corrupt"), ("badcrc", header.encoded().enumerated().map { $0 == 20 ? $1 ^ 1 : $1 } + [7], "corrupt"),
+            ("torn", Array(header.encoded().prefix(10)), "corrupt"),
+            ("badcrc", header.encoded().enumerated().map { $0 == 20 ? $1 ^ 1 : $1 } + [7], "corrupt"),
             ("good", header.encoded() + [7], "record"),
         ]
         for (name, bytes, expected) in cases {
