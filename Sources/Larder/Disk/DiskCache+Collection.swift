@@ -155,9 +155,9 @@ extension DiskCache {
         for name in names {
             let path = layout.path(for: name)
             let ran: Void? = changingRecord(name) {
-                // A file the index holds was read as a record or written by this cache; any other
-                // goes only if it starts as a record does (a damaged one), never if it is foreign.
-                if !state.withLock({ $0.index.contains(name) }) {
+                // A file whose header this process read or wrote is a record; any other goes only
+                // if it starts as a record does (a damaged one), never if it is foreign.
+                if !holdsVerifiedHeader(name) {
                     switch try? records.read(path, readPayload: false) {
                     case .foreign?, .missing?:
                         state.withLock { $0.forget(name) }

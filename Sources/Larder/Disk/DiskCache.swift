@@ -475,9 +475,11 @@ public final class DiskCache: Sendable {
     func removeRecord(named name: String, key: String?) throws(CacheError) -> Bool {
         let path = layout.path(for: name)
         let removedLive = try changingRecord(name) { () throws(CacheError) -> Bool in
-            // A file the index does not hold is looked at first: one that is no record (a file
-            // Larder did not write) is left, and there was no record to remove.
-            if !state.withLock({ $0.index.contains(name) }), case .foreign? = try? records.read(path, readPayload: false) {
+            // A file whose header this process has not read or written is looked at first (an
+            // index snapshot vouches for names, not for what a file holds now): one that is no
+            // record (a file Larder did not write) is left, and there was no record to remove.
+            if !holdsVerifiedHeader(name), case .foreign? = try? records.read(path, readPayload: false) {
+                state.withLock { $0.forget(name) }
                 return false
             }
             let unlinked: Bool
@@ -676,6 +678,12 @@ public final class DiskCache: Sendable {
         case .record(let contents):
             return contents
         }
+    }
+
+    /// Whether the index holds `name` with a header this process read or wrote
+    /// (``DiskIndex/isHeaderVerified(slot:)``): a record file Larder may remove unread.
+    func holdsVerifiedHeader(_ name: String) -> Bool {
+        state.withLock { s in s.index.slot(of: name).map { s.index.isHeaderVerified(slot: $0) } ?? false }
     }
 
     /// Removes a corrupt record's file (unless read-only) and counts it, as a miss too unless
