@@ -25,7 +25,7 @@ package struct RecordFlags: OptionSet, Sendable, Hashable {
 
 /// Why a record failed validation.
 public enum CorruptionReason: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    /// The header does not start with "SPTF" (``RecordHeader/decode(_:)``). A cache never
+    /// The header does not start with "SPTF" (as a header is decoded). A cache never
     /// reports a file for it: a file without the magic is no record at all but a foreign file,
     /// which it leaves where it is.
     case badMagic = "magic"
