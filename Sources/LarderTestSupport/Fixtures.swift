@@ -74,3 +74,14 @@ public enum Fixtures {
         try copySPTCache(to: URL(fileURLWithPath: directory, isDirectory: true))
     }
 }
+
+extension Fixtures.Manifest.Record {
+    /// Whether the fixture planted it without the record magic: then it is no record at all but
+    /// a foreign file, which a cache lists apart and never removes.
+    public var isForeign: Bool { corruption == "magic" }
+
+    /// What `larder ls` says of it at the manifest's time: `foreign`, `corrupt`, `ok` or `expired`.
+    public var expectedStatus: String {
+        isForeign ? "foreign" : corruption != nil ? "corrupt" : readable ? "ok" : "expired"
+    }
+}

@@ -36,7 +36,11 @@ public struct SentinelTree: Sendable {
 
     /// Every entry under the root (never following a link), with a fingerprint of its kind,
     /// permissions, length and content (or link target).
-    public func fingerprint() -> [String: String] {
+    public func fingerprint() -> [String: String] { Self.fingerprint(of: root) }
+
+    /// ``fingerprint()`` of any folder: every entry under `root` (never following a link), with
+    /// its kind, permissions, length and content (or link target).
+    public static func fingerprint(of root: String) -> [String: String] {
         var result: [String: String] = [:]
         func visit(_ relative: String) {
             let path = relative.isEmpty ? root : root + "/" + relative

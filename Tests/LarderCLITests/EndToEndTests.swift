@@ -53,7 +53,7 @@ import Testing
         let rows = try #require(try JSONSerialization.jsonObject(with: ls.stdout) as? [[String: Any]])
         let statuses = Dictionary(uniqueKeysWithValues: rows.map { ($0["file"] as! String, $0["status"] as! String) })
         for record in manifest.records {
-            #expect(statuses[record.file] == (record.corruption != nil ? "corrupt" : record.readable ? "ok" : "expired"))
+            #expect(statuses[record.file] == record.expectedStatus)
         }
         let readable = manifest.records.first { $0.readable }!
         let cat = try Self.run(["cat", "--dir", dir, readable.key])

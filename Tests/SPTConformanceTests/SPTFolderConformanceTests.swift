@@ -36,7 +36,9 @@ import Testing
         }
 
         func isExpired(_ record: SPTFolder.Record) -> Bool { record.isExpired(now: SPTFolderConformanceTests.now, defaultExpiration: 600) }
-        var corrupt: [SPTFolder.Record] { records.filter { $0.corruption != nil } }
+        var corrupt: [SPTFolder.Record] { records.filter { $0.corruption != nil && $0.corruption != .badMagic } }
+        /// Files without the magic: no records, so foreign, and never removed.
+        var foreign: [SPTFolder.Record] { records.filter { $0.corruption == .badMagic } }
         var expired: [SPTFolder.Record] { records.filter { $0.corruption == nil && isExpired($0) } }
         var live: [SPTFolder.Record] { records.filter { $0.corruption == nil && !isExpired($0) } }
 
@@ -87,8 +89,9 @@ import Testing
             #expect(removals[record.key]?.rawValue == record.corruption?.reasonName)
         }
         #expect(cache.statistics.corruptRecordsRemoved == planted.corrupt.count)
-        // A read removes what it found corrupt or expired; the live records stay where SPT put them.
-        let expectedFiles = Set(planted.live.map { planted.folder.path(for: $0.key) })
+        // A read removes what it found corrupt or expired; the live records stay where SPT put
+        // them, and the foreign files where they were.
+        let expectedFiles = Set((planted.live + planted.foreign).map { planted.folder.path(for: $0.key) })
         #expect(
             planted.files == expectedFiles,
             "extra \(planted.files.subtracting(expectedFiles)), missing \(expectedFiles.subtracting(planted.files))")
@@ -111,7 +114,7 @@ import Testing
         for record in planted.corrupt {
             #expect(removals[record.key]?.rawValue == record.corruption?.reasonName)
         }
-        #expect(planted.files == Set(planted.live.map { planted.folder.path(for: $0.key) }))
+        #expect(planted.files == Set((planted.live + planted.foreign).map { planted.folder.path(for: $0.key) }))
         #expect(cache.count == planted.live.count)
         #expect(try await cache.collectGarbage().removed.isEmpty)
         for record in planted.live { #expect(try await cache.value(forKey: record.key) == record.payload) }

@@ -185,11 +185,18 @@ import Testing
         let cache = try folder.makeCache(clock: ManualClock(now: Self.justBeforeDefaultExpiry))
         defer { cache.close() }
         let removed = await callback { cache.remove(forKeys: folder.imageNames, queue: $0, completion: $1) }
-        // Larder answers with the keys whose files it removed: every one, corrupt ones too.
-        #expect(Set(try #require(removed.value)) == Set(folder.imageNames))
+        // Larder answers with the keys whose files it removed: every one, corrupt ones too, but
+        // not the two left without the record magic, which are no records (foreign) and stay.
+        let foreign = Set(
+            folder.imageNames.indices.filter { i in
+                SPTTestData.params[i].corruption.map { SPTTestData.larderReason(for: $0) == nil } ?? false
+            }
+            .map { folder.imageNames[$0] })
+        #expect(foreign.count == SPTTestData.foreignFilesNumber)
+        #expect(Set(try #require(removed.value)) == Set(folder.imageNames).subtracting(foreign))
         let tally = LoadTally(await folder.loadAll(cache))
         #expect(tally.notFound.count == folder.imageNames.count, "We expect file wouldn't be found after removing")
-        #expect(sptFileCount(atPath: folder.path) == 0, "There shouldn't be files left")
+        #expect(sptFileCount(atPath: folder.path) == SPTTestData.foreignFilesNumber, "Only the foreign files are left")
     }
 
     /// SPTPersistentCacheTests.m:576 (`pruneWithCallback:onQueue:` is `removeAll(queue:completion:)`)
@@ -202,7 +209,9 @@ import Testing
         #expect(pruned.value != nil)
         let tally = LoadTally(await folder.loadAll(cache))
         #expect(tally.notFound.count == folder.imageNames.count, "We expect file wouldn't be found after removing")
-        #expect(sptFileCount(atPath: folder.path) == 0, "There shouldn't be files left")
+        // Difference: SPT's prune removes every file; the two without the record magic are no
+        // records (foreign), and stay.
+        #expect(sptFileCount(atPath: folder.path) == SPTTestData.foreignFilesNumber, "Only the foreign files are left")
         #expect(cache.count == 0 && cache.totalSize == 0)
     }
 
@@ -229,7 +238,10 @@ import Testing
                 == SPTTestData.params.indices.filter { !SPTTestData.params[$0].locked && SPTTestData.params[$0].corruption == nil })
         // Difference: corrupt records are misses, and the loads removed them.
         #expect(tally.notFound == (locked + folder.corruptedIndexes).sorted() && tally.failed.isEmpty)
-        #expect(sptFileCount(atPath: folder.path) == folder.imageNames.count - reallyLocked - SPTTestData.corruptedFilesNumber)
+        // The foreign files (no magic) stay.
+        #expect(
+            sptFileCount(atPath: folder.path)
+                == folder.imageNames.count - reallyLocked - SPTTestData.corruptedFilesNumber + SPTTestData.foreignFilesNumber)
     }
 
     /// SPTPersistentCacheTests.m:705 (`wipeNonLockedFilesWithCallback:onQueue:` is `removeAllUnlocked(queue:completion:)`)
@@ -244,9 +256,12 @@ import Testing
         // SPT wipes the unlocked records and the WrongPayloadSize one ("+1 ... since technically
         // it has a correct header"), and leaves the four whose header it cannot read.
         // Difference: the wipe reads each record's header, and removes (and reports) the corrupt
-        // ones it meets; the corrupt records were stored unlocked, so it meets all five.
+        // ones it meets; the corrupt records were stored unlocked, so it meets all five. The two
+        // left without the record magic are no records (foreign): it leaves them.
         let reallyUnlocked = SPTTestData.filesNumber(locked: false)
-        #expect(sptFileCount(atPath: folder.path) == folder.imageNames.count - reallyUnlocked - SPTTestData.corruptedFilesNumber)
+        #expect(
+            sptFileCount(atPath: folder.path)
+                == folder.imageNames.count - reallyUnlocked - SPTTestData.corruptedFilesNumber + SPTTestData.foreignFilesNumber)
         Self.expectCorruptionReported(folder, events)
 
         let responses = await folder.loadAll(cache)
@@ -254,7 +269,7 @@ import Testing
         for i in tally.succeeded { try folder.checkRecord(responses[i], index: i) }
         #expect(tally.succeeded == SPTTestData.params.indices.filter { SPTTestData.params[$0].locked })
         #expect(tally.notFound.count == reallyUnlocked + SPTTestData.corruptedFilesNumber && tally.failed.isEmpty)
-        #expect(sptFileCount(atPath: folder.path) == SPTTestData.filesNumber(locked: true))
+        #expect(sptFileCount(atPath: folder.path) == SPTTestData.filesNumber(locked: true) + SPTTestData.foreignFilesNumber)
     }
 
     /// The size one record occupies in Larder's totals: its length rounded up to the folder's
@@ -346,8 +361,10 @@ import Testing
         // errorCalls == corrupted - 1. Difference: every corrupt record is a miss.
         #expect(tally.notFound.count == normalFilesCount + corrupted && tally.failed.isEmpty)
         // Difference: the loads removed the expired records (SPT leaves them for the collector).
+        // A foreign file (no record magic) stays.
         for i in SPTTestData.params.indices where SPTTestData.params[i].ttl == 0 && !SPTTestData.params[i].locked {
-            #expect(!FileManager.default.fileExists(atPath: folder.path(forKey: folder.imageNames[i])))
+            let isForeign = SPTTestData.params[i].corruption.map { SPTTestData.larderReason(for: $0) == nil } ?? false
+            #expect(FileManager.default.fileExists(atPath: folder.path(forKey: folder.imageNames[i])) == isForeign)
         }
     }
 
@@ -441,9 +458,10 @@ import Testing
         // Difference: the collection also removes the corrupt records, and counts them; SPT's
         // collector skips a file whose header it cannot read (SPTPersistentCache.m:867-886), so
         // four of them stay.
-        #expect(cache.statistics.corruptRecordsRemoved == SPTTestData.corruptedFilesNumber)
+        // The two without the record magic are no records (foreign), and stay.
+        #expect(cache.statistics.corruptRecordsRemoved == SPTTestData.corruptedFilesNumber - SPTTestData.foreignFilesNumber)
         Self.expectCorruptionReported(folder, events)
-        #expect(sptFileCount(atPath: folder.path) == SPTTestData.filesNumber(locked: true) + 1)
+        #expect(sptFileCount(atPath: folder.path) == SPTTestData.filesNumber(locked: true) + 1 + SPTTestData.foreignFilesNumber)
     }
 
     /// SPTPersistentCacheTests.m:1119 (`pruneBySize` is the size step of `collectGarbage()`,

@@ -121,8 +121,10 @@ extension DiskCache {
 
     // MARK: - Management
 
-    /// Removes every record, corrupt ones too (SPT's `prune`), and any stray files in the shard
-    /// folders. With ``Durability/fsync``, the removals survive a power loss once this returns.
+    /// Removes every record, corrupt ones too (SPT's `prune`). Files that are not records Larder
+    /// or SPTPersistentCache could have written (no record magic, not a regular file, or not
+    /// where the layout puts a record) stay: the cache never removes a file it did not write.
+    /// With ``Durability/fsync``, the removals survive a power loss once this returns.
     /// A folder that is gone holds nothing to remove; one that cannot be listed is an error
     /// (after the records the index knows of are removed), since its records remain.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/ioFailure``.
@@ -153,6 +155,19 @@ extension DiskCache {
         for name in names {
             let path = layout.path(for: name)
             let ran: Void? = changingRecord(name) {
+                // A file whose header this process read or wrote is a record; any other goes only
+                // if it starts as a record does (a damaged one), never if it is foreign.
+                if !holdsVerifiedHeader(name) {
+                    switch try? records.read(path, readPayload: false) {
+                    case .foreign?, .missing?:
+                        state.withLock { $0.forget(name) }
+                        return
+                    case nil:
+                        // Unreadable, so it cannot be told from a file Larder did not write: left.
+                        return
+                    case .record?, .corrupt?: break
+                    }
+                }
                 do throws(Errno) {
                     try io.unlink(path)
                     state.withLock { $0.forget(name) }
@@ -234,6 +249,10 @@ extension DiskCache {
                 case .corrupt(let reason)?:
                     events.append(_removeCorrupt(name: name, key: nil, path: path, reason: reason))
                     return
+                case .foreign?:
+                    // Not a record: no longer indexed, and left where it is.
+                    state.withLock { $0.forget(name) }
+                    return
                 default:
                     break
                 }
@@ -264,7 +283,8 @@ extension DiskCache {
                 case .corrupt(let reason)?:
                     let key = options.keyEncoding.storesKey ? nil : name
                     pass.events.append(_removeCorrupt(name: name, key: key, path: path, reason: reason, countsAsMiss: false))
-                case .missing?:
+                case .missing?, .foreign?:
+                    // Gone, or not a record at all (left where it is).
                     state.withLock { $0.forget(name) }
                 case .record?, nil:
                     // Readable again, or still unreadable: left for a load to settle.
@@ -451,7 +471,8 @@ extension DiskCache {
                 case .corrupt(let reason):
                     pass.events.append(_removeCorrupt(name: name, key: entry.key, path: path, reason: reason, countsAsMiss: false))
                     return true
-                case .missing:
+                case .missing, .foreign:
+                    // Gone, or replaced by a file that is no record: forgotten, and such a file left.
                     state.withLock { $0.forget(name, slot: slot) }
                     return true
                 }

@@ -110,7 +110,8 @@ extension DiskCache {
         return !isExpired(contents.header, name: name, now: now)
     }
 
-    /// Stores `payload` in the record file `name`, unless a live record is there, with the given
+    /// Stores `payload` in the record file `name`, unless a live record (or a file that is not a
+    /// record, ``RecordReadResult/foreign``) is there, with the given
     /// update time and ttl and no stored key: for entries whose key is unknown but whose file
     /// name is the one the cache's encoding gives it (CacheHandler's files under ``KeyEncoding/sha256``).
     /// The first read by key records the key in the index.
@@ -148,11 +149,12 @@ extension DiskCache {
         do {
             stored = try writingRecord(name, key: nil, bytesNeeded: diskSize(header.payloadOffset + payload.count), events: &events) {
                 () throws(Errno) -> Bool in
-                // Checked under the key lock, so no store of the same key slips in between.
-                if case .record(let contents)? = try? records.read(path, readPayload: false),
-                    !isExpired(contents.header, name: name, now: now)
-                {
-                    return false
+                // Checked under the key lock, so no store of the same key slips in between. A file
+                // there that is not a record is not Larder's to replace: left, and nothing stored.
+                switch try? records.read(path, readPayload: false) {
+                case .record(let contents)? where !isExpired(contents.header, name: name, now: now): return false
+                case .foreign?: return false
+                default: break
                 }
                 let fileSize = try records.write(
                     header: header, keyBytes: [], payload: payload, temporaryPath: nextTemporaryPath(), path: path,

@@ -58,13 +58,18 @@ extension DiskCache {
 
     /// Index entries for the records `names` from their headers (in no order), and the names
     /// whose files are corrupt or unreadable: not indexed, but a load must still find them (to
-    /// report and remove them), so they are not answered as misses from the index.
+    /// report and remove them), so they are not answered as misses from the index. Files that
+    /// are not records at all (``RecordReadResult/foreign``) are neither: the cache leaves them.
     func scanHeaders(_ names: [String]) -> (entries: [IndexEntry], suspects: Set<String>) {
         var scanned: [IndexEntry] = []
         var suspects: Set<String> = []
         for name in names {
-            guard case .record(let contents)? = try? records.read(layout.path(for: name), readPayload: false) else {
-                suspects.insert(name)
+            let read = try? records.read(layout.path(for: name), readPayload: false)
+            guard case .record(let contents)? = read else {
+                switch read {
+                case .foreign?, .missing?: break
+                default: suspects.insert(name)
+                }
                 continue
             }
             let header = contents.header

@@ -10,8 +10,11 @@ extension DiskCache {
     /// someone else can at worst feed it records (which is what reading someone else's cache means).
     /// - Returns: The layout, and a ``FileIO`` rooted at the folder, creating files and folders
     ///   with the modes of ``DiskCacheOptions/sharing``.
+    ///
+    /// A writer then refuses a folder that holds files but is not a cache (``checkIsCache(layout:options:io:)``),
+    /// before it creates anything in it (its lock, metadata or temporary folder).
     /// - Throws: ``CacheError/Code/notFound`` (read-only, no folder), ``CacheError/Code/unsafeDirectory``,
-    ///   ``CacheError/Code/ioFailure``.
+    ///   ``CacheError/Code/notACache``, ``CacheError/Code/ioFailure``.
     static func openFolder(options: DiskCacheOptions, systemCalls: SystemCalls) throws(CacheError) -> (layout: DiskLayout, io: FileIO) {
         let layout = DiskLayout(root: options.directory.standardizedFileURL.path)
         var io = FileIO(calls: systemCalls)
@@ -40,6 +43,7 @@ extension DiskCache {
         }
         guard !options.isReadOnly, let info = rooted.root?.info else { return (layout, rooted) }
         try checkRootIsSafe(info, options: options, path: layout.root)
+        try checkIsCache(layout: layout, options: options, io: rooted)
         return (layout, rooted)
     }
 
@@ -53,6 +57,27 @@ extension DiskCache {
             if info.kind != .directory && info.kind != .symbolicLink { return prefix }
         }
         return nil
+    }
+
+    /// Refuses, for a writer, a folder that holds files but is neither a Larder cache (it has
+    /// metadata) nor an SPTPersistentCache folder (``DiskLayout/recognize(root:io:)``), unless
+    /// ``DiskCacheOptions/adoptsForeignFolder`` is set. Changes nothing.
+    /// - Throws: ``CacheError/Code/notACache``, ``CacheError/Code/ioFailure``.
+    static func checkIsCache(layout: DiskLayout, options: DiskCacheOptions, io: FileIO) throws(CacheError) {
+        guard !options.isReadOnly, !options.adoptsForeignFolder else { return }
+        let contents: FolderContents
+        do {
+            // Metadata of any kind (checked when read) makes it Larder's.
+            if try io.lstat(layout.metadataPath) != nil { return }
+            contents = try DiskLayout.recognize(root: layout.root, io: io)
+        } catch {
+            throw CacheError(.ioFailure, "cannot list the cache directory", path: layout.root, errno: error.rawValue)
+        }
+        guard contents == .other else { return }
+        throw CacheError(
+            .notACache,
+            "the folder holds files but is not a cache: it has no Larder metadata (.larder) and no SPTPersistentCache record, so a cache opened on it could take its files for records; nothing in it was changed (use an empty or new folder, or set DiskCacheOptions.adoptsForeignFolder to keep a cache beside other files)",
+            path: layout.root)
     }
 
     /// Refuses a root a writer must not use: one owned by another user, or writable by group or
@@ -109,16 +134,23 @@ extension DiskCache {
             }
             facts = FolderFacts(layout: recorded, wasDetected: false)
         } else {
-            // No metadata: a new directory, or SPTPersistentCache's records (which use verbatim keys).
-            let entries: [(name: String, isDirectory: Bool?)]
+            // No metadata: a new directory, SPTPersistentCache's records (which use verbatim keys),
+            // or (adopted, or read-only) a folder of other files, whose layout is the options'.
             let detected: FolderLayout?
+            let holdsRecords: Bool
             do {
-                entries = try io.listDirectory(layout.root)
-                detected = try DiskLayout.detect(root: layout.root, io: io)
+                switch try DiskLayout.recognize(root: layout.root, io: io) {
+                case .spt(let shown):
+                    // Records only at the root under short names fit both layouts: the options' decides.
+                    detected = shown
+                    holdsRecords = true
+                case .empty, .other:
+                    detected = nil
+                    holdsRecords = false
+                }
             } catch {
                 throw CacheError(.ioFailure, "cannot list the cache directory", path: layout.root, errno: error.rawValue)
             }
-            let holdsRecords = entries.contains { !DiskLayout.isReserved($0.name) }
             if holdsRecords, case .verbatim = options.keyEncoding {
             } else if holdsRecords {
                 throw CacheError(

@@ -400,7 +400,8 @@ public final class DiskCache: Sendable {
                 throw CacheError(.ioFailure, "cannot read the record", key: key, path: layout.path(for: name.string), errno: error.rawValue)
             }
             switch consume result {
-            case .missing:
+            case .missing, .foreign:
+                // A file that is no record (one Larder did not write) is a miss too, left in place.
                 let text = name.string
                 state.withLock { s in
                     s.counters.misses += 1
@@ -457,7 +458,9 @@ public final class DiskCache: Sendable {
     /// Removes the record stored under `key`. With ``Durability/fsync``, the removal survives a
     /// power loss once this returns (the record's folder is synced).
     /// - Returns: Whether a live record was removed: `false` when there was none, or when the
-    ///   index knew the record had expired (its file is removed all the same).
+    ///   index knew the record had expired (its file is removed all the same). A file in the
+    ///   record's place that is not a record (no record magic, not a regular file) stays, and
+    ///   the answer is `false`.
     /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/readOnly``,
     ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``. With ``Durability/fsync``,
     ///   when only the sync of the folder fails, the record is already gone (and unindexed) but
@@ -479,6 +482,13 @@ public final class DiskCache: Sendable {
     func removeRecord(named name: String, key: String?) throws(CacheError) -> Bool {
         let path = layout.path(for: name)
         let removedLive = try changingRecord(name) { () throws(CacheError) -> Bool in
+            // A file whose header this process has not read or written is looked at first (an
+            // index snapshot vouches for names, not for what a file holds now): one that is no
+            // record (a file Larder did not write) is left, and there was no record to remove.
+            if !holdsVerifiedHeader(name), case .foreign? = try? records.read(path, readPayload: false) {
+                state.withLock { $0.forget(name) }
+                return false
+            }
             let unlinked: Bool
             do throws(Errno) { unlinked = try io.unlink(path) } catch {
                 throw CacheError(.ioFailure, "cannot remove the record", key: key, path: path, errno: error.rawValue)
@@ -675,11 +685,12 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// Reads a record's header under the caller's key lock; a missing record is forgotten and a
-    /// corrupt one removed (its event appended), and both return `nil`. Expects the key lock of `name` held.
+    /// Reads a record's header under the caller's key lock; a missing record, or a file that is
+    /// not one (left in place), is forgotten and a corrupt one removed (its event appended), and
+    /// all return `nil`. Expects the key lock of `name` held.
     func _readValidHeader(name: String, key: String, path: String, events: inout [CacheEvent]) throws(CacheError) -> RecordContents? {
         switch try readHeader(path: path, key: key) {
-        case .missing:
+        case .missing, .foreign:
             state.withLock { $0.forget(name) }
             return nil
         case .corrupt(let reason):
@@ -690,19 +701,19 @@ public final class DiskCache: Sendable {
         }
     }
 
+    /// Whether the index holds `name` with a header this process read or wrote
+    /// (``DiskIndex/isHeaderVerified(slot:)``): a record file Larder may remove unread.
+    func holdsVerifiedHeader(_ name: String) -> Bool {
+        state.withLock { s in s.index.slot(of: name).map { s.index.isHeaderVerified(slot: $0) } ?? false }
+    }
+
     /// Removes a corrupt record's file (unless read-only) and counts it, as a miss too unless
     /// a collection found it (`countsAsMiss`). Expects the key lock of `name` held.
     func _removeCorrupt(name: String, key: String?, path: String, reason: CorruptionReason, countsAsMiss: Bool = true) -> CacheEvent {
         changingRecords(name: name) {
-            if !options.isReadOnly {
-                if reason == .notARegularFile {
-                    // A folder, a link or a FIFO where a record should be: remove the link or the
-                    // FIFO (never a link's target), leave folders alone.
-                    if let info = try? io.info(atPath: path), info.kind != .directory { _ = try? io.unlink(path) }
-                } else {
-                    _ = try? io.unlink(path)
-                }
-            }
+            // Only files that start as a record does reach here (``RecordReadResult/foreign``
+            // covers the rest), so what goes is a damaged record, never a file Larder did not write.
+            if !options.isReadOnly { _ = try? io.unlink(path) }
             records.descriptors?.retire(name)
             state.withLock { $0.recordCorruptRemoval(name, countsAsMiss: countsAsMiss) }
         }

@@ -107,6 +107,18 @@ public struct DiskCacheOptions: Sendable {
     /// Open without the write lock: reads work while another process writes; changes throw
     /// ``CacheError/Code/readOnly`` (`false`).
     public var isReadOnly: Bool = false
+    /// Whether a writable open accepts a folder that holds files but is not a cache (`false`).
+    ///
+    /// A folder with files in it is opened for writing only when it is a Larder cache (it has
+    /// Larder's metadata, `.larder`) or an SPTPersistentCache folder (at least one file is a
+    /// valid SPT record where the flat or sharded layout puts one); any other folder is refused
+    /// with ``CacheError/Code/notACache``, so that a cache pointed at the wrong folder (a home
+    /// folder, `Caches/` itself, a folder of documents) changes nothing in it. An empty or missing
+    /// folder is always accepted. Set this to make a cache in a folder that already holds other
+    /// files on purpose: those files are foreign, and the cache still never removes them (only
+    /// files it could have written: records, and its own `.larder` files). A read-only cache
+    /// opens any folder (it changes nothing) and sees only its records.
+    public var adoptsForeignFolder: Bool = false
     /// Called with structured events (SPTPersistentCache's `debugOutput`), on the calling thread,
     /// outside the cache's locks (`nil`).
     public var eventHandler: (@Sendable (CacheEvent) -> Void)?

@@ -49,7 +49,7 @@ package struct DiskLayout: Sendable {
     package static let temporaryFolderName = ".larder-tmp"
 
     /// `root` and a slash, the prefix of every path.
-    private let rootSlash: String
+    let rootSlash: String
 
     package init(root: String, layout: FolderLayout = .sharded) {
         var root = root

@@ -47,6 +47,11 @@ package enum RecordReadResult: Sendable {
     case missing
     /// The file failed validation.
     case corrupt(CorruptionReason)
+    /// What sits there is not a record Larder or SPTPersistentCache could have written: not a
+    /// regular file (a folder, a link, a FIFO, a socket), or a file that does not start with the
+    /// record magic "SPTF" (shorter than it, or other bytes). A cache never removes it
+    /// (see ``DiskCache`` and `docs/SECURITY.md`): a miss, left where it is.
+    case foreign
     /// The record.
     case record(RecordContents)
 }
@@ -88,7 +93,7 @@ package final class RecordFile: Sendable {
     static let singleReadLimit = 64 * 1024
 
     /// Opens a record file for reading and runs `body` on it; a missing file is `.missing`, and
-    /// anything but a regular file (a link, a FIFO, a socket, a folder) is `.corrupt(.notARegularFile)`.
+    /// anything but a regular file (a link, a FIFO, a socket, a folder) is `.foreign`.
     /// The open never follows a link and never blocks.
     /// What a failed open of a record file means: no record, a corrupt one, or a real failure.
     private static func failedOpen(_ error: Errno) throws(Errno) -> RecordReadResult {
@@ -96,7 +101,7 @@ package final class RecordFile: Sendable {
         // A record in a folder the cache does not trust (``FolderTrust``) is not read: a miss.
         case .noSuchFileOrDirectory, .notADirectory, .untrusted: return .missing
         case .tooManySymbolicLinks, .notARegularFile, .noSuchDeviceOrAddress, .isADirectory:
-            return .corrupt(.notARegularFile)
+            return .foreign
         default: throw error
         }
     }
@@ -132,7 +137,7 @@ package final class RecordFile: Sendable {
     ///     reuses or keeps its descriptor in ``descriptors``; the caller holds the name's key lock
     ///     (see ``DescriptorCache``). `nil`: the file is opened and closed.
     ///   - nameHash: `name`'s ``NameHash``, when the caller has it already (its key lock's stripe).
-    /// - Returns: The record, `.missing`, or `.corrupt` with the reason. Allocates no more than
+    /// - Returns: The record, `.missing`, `.foreign`, or `.corrupt` with the reason. Allocates no more than
     ///   the file's real length, whatever its header claims, and nothing for a payload above
     ///   ``maximumPayloadSize`` or a file that claims far more bytes than its blocks hold
     ///   (``FileInfo/looksSparse``): both are `.corrupt(.tooLarge)`.
@@ -201,7 +206,7 @@ package final class RecordFile: Sendable {
             got = try io.preadOnce(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: length + 1), at: 0)
         } catch {
             RawMemory.free(memory)
-            if error == .illegalSeek || error == .isADirectory { return .corrupt(.notARegularFile) }
+            if error == .illegalSeek || error == .isADirectory { return .foreign }
             throw error
         }
         if got == length {
@@ -212,7 +217,7 @@ package final class RecordFile: Sendable {
         }
         RawMemory.free(memory)
         let info = try io.info(fd)
-        guard info.kind == .regular else { return .corrupt(.notARegularFile) }
+        guard info.kind == .regular else { return .foreign }
         return try read(
             fd: fd, info: info, readPayload: true, verifyPayload: verifyPayload, expectedKey: expectedKey, expectedFileSize: nil)
     }
@@ -282,7 +287,12 @@ package final class RecordFile: Sendable {
         // write them, so a read of a length it knows (`readKnownLength`) needs no `fstat`.
         guard io.isTrusted(info) else { return .missing }
         let fileSize = info.size
-        guard fileSize >= RecordHeader.size else { return .corrupt(.truncated) }
+        guard fileSize >= RecordHeader.size else {
+            // Shorter than a header: a torn record if it starts with the magic, else not a record.
+            var magic: UInt32 = 0
+            let got = try withUnsafeMutableBytes(of: &magic) { b in Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) } }.get()
+            return got == 4 && UInt32(littleEndian: magic) == RecordHeader.magic ? .corrupt(.truncated) : .foreign
+        }
         // Longer than any header, key and allowed payload together: nothing more to read.
         guard fileSize - RecordHeader.size - RecordHeader.maximumKeyLength <= maximumPayloadSize else { return .corrupt(.tooLarge) }
         // A length the cache did not write itself, and far above what the file's blocks hold: a
@@ -303,7 +313,7 @@ package final class RecordFile: Sendable {
                 try header.validate(fileSize: UInt64(fileSize))
                 guard header.payloadSizeBytes <= UInt64(maximumPayloadSize) else { return .corrupt(.tooLarge) }
             } catch {
-                return .corrupt(error)
+                return error == .badMagic ? .foreign : .corrupt(error)
             }
         }
         // A valid header may still describe a file larger than memory: fail the read with
@@ -353,7 +363,8 @@ package final class RecordFile: Sendable {
             header = try RecordHeader.decode(UnsafeRawBufferPointer(buffer))
             try header.validate(fileSize: UInt64(fileSize))
         } catch {
-            return .corrupt(error)
+            // No magic: not a damaged record but a file that never was one.
+            return error == .badMagic ? .foreign : .corrupt(error)
         }
         guard header.payloadSizeBytes <= UInt64(maximumPayloadSize) else { return .corrupt(.tooLarge) }
         // A key region with a hole in it (in a file of a length the cache did not write or read

@@ -25,7 +25,9 @@ package struct RecordFlags: OptionSet, Sendable, Hashable {
 
 /// Why a record failed validation.
 public enum CorruptionReason: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    /// The file does not start with "SPTF".
+    /// The header does not start with "SPTF" (as a header is decoded). A cache never
+    /// reports a file for it: a file without the magic is no record at all but a foreign file,
+    /// which it leaves where it is.
     case badMagic = "magic"
     /// The header's `headerSize` is not 64.
     case badHeaderSize = "header-size"
@@ -33,7 +35,7 @@ public enum CorruptionReason: String, Sendable, Hashable, CaseIterable, CustomSt
     case badHeaderChecksum = "crc"
     /// `payloadSizeBytes` (plus any stored key) does not match the file's length.
     case badPayloadSize = "payload-size"
-    /// The file is shorter than a header.
+    /// The file starts with the magic but is shorter than a header (a torn record).
     case truncated = "truncated"
     /// The payload's CRC-32 does not match the one in the header.
     case badPayloadChecksum = "payload-crc"
@@ -41,7 +43,9 @@ public enum CorruptionReason: String, Sendable, Hashable, CaseIterable, CustomSt
     case badStoredKey = "stored-key"
     /// The header sets flag bits this version does not know, or SPT's stream-incomplete flag.
     case unsupportedFlags = "flags"
-    /// Something other than a regular file (a folder, a symbolic link, a FIFO) sits where a record should.
+    /// Something other than a regular file (a folder, a symbolic link, a FIFO) sits where a
+    /// record should. A cache never reports a file for it: such a file is foreign, and left
+    /// where it is.
     case notARegularFile = "not-a-file"
     /// The record's payload is larger than ``DiskCacheOptions/maximumRecordSize``, or its file
     /// claims far more bytes than its blocks hold (a sparse file); it is not read.

@@ -3,9 +3,11 @@ import Foundation
 /// What one record file says, read without the directory's lock and without changing anything,
 /// judged by the disk tier's own validation and expiry rules.
 package struct InspectedRecord: Sendable {
-    /// `ok`, `expired` or `corrupt`.
+    /// `ok`, `expired`, `corrupt`, or `foreign`: a file at a record's place that is no record
+    /// Larder or SPTPersistentCache could have written (``RecordReadResult/foreign``), which
+    /// a cache leaves alone.
     package enum Status: String, Sendable, Comparable {
-        case ok, expired, corrupt
+        case ok, expired, corrupt, foreign
         package static func < (a: Status, b: Status) -> Bool { a.rawValue < b.rawValue }
     }
 
@@ -28,6 +30,29 @@ package struct InspectedRecord: Sendable {
     /// When it expires by the cache's rule, seconds since the epoch; `nil` while locked and for
     /// records without a sound header.
     package var expirationTime: Double?
+
+    /// A record as read: every field given.
+    init(
+        name: String, path: String, key: String?, fileSize: Int, header: RecordHeader?, corruption: CorruptionReason?, status: Status,
+        payload: Data?, expirationTime: Double?
+    ) {
+        self.name = name
+        self.path = path
+        self.key = key
+        self.fileSize = fileSize
+        self.header = header
+        self.corruption = corruption
+        self.status = status
+        self.payload = payload
+        self.expirationTime = expirationTime
+    }
+
+    /// A ``Status/foreign`` entry found where the layout puts no record (``DiskLayout/misplacedEntries(io:)``).
+    package init(foreignAt path: String, name: String, fileSize: Int) {
+        self.init(
+            name: name, path: path, key: nil, fileSize: fileSize, header: nil, corruption: nil, status: .foreign, payload: nil,
+            expirationTime: nil)
+    }
 }
 
 /// Reads a cache directory's records the way ``DiskCache`` does (``RecordFile``, ``DiskLayout``,
@@ -96,6 +121,10 @@ package struct RecordInspector: Sendable {
         switch result {
         case .missing:
             return nil
+        case .foreign:
+            record.key = nil
+            record.status = .foreign
+            record.fileSize = ((try? records.io.lstat(path)) ?? nil).map { Int($0.st_size) } ?? 0
         case .corrupt(let reason):
             record.corruption = reason
             record.status = .corrupt

@@ -183,6 +183,8 @@ final class PreloadedSource: Sendable {
             return .failure(.init(path: path, reason: "it is missing"))
         case .corrupt(let reason):
             return .failure(.init(path: path, reason: "not a valid record (\(reason))"))
+        case .foreign:
+            return .failure(.init(path: path, reason: "not a record (no record magic, or not a regular file)"))
         case .record(let contents):
             let name = String(path.split(separator: "/").last ?? "")
             return .success(

@@ -19,7 +19,7 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
         private enum Wrapped: Hashable, Sendable {
             case invalidKey, invalidOptions, invalidArgument, directoryInUse, ioFailure, diskFull, notFound
             case keyEncodingMismatch, readOnly, encodingFailed, decodingFailed
-            case cancelled, unsupportedFormat, closed, unsafeDirectory, loadFailed, remoteFailure
+            case cancelled, unsupportedFormat, closed, unsafeDirectory, loadFailed, remoteFailure, notACache
         }
         private let wrapped: Wrapped
         private init(_ wrapped: Wrapped) { self.wrapped = wrapped }
@@ -65,6 +65,11 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
         /// answered with an error. A ``HybridCache`` never throws it: it serves from its local
         /// tiers instead (fail open) and counts the failure.
         public static let remoteFailure = Code(.remoteFailure)
+        /// The folder holds files but is not a cache: it has no Larder metadata (`.larder`) and no
+        /// file that is a valid SPTPersistentCache record where a record goes. A writer refuses it
+        /// (unless ``DiskCacheOptions/adoptsForeignFolder`` is set), so that pointing a cache at the
+        /// wrong folder (a home folder, a folder of documents) changes nothing in it.
+        public static let notACache = Code(.notACache)
 
         /// The code's name, as in `invalidKey`.
         public var description: String { "\(wrapped)" }

@@ -12,7 +12,9 @@ enum DemoCommand: Subcommand {
             LRU eviction and expiry, lets a short expiry pass on disk, locks a record, collects
             garbage with a size limit (the locked record survives), promotes a disk hit into
             memory through a HybridCache, and prints the statistics. Its clock is a manual one that starts an hour in the past, so expiry
-            happens in an instant. Running it again reuses the directory. Afterwards try
+            happens in an instant. Running it again reuses the directory; a directory that holds
+            anything else (a cache the demo did not make, other files) is refused, since the demo
+            expires and evicts records. Afterwards try
             'larder ls', 'larder stats' and 'larder report --html report.html'.
             """)
 
@@ -47,7 +49,12 @@ struct DemoRun {
     static let logSize = 48 * 1024
     static let logCount = 6
 
+    /// The name the demo gives its cache (``DiskCacheOptions/name``, kept in its metadata):
+    /// how a later run knows the folder is its own.
+    static let cacheName = "larder-demo"
+
     mutating func run() throws(CommandFailure) {
+        try Self.checkIsDemoFolder(directory)
         say("Larder demo in \(directory.path)")
         var cache = try open(sizeLimit: 0)
         say("Opened the disk cache (\(cache.count) records from earlier runs).\n")
@@ -228,8 +235,34 @@ struct DemoRun {
 
     // MARK: Helpers
 
+    /// Refuses a folder the demo did not make: one whose metadata names another cache, or one
+    /// that holds files without metadata (an SPT cache, or no cache at all). A missing folder,
+    /// an empty one, or one that holds only Larder's own files is the demo's to use.
+    /// - Throws: Exit code 3 saying why.
+    static func checkIsDemoFolder(_ directory: URL) throws(CommandFailure) {
+        let layout = DiskLayout(root: directory.standardizedFileURL.path)
+        // Missing (created by the open) or not a folder (which the open reports).
+        guard let files = try? FileIO().rooted(at: layout.root) else { return }
+        let metadata: DirectoryMetadata?
+        do { metadata = try DiskCache.readMetadata(layout: layout, io: files) } catch {
+            throw CacheContext.failure(for: error, root: layout.root)
+        }
+        let refusal =
+            "'\(layout.root)' holds a cache or files that 'larder demo' did not make, and the demo stores, expires and evicts records; pass --dir a new or empty folder"
+        if let metadata {
+            guard metadata.name == cacheName else { throw CommandFailure(.cacheError, refusal) }
+            return
+        }
+        let entries: [(name: String, isDirectory: Bool?)]
+        do { entries = try files.listDirectory(layout.root) } catch {
+            throw CommandFailure(.cacheError, "cannot read '\(layout.root)': \(String(cString: strerror(error.rawValue)))")
+        }
+        if entries.contains(where: { !DiskLayout.isLarderFile($0.name) }) { throw CommandFailure(.cacheError, refusal) }
+    }
+
     private func open(sizeLimit: Int) throws(CommandFailure) -> DiskCache {
         var options = DiskCacheOptions(directory: directory)
+        options.name = Self.cacheName
         options.clock = clock
         options.sizeLimit = sizeLimit
         options.eventHandler = { [events] in events.append($0) }

@@ -40,7 +40,8 @@ enum ExportCommand: Subcommand {
         let emptyKeyName: String? = if case .sha256? = context.keyEncoding { SHA256Hash.hex(of: "") } else { nil }
         for (i, name) in names.enumerated() {
             defer { progress.update(i + 1, of: names.count) }
-            guard let entry = inspector.entry(named: name, readPayload: true) else { continue }
+            // A file that is not a record is no payload of the cache's.
+            guard let entry = inspector.entry(named: name, readPayload: true), entry.status != .foreign else { continue }
             guard entry.corruption == nil, let payload = entry.payload else {
                 skipped.append("\(entry.displayKey): corrupt (\(entry.corruption?.rawValue ?? "unreadable"))")
                 continue

@@ -14,7 +14,11 @@ enum LsCommand: Subcommand {
         discussion: """
             Works on Larder and SPTPersistentCache directories, and on directories another process
             is writing (it takes no lock and changes nothing). Headers and stored keys are checked;
-            payload checksums are checked by 'larder verify'. Status is ok, expired or corrupt.
+            payload checksums are checked by 'larder verify'. Status is ok, expired or corrupt for a
+            record, and foreign for a file that is not one (no record magic, not a regular file, or
+            not where the layout puts a record; a folder's name ends in /): listed after the
+            records, counted apart, never removed by a cache ('larder verify --repair
+            --remove-foreign' removes them). A folder that is not a cache at all is refused.
             JSON fields: key (null when not stored), file, size (file bytes), payloadSize, lockCount,
             ttl, updateTime, lastAccessTime, expirationTime (Unix seconds; null while locked),
             status, corruption.
@@ -26,16 +30,19 @@ enum LsCommand: Subcommand {
             throw .usage("'--sort' must be key, size, age or access, not '\(sort)'")
         }
         let context = try CacheContext(arguments, io: io, mustExist: true)
-        let entries = sorted(try CacheInspector(context).entries(readPayload: false), by: sort)
+        let inventory = try CacheInspector(context).inventory(readPayload: false)
+        let entries = sorted(inventory.records, by: sort)
+        let foreign = inventory.foreign
         if arguments.flag("json") {
-            io.out(json: .array(entries.map { json($0, context: context) }))
+            io.out(json: .array((entries + foreign).map { json($0, context: context) }))
         } else {
-            io.out(table(entries, context: context).render(colour: useColour(io)))
+            io.out(table(entries + foreign, context: context).render(colour: useColour(io)))
             let counts = Dictionary(grouping: entries, by: \.status).mapValues(\.count)
             let total = entries.reduce(0) { $0 + $1.fileSize }
             io.out(
                 "\(entries.count) record\(entries.count == 1 ? "" : "s"), \(HumanFormat.size(total)) (\(counts[.ok] ?? 0) ok, \(counts[.expired] ?? 0) expired, \(counts[.corrupt] ?? 0) corrupt)\n"
             )
+            if !foreign.isEmpty { io.out(foreignSummary(foreign) + "\n") }
         }
         return .success
     }
@@ -51,6 +58,13 @@ enum LsCommand: Subcommand {
         case "access": entries.sorted { ($0.lastAccessTime ?? .infinity, $0.displayKey) < ($1.lastAccessTime ?? .infinity, $1.displayKey) }
         default: entries.sorted { $0.displayKey < $1.displayKey }
         }
+    }
+
+    /// `2 foreign files (12 B): not records; a cache leaves them, 'larder verify --repair --remove-foreign' removes them`.
+    static func foreignSummary(_ foreign: [RecordEntry]) -> TerminalText {
+        let size = foreign.reduce(0) { $0 + $1.fileSize }
+        return
+            "\(foreign.count) foreign file\(foreign.count == 1 ? "" : "s") (\(HumanFormat.size(size))): not records; a cache leaves them, 'larder verify --repair --remove-foreign' removes them"
     }
 
     static func statusText(_ entry: RecordEntry) -> String {
@@ -75,7 +89,7 @@ enum LsCommand: Subcommand {
             }
             table.append(
                 [
-                    entry.displayKey,
+                    entry.status == .foreign ? entry.relativePath : entry.displayKey,
                     HumanFormat.size(entry.fileSize),
                     entry.lockCount.map(String.init) ?? "-",
                     entry.ttl.map(HumanFormat.ttl) ?? "-",

@@ -13,7 +13,8 @@ enum GcCommand: Subcommand {
             .flag("quiet", "Print nothing but errors."),
         ],
         discussion:
-            "Prints how many records went, by reason, and what they occupied on disk, then what remains: the files' bytes and,"
+            "Removes records only (expired, over the limits, or corrupt), never a file that is not a record (see 'larder ls --help')."
+            + " Prints how many records went, by reason, and what they occupied on disk, then what remains: the files' bytes and,"
             + " in parentheses, what they occupy on disk in whole blocks (what the size limit counts), as 'larder stats' shows it.")
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
@@ -51,14 +52,20 @@ enum GcCommand: Subcommand {
         let removed = removals.evictions
         var byReason: [EvictionReason: Int] = [:]
         for item in removed { byReason[item.1, default: 0] += 1 }
-        let reasons = EvictionReason.allCases.compactMap { reason in byReason[reason].map { "\($0) \(reason)" } }
+        var reasons = EvictionReason.allCases.compactMap { reason in byReason[reason].map { "\($0) \(reason)" } }
+        // Corrupt records go too (the index build found them, or the pass met them): counted, so
+        // that no file leaves unreported.
+        let corrupt = removals.corruptRemovals
+        if !corrupt.isEmpty { reasons.append("\(corrupt.count) corrupt") }
+        let count = removed.count + corrupt.count
         let freed = max(0, sizeBefore - sizeAfter)
         io.out(
-            "removed \(removed.count) record\(removed.count == 1 ? "" : "s")"
+            "removed \(count) record\(count == 1 ? "" : "s")"
                 + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: ", ")))")
                 + (removed.isEmpty ? "" : ", \(HumanFormat.size(freed)) on disk") + "\n")
         if lists {
             for (key, reason) in removed { io.out("  \(key)  \(reason.rawValue)\n") }
+            for (key, reason) in corrupt { io.out("  \(key)  corrupt (\(reason.rawValue))\n") }
         }
         if report != nil {
             // Counted as `stats` counts, so that the two agree on the same folder.
@@ -78,6 +85,12 @@ final class EventLog: Sendable {
     func append(_ event: CacheEvent) { storage.withLock { $0.append(event) } }
     /// Forgets what was recorded.
     func removeAll() { storage.withLock { $0.removeAll() } }
+    /// Every corrupt record removed so far: its key (or file path) and what was wrong.
+    var corruptRemovals: [(String, CorruptionReason)] {
+        storage.withLock { list in
+            list.compactMap { if case .corruptRecordRemoved(let key, let file, let reason) = $0 { (key ?? file, reason) } else { nil } }
+        }
+    }
     /// Every record evicted so far: its key (or file name) and why.
     var evictions: [(String, EvictionReason)] {
         storage.withLock { list in

@@ -25,7 +25,7 @@ enum ReportCommand: Subcommand {
         // Payloads are read (and checked) one at a time; only thumbnails keep theirs.
         for (i, name) in names.enumerated() {
             defer { progress.update(i + 1, of: names.count) }
-            guard var entry = inspector.entry(named: name, readPayload: true) else { continue }
+            guard var entry = inspector.entry(named: name, readPayload: true), entry.status != .foreign else { continue }
             if let payload = entry.payload, thumbnails.count < ReportPage.maximumThumbnails,
                 payload.count <= ReportPage.maximumThumbnailBytes, let mime = PayloadKind.of(payload).imageMIMEType
             {

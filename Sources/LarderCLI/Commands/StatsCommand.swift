@@ -45,15 +45,18 @@ struct CacheSummary {
 /// `larder stats`: totals for a directory.
 enum StatsCommand: Subcommand {
     static let spec = CommandSpec(
-        name: "stats", summary: "Print totals: records, sizes, locked, expired, corrupt.",
+        name: "stats", summary: "Print totals: records, sizes, locked, expired, corrupt, and foreign files.",
         options: CacheContext.options + [.flag("json", "Print the totals as a JSON object.")],
         discussion:
             "Reads without taking the directory's lock; checks headers, not payload checksums (see 'larder verify'). A size is the"
-            + " files' bytes, then what they occupy on disk in whole blocks (what the size limit counts).")
+            + " files' bytes, then what they occupy on disk in whole blocks (what the size limit counts). Foreign files (not"
+            + " records; see 'larder ls --help') are counted apart from the records.")
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
         let context = try CacheContext(arguments, io: io, mustExist: true)
-        let summary = try CacheSummary(context)
+        let inventory = try CacheInspector(context).inventory(readPayload: false)
+        let summary = CacheSummary(entries: inventory.records, blockSize: context.files.root?.info.blockSize ?? 4096)
+        let foreignSize = inventory.foreign.reduce(0) { $0 + $1.fileSize }
         let holder = lockHolder(context)
         if arguments.flag("json") {
             io.out(
@@ -69,6 +72,8 @@ enum StatsCommand: Subcommand {
                     ("ok", .int(summary.count(.ok))),
                     ("expired", .int(summary.count(.expired))),
                     ("corrupt", .int(summary.count(.corrupt))),
+                    ("foreign", .int(inventory.foreign.count)),
+                    ("foreignSize", .int(foreignSize)),
                     ("locked", .int(summary.locked.count)),
                     ("lockedSize", .int(summary.lockedSize)),
                     ("lockedSizeOnDisk", .int(summary.lockedSizeOnDisk)),
@@ -87,6 +92,10 @@ enum StatsCommand: Subcommand {
         fields.add(
             "records", "\(summary.count) (\(summary.count(.ok)) ok, \(summary.count(.expired)) expired, \(summary.count(.corrupt)) corrupt)"
         )
+        fields.add(
+            "foreign",
+            "\(inventory.foreign.count) file\(inventory.foreign.count == 1 ? "" : "s"), \(HumanFormat.size(foreignSize))"
+                + (inventory.foreign.isEmpty ? "" : " (not records; a cache leaves them)"))
         fields.add(
             "total size",
             HumanFormat.size(summary.totalSize) + " (\(summary.totalSize) bytes; \(HumanFormat.size(summary.totalSizeOnDisk)) on disk)")

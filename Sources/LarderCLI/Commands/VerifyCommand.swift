@@ -8,15 +8,23 @@ enum VerifyCommand: Subcommand {
         options: CacheContext.options + [
             .flag("json", "Print the result as a JSON object."),
             .flag("repair", "Remove the corrupt records (takes the directory's write lock)."),
+            .flag("remove-foreign", "With --repair, also remove the foreign files (folders stay); nothing else removes them."),
         ],
         discussion: """
             Checks magic, header size, header CRC, flags, file length, stored key, and payload CRC
-            (for records that carry one; SPT records do not). Exits 1 when any record is corrupt,
-            also after --repair removed them, and 0 when all are sound.
+            (for records that carry one; SPT records do not). Files that are not records (no
+            record magic, not a regular file, or not where the layout puts a record) are listed
+            as foreign, apart from the records, and left alone unless --remove-foreign is given.
+            Exits 1 when any record is corrupt, also after --repair removed them, and 0 when all
+            are sound (foreign files do not change it).
+            JSON fields: directory, checked, corruptCount, corrupt (key, file, size, reason,
+            removed), foreignCount, foreign (file, size, folder, removed), removedCount.
             """)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
         let repair = arguments.flag("repair")
+        let removesForeign = arguments.flag("remove-foreign")
+        if removesForeign, !repair { throw .usage("'--remove-foreign' works with '--repair' only") }
         let context = try CacheContext(arguments, io: io, mustExist: true)
         // Take the lock before reading, so nothing changes between the check and the removal.
         let cache = repair ? try context.openWritable() : nil
@@ -26,15 +34,22 @@ enum VerifyCommand: Subcommand {
         var progress = ProgressBar(io: io, label: "verify", total: names.count)
         var corrupt: [RecordEntry] = []
         var checked = 0
+        var foreign: [RecordEntry] = []
         for (i, name) in names.enumerated() {
             // Streamed: a record is checked in chunks, never read into memory whole.
             if let entry = inspector.verifiedEntry(named: name) {
-                checked += 1
-                if entry.corruption != nil { corrupt.append(entry) }
+                if entry.status == .foreign {
+                    foreign.append(entry)
+                } else {
+                    checked += 1
+                    if entry.corruption != nil { corrupt.append(entry) }
+                }
             }
             progress.update(i + 1, of: names.count)
         }
         progress.finish()
+        foreign += try inspector.foreignEntries()
+        foreign.sort { $0.relativePath < $1.relativePath }
 
         var removed: [String] = []
         var failures: [String] = []
@@ -70,6 +85,26 @@ enum VerifyCommand: Subcommand {
             }
         }
 
+        var removedForeign: [String] = []
+        if cache != nil, removesForeign {
+            for entry in foreign {
+                // One unlink beneath the root: a file or a link goes, never a link's target; a
+                // folder stays (the tool never removes a folder it did not make, whatever it holds).
+                guard !entry.isDirectory else {
+                    failures.append("\(entry.relativePath): a folder; remove it yourself if it is not wanted")
+                    continue
+                }
+                do throws(Errno) {
+                    try context.files.unlink(entry.path)
+                    removedForeign.append(entry.relativePath)
+                } catch  where error == .isADirectory || error == .notPermitted {
+                    failures.append("\(entry.relativePath): a folder; remove it yourself if it is not wanted")
+                } catch {
+                    failures.append("\(entry.relativePath): \(String(cString: strerror(error.rawValue)))")
+                }
+            }
+        }
+
         if arguments.flag("json") {
             let value = JSONValue.object([
                 ("directory", .string(context.layout.root)),
@@ -86,6 +121,18 @@ enum VerifyCommand: Subcommand {
                             ])
                         })
                 ),
+                ("foreignCount", .int(foreign.count)),
+                (
+                    "foreign",
+                    .array(
+                        foreign.map { entry in
+                            .object([
+                                ("file", .string(entry.relativePath)), ("size", .int(entry.fileSize)),
+                                ("folder", .bool(entry.isDirectory)), ("removed", .bool(removedForeign.contains(entry.relativePath))),
+                            ])
+                        })
+                ),
+                ("removedCount", .int(removed.count + removedForeign.count)),
             ])
             io.out(json: value)
         } else {
@@ -103,7 +150,17 @@ enum VerifyCommand: Subcommand {
                 }
                 io.out(table.render(colour: LsCommand.useColour(io)))
             }
-            if repair { io.out("removed \(removed.count) corrupt record\(removed.count == 1 ? "" : "s")\n") }
+            if !foreign.isEmpty {
+                io.out(LsCommand.foreignSummary(foreign) + "\n")
+                var table = TextTable([.init(title: "FILE"), .init(title: "SIZE", alignment: .right)])
+                for entry in foreign { table.append([entry.relativePath, entry.isDirectory ? "-" : HumanFormat.size(entry.fileSize)]) }
+                io.out(table.render(colour: LsCommand.useColour(io)))
+            }
+            if repair {
+                io.out(
+                    "removed \(removed.count) corrupt record\(removed.count == 1 ? "" : "s")"
+                        + (removesForeign ? " and \(removedForeign.count) foreign file\(removedForeign.count == 1 ? "" : "s")" : "") + "\n")
+            }
             for path in kept {
                 io.err("larder verify: left \(path): larger than 1 GiB or sparse, which an application may allow; 'larder rm' removes it\n")
             }

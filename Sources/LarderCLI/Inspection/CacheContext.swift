@@ -105,7 +105,6 @@ struct CacheContext {
                 // (``FolderTrust``); group write counts only where the root grants it already.
                 let trust = FolderTrust(sharedWithGroup: false, acceptsRootOwner: true)
                 files = try fileIO.rooted(at: layout.root, trust: trust)
-                holdsRecords = try files.listDirectory(layout.root).contains { !DiskLayout.isReserved($0.name) }
             } catch {
                 throw CommandFailure(
                     .cacheError, "cannot read cache directory '\(layout.root)': \(String(cString: strerror(error.rawValue)))")
@@ -125,7 +124,9 @@ struct CacheContext {
             }
         }
 
-        // The layout: the metadata's, else what the files show, else Larder's default.
+        // The layout: the metadata's, else where the records of an SPT folder are, else Larder's
+        // default. A folder of other files is no cache: every command refuses it, so that none
+        // lists its files as corrupt records or changes anything in it.
         var folderLayout = FolderLayout.sharded
         if let metadata {
             guard let recorded = metadata.folderLayout else {
@@ -133,11 +134,21 @@ struct CacheContext {
             }
             folderLayout = recorded
         } else if files.root != nil {
+            let contents: FolderContents
             do {
-                folderLayout = try DiskLayout.detect(root: layout.root, io: files) ?? .sharded
+                contents = try DiskLayout.recognize(root: layout.root, io: files)
             } catch {
                 throw CommandFailure(
                     .cacheError, "cannot read cache directory '\(layout.root)': \(String(cString: strerror(error.rawValue)))")
+            }
+            switch contents {
+            case .empty:
+                break
+            case .spt(let shown):
+                holdsRecords = true
+                folderLayout = shown ?? .sharded
+            case .other:
+                throw CommandFailure(.cacheError, Self.notACacheMessage(layout.root))
             }
         }
         self.layout = layout.with(folderLayout)
@@ -210,8 +221,14 @@ struct CacheContext {
         }
     }
 
+    /// What every command says of a folder that holds files but is not a cache.
+    static func notACacheMessage(_ root: String) -> String {
+        "'\(root)' is not a cache: it holds files but no Larder metadata (.larder) and no SPTPersistentCache record; larder lists and changes nothing in it (pass --dir a cache, or a new or empty folder)"
+    }
+
     /// The message and exit code for a cache error.
     static func failure(for error: CacheError, root: String) -> CommandFailure {
+        if error.code == .notACache { return CommandFailure(.cacheError, notACacheMessage(root)) }
         if error.code == .directoryInUse {
             let holder = error.holderPID.map { "process \($0)" } ?? "another process"
             return CommandFailure(

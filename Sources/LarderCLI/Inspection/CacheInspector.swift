@@ -49,25 +49,63 @@ struct CacheInspector {
         return RecordEntry(record, relativePath: String(record.path.dropFirst(context.layout.root.count + 1)))
     }
 
-    /// Every record, read with `readPayload`.
+    /// Every record, read with `readPayload`; files that are not records are left out (see ``inventory(readPayload:progress:)``).
     /// - Parameter progress: Called after each record with (done, total).
     func entries(readPayload: Bool, progress: ((Int, Int) -> Void)? = nil) throws(CommandFailure) -> [RecordEntry] {
+        try inventory(readPayload: readPayload, progress: progress).records
+    }
+
+    /// Every record, read with `readPayload`, and apart from them every foreign entry: files at
+    /// a record's place that are not records (no record magic, not a regular file) and entries
+    /// where the layout puts no record (``foreignEntries()``). A cache never removes either.
+    /// - Parameter progress: Called after each record with (done, total).
+    func inventory(readPayload: Bool, progress: ((Int, Int) -> Void)? = nil) throws(CommandFailure) -> (
+        records: [RecordEntry], foreign: [RecordEntry]
+    ) {
         let names = try recordNames()
-        var result: [RecordEntry] = []
-        result.reserveCapacity(names.count)
+        var records: [RecordEntry] = []
+        var foreign: [RecordEntry] = []
+        records.reserveCapacity(names.count)
         for (i, name) in names.enumerated() {
             if var entry = entry(named: name, readPayload: readPayload) {
                 if !readPayload { entry.payload = nil }
-                result.append(entry)
+                if entry.status == .foreign { foreign.append(entry) } else { records.append(entry) }
             }
             progress?(i + 1, names.count)
         }
-        return result
+        foreign += try foreignEntries()
+        foreign.sort { $0.relativePath < $1.relativePath }
+        return (records, foreign)
+    }
+
+    /// The entries where the directory's layout puts no record and that are not Larder's own
+    /// files (``DiskLayout/misplacedEntries(io:)``), as foreign entries: a folder is listed, not entered.
+    func foreignEntries() throws(CommandFailure) -> [RecordEntry] {
+        let root = context.layout.root
+        let misplaced: [(path: String, isDirectory: Bool)]
+        do { misplaced = try context.layout.misplacedEntries(io: context.files) } catch {
+            throw CommandFailure(.cacheError, "cannot read cache directory '\(root)': \(String(cString: strerror(error.rawValue)))")
+        }
+        return misplaced.map { item in
+            let path = root + "/" + item.path
+            let size = item.isDirectory ? 0 : ((try? context.files.lstat(path)) ?? nil).map { Int($0.st_size) } ?? 0
+            let name = String(item.path.split(separator: "/").last ?? Substring(item.path))
+            let record = InspectedRecord(foreignAt: path, name: name, fileSize: size)
+            var entry = RecordEntry(record, relativePath: item.path + (item.isDirectory ? "/" : ""))
+            entry.isDirectory = item.isDirectory
+            return entry
+        }
     }
 
     /// Finds the record for a key: through the directory's key encoding, else (custom encodings)
-    /// by scanning stored keys; a record's file name is accepted too, for records whose key is unknown.
+    /// by scanning stored keys; a record's file name is accepted too, for records whose key is
+    /// unknown. A file there that is not a record (foreign) is no record.
     func entry(forKey key: String, readPayload: Bool, verify: Bool = true) throws(CommandFailure) -> RecordEntry? {
+        let found = try anyEntry(forKey: key, readPayload: readPayload, verify: verify)
+        return found?.status == .foreign ? nil : found
+    }
+
+    private func anyEntry(forKey key: String, readPayload: Bool, verify: Bool) throws(CommandFailure) -> RecordEntry? {
         if let encoding = context.keyEncoding, let name = try? encoding.fileName(for: key),
             let found = entry(named: name, readPayload: readPayload, verify: verify)
         {

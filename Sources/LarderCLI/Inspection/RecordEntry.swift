@@ -4,13 +4,15 @@ import Larder
 /// What a record's file says about it, read without changing anything: the library's
 /// ``InspectedRecord`` and its place in the directory.
 struct RecordEntry: Sendable {
-    /// `ok`, `expired` or `corrupt`.
+    /// `ok`, `expired`, `corrupt` or `foreign` (not a record: the cache leaves it alone).
     typealias Status = InspectedRecord.Status
 
     /// What the library's inspector read.
     var record: InspectedRecord
-    /// The path relative to the cache directory (`aa/aab…`).
+    /// The path relative to the cache directory (`aa/aab…`); a folder's ends in a slash.
     var relativePath: String
+    /// Whether it is a folder (only a foreign entry can be).
+    var isDirectory = false
 
     init(_ record: InspectedRecord, relativePath: String) {
         self.record = record

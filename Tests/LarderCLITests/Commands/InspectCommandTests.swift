@@ -18,10 +18,10 @@ import Testing
         let byFile = Dictionary(uniqueKeysWithValues: rows.map { ($0["file"] as! String, $0) })
         for record in manifest.records {
             let row = try #require(byFile[record.file], "\(record.file)")
-            let expected = record.corruption != nil ? "corrupt" : record.readable ? "ok" : "expired"
-            #expect(row["status"] as? String == expected, "\(record.file)")
-            #expect(row["key"] as? String == record.key)
-            #expect(row["corruption"] as? String == record.corruption)
+            #expect(row["status"] as? String == record.expectedStatus, "\(record.file)")
+            // A file without the magic is no record: no key, no corruption, listed as foreign.
+            #expect(row["key"] as? String == (record.isForeign ? nil : record.key))
+            #expect(row["corruption"] as? String == (record.isForeign ? nil : record.corruption))
             if record.corruption == nil {
                 #expect(row["lockCount"] as? Int == record.refCount)
                 #expect(row["ttl"] as? Int == record.ttl)
@@ -42,12 +42,14 @@ import Testing
         #expect(result.code == 0)
         let lines = result.stdout.split(separator: "\n")
         #expect(lines.first?.hasPrefix("KEY") == true)
-        #expect(lines.count == manifest.records.count + 2)
+        // The records, the header and the totals, and the foreign file and its line.
+        #expect(lines.count == manifest.records.count + 3)
         #expect(!result.stdout.contains("\u{1B}"))
         let largest = manifest.records.max { $0.payloadSize < $1.payloadSize }!
         #expect(lines[1].hasPrefix(largest.key))
-        #expect(result.stdout.contains("corrupt (magic)"))
-        #expect(lines.last!.contains("\(manifest.records.count) records"))
+        #expect(!result.stdout.contains("corrupt (magic)") && result.stdout.contains("foreign"))
+        #expect(lines[lines.count - 2].contains("\(manifest.records.count - 1) records"))
+        #expect(lines.last!.hasPrefix("1 foreign file"))
         let coloured = larder(["ls", "--dir", dir] + Fixtures.clockArguments(manifest), terminal: true)
         #expect(coloured.stdout.contains("\u{1B}[31m"))
     }
@@ -65,7 +67,7 @@ import Testing
             #expect(sha256(result.stdoutData) == record.payloadSha256, "\(record.key)")
             #expect(result.stderr.contains("expired") == !record.readable)
         }
-        let corrupt = manifest.records.first { $0.corruption != nil }!
+        let corrupt = manifest.records.first { $0.corruption != nil && !$0.isForeign }!
         let refused = larder(["cat", "--dir", dir, corrupt.key])
         #expect(refused.code == 1)
         #expect(refused.stdoutData.isEmpty)
@@ -109,14 +111,15 @@ import Testing
         let result = larder(["stats", "--dir", dir, "--json"] + Fixtures.clockArguments(manifest))
         #expect(result.code == 0)
         let stats = try #require(try parseJSON(result.stdout) as? [String: Any])
-        #expect(stats["records"] as? Int == manifest.records.count)
-        #expect(stats["corrupt"] as? Int == manifest.records.count { $0.corruption != nil })
+        #expect(stats["records"] as? Int == manifest.records.count { !$0.isForeign })
+        #expect(stats["corrupt"] as? Int == manifest.records.count { $0.corruption != nil && !$0.isForeign })
+        #expect(stats["foreign"] as? Int == manifest.records.count { $0.isForeign })
         #expect(stats["ok"] as? Int == manifest.records.count { $0.readable })
         #expect(stats["keyEncoding"] as? String == "verbatim")
         #expect(stats["hasMetadata"] as? Bool == false)
         let text = larder(["stats", "--dir", dir] + Fixtures.clockArguments(manifest))
         #expect(text.stdout.contains("SPTPersistentCache"))
-        #expect(text.stdout.contains("\(manifest.records.count) ("))
+        #expect(text.stdout.contains("\(manifest.records.count { !$0.isForeign }) ("))
     }
 
     @Test func inspectingLeavesTheDirectoryUnchangedAndWorksWhileAWriterHoldsIt() throws {

@@ -54,13 +54,17 @@ import Testing
         let report = try #require(try parseJSON(result.stdout) as? [String: Any])
         let corrupt = try #require(report["corrupt"] as? [[String: Any]])
         let found = Dictionary(uniqueKeysWithValues: corrupt.map { ($0["file"] as! String, $0["reason"] as! String) })
-        let planted = Dictionary(uniqueKeysWithValues: manifest.records.compactMap { r in r.corruption.map { (r.file, $0) } })
+        let planted = Dictionary(
+            uniqueKeysWithValues: manifest.records.compactMap { r in r.isForeign ? nil : r.corruption.map { (r.file, $0) } })
         #expect(found == planted)
+        // The file planted without the magic is no record: listed apart, and left by --repair.
+        let foreign = try #require(report["foreign"] as? [[String: Any]])
+        #expect(foreign.map { $0["file"] as? String } == manifest.records.filter(\.isForeign).map(\.file))
         let repaired = larder(["verify", "--dir", dir, "--repair"] + Fixtures.clockArguments(manifest))
         #expect(repaired.code == 1)
         #expect(larder(["verify", "--dir", dir]).code == 0)
-        for record in manifest.records where record.corruption == nil {
-            #expect(FileManager.default.fileExists(atPath: dir + "/" + record.file), "repair keeps sound records")
+        for record in manifest.records where record.corruption == nil || record.isForeign {
+            #expect(FileManager.default.fileExists(atPath: dir + "/" + record.file), "repair keeps sound records and foreign files")
         }
     }
 
@@ -112,16 +116,17 @@ import Testing
         let result = larder(["report", "--dir", dir, "--html", page] + Fixtures.clockArguments(manifest))
         #expect(result.code == 0, "\(result.stderr)")
         let html = try String(contentsOfFile: page, encoding: .utf8)
-        let total = try manifest.records.reduce(0) { sum, record in
+        let records = manifest.records.filter { !$0.isForeign }
+        let total = try records.reduce(0) { sum, record in
             sum + (try FileManager.default.attributesOfItem(atPath: dir + "/" + record.file)[.size] as! Int)
         }
-        #expect(html.contains("\(manifest.records.count) records"))
+        #expect(html.contains("\(records.count) records"))
         #expect(html.contains("\(total) bytes"))
         #expect(html.contains(HumanFormat.size(total)))
         #expect(html.contains("<svg"))
         #expect(html.contains("data:image/png;base64,"))
         #expect(!html.contains("http://") && !html.contains("https://"), "no network")
-        for record in manifest.records where record.corruption != nil {
+        for record in records where record.corruption != nil {
             #expect(html.contains(record.key))
         }
         #expect(larder(["report", "--dir", dir]).code == 2, "--html is required")

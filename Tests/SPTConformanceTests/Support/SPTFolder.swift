@@ -6,11 +6,12 @@ import LarderTestSupport
 struct SPTFolder {
     /// Damage planted in a record file.
     enum Corruption: CaseIterable, Sendable, CustomStringConvertible {
-        /// Cut to fewer than 64 bytes.
+        /// Cut to fewer than 64 bytes, the magic kept (a torn record; without the magic a file is
+        /// no record at all).
         case truncated
         /// The header's CRC does not match.
         case badCRC
-        /// The magic is not "SPTF".
+        /// The magic is not "SPTF": no record at all, a foreign file, which Larder leaves alone.
         case badMagic
         /// headerSize is not 64 (CRC recomputed).
         case badHeaderSize
@@ -62,7 +63,7 @@ struct SPTFolder {
         var bytes = header.bytes + [UInt8](record.payload)
         switch record.corruption {
         case nil: break
-        case .truncated: bytes = Array(bytes.prefix(random.below(SPTHeader.size)))
+        case .truncated: bytes = Array(bytes.prefix(4 + random.below(SPTHeader.size - 4)))
         case .badCRC: header.crc ^= UInt32(1 + random.below(0xFFFF))
         case .badMagic: header.magic = 0xFFFF_5454
         case .badHeaderSize:

@@ -71,6 +71,9 @@ enum SPTTestData {
     static func filesNumber(locked: Bool) -> Int { params.count { $0.corruption == nil && $0.locked == locked } }
     /// `params_GetCorruptedFilesNumber()`.
     static var corruptedFilesNumber: Int { params.count { $0.corruption != nil } }
+    /// The corrupted files left without the record magic: to Larder no records but foreign
+    /// files, which it never removes (``larderReason(for:)`` is `nil`).
+    static var foreignFilesNumber: Int { params.count { $0.corruption.map { larderReason(for: $0) == nil } ?? false } }
     /// `params_GetDefaultExpireFilesNumber()`: uncorrupted, unlocked records with ttl 0.
     static var defaultExpireFilesNumber: Int { params.count { $0.ttl == 0 && $0.corruption == nil && !$0.locked } }
 
@@ -85,14 +88,16 @@ enum SPTTestData {
         try Data(contentsOf: Fixtures.root.appendingPathComponent("spt-images/\(name).dat"))
     }
 
-    /// The expected ``CorruptionReason`` Larder reports for SPT's error code.
-    static func larderReason(for error: SPTLoadingError) -> CorruptionReason {
+    /// The ``CorruptionReason`` Larder reports for SPT's error code; `nil` where the file is left
+    /// without the record magic (MagicMismatch, and NotEnoughDataToGetHeader's zeroed bytes), which
+    /// to Larder is no record but a foreign file: a miss, never reported or removed.
+    static func larderReason(for error: SPTLoadingError) -> CorruptionReason? {
         switch error {
-        case .magicMismatch: .badMagic
+        case .magicMismatch: nil
         case .wrongHeaderSize: .badHeaderSize
         case .wrongPayloadSize: .badPayloadSize
         case .invalidHeaderCRC: .badHeaderChecksum
-        case .notEnoughDataToGetHeader: .truncated
+        case .notEnoughDataToGetHeader: nil
         }
     }
 }
