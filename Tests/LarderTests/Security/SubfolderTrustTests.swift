@@ -33,6 +33,9 @@ import Testing
         defer { fixture.remove() }
         try FileManager.default.createDirectory(atPath: fixture.root, withIntermediateDirectories: true)
         HostileFiles.chmod(fixture.root, 0o755)
+        // A cache already (its metadata), so that the open below does not take the planted
+        // folder for a stranger's files and refuse the whole folder.
+        try DiskCache(options: fixture.options()).close()
         let shard = fixture.root + "/to"
         makeForeignFolder(shard)
         let cache = try DiskCache(options: fixture.options())
@@ -166,9 +169,10 @@ import Testing
         defer { fixture.remove() }
         try FileManager.default.createDirectory(atPath: fixture.root, withIntermediateDirectories: true)
         HostileFiles.chmod(fixture.root, 0o770)
-        makeForeignFolder(fixture.root + "/to", mode: mode)
         var options = fixture.options()
         options.sharing = .group
+        try DiskCache(options: options).close()
+        makeForeignFolder(fixture.root + "/to", mode: mode)
         let cache = try DiskCache(options: options)
         if mode == "0770" {
             try cache.store(Data("shared".utf8), forKey: "token")
