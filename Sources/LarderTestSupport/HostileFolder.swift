@@ -154,3 +154,21 @@ public enum HostileFiles {
         return process.terminationStatus == 0
     }
 }
+
+extension SentinelTree {
+    /// Copies the regular files at the top of `source` (a system folder such as `/etc`, only
+    /// read) into the existing folder `destination`, skipping links, folders and unreadable
+    /// files.
+    /// - Returns: How many files were copied.
+    public static func copyTopLevelFiles(of source: String, into destination: String) -> Int {
+        var copied = 0
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: source)) ?? [] {
+            var info = stat()
+            guard lstat(source + "/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                let data = FileManager.default.contents(atPath: source + "/" + name)
+            else { continue }
+            if FileManager.default.createFile(atPath: destination + "/" + name, contents: data) { copied += 1 }
+        }
+        return copied
+    }
+}

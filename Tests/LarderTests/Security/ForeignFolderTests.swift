@@ -86,15 +86,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         chmod(root, 0o700)
         // The top-level regular files of /etc, copied (never touched there).
-        var copied = 0
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/etc")) ?? [] {
-            var info = stat()
-            guard lstat("/etc/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
-                let data = FileManager.default.contents(atPath: "/etc/" + name)
-            else { continue }
-            if FileManager.default.createFile(atPath: root + "/" + name, contents: data) { copied += 1 }
-        }
-        #expect(copied > 5)
+        #expect(SentinelTree.copyTopLevelFiles(of: "/etc", into: root) > 5)
         let before = SentinelTree.fingerprint(of: root)
         Self.expectRefused(root) { _ = try DiskCache(options: Self.options(root)) }
         Self.expectRefused(root) { _ = try DiskCache(options: .spt(directory: URL(fileURLWithPath: root))) }
