@@ -17,6 +17,16 @@ public enum Format {
         String(format: "%.\(decimals ?? (value < 0.1 ? 3 : 2))f", value) + " ×"
     }
 
+    /// `value` as a ratio with as many more decimals (up to 5) as it takes not to print as `bound`
+    /// when it is not `bound`, so that a missed target never reads as its own bound.
+    public static func ratio(_ value: Double, beside bound: Double) -> String {
+        var decimals = value < 0.1 ? 3 : 2
+        while decimals < 5, value != bound, ratio(value, decimals: decimals) == ratio(bound, decimals: decimals) {
+            decimals += 1
+        }
+        return ratio(value, decimals: decimals)
+    }
+
     /// "100,000"; a fraction keeps two decimals ("0.229").
     public static func count(_ value: Double) -> String {
         guard value == value.rounded(), abs(value) < 1e15 else { return String(format: "%.3g", value) }

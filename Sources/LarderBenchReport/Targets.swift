@@ -127,12 +127,12 @@ extension Target {
                 let value = other.nanosecondsPerOperation / result.nanosecondsPerOperation
                 return Verdict(
                     target: self, result: result, value: value, isMet: value >= bound,
-                    requirement: "throughput ≥ \(Format.ratio(bound)) \(label)", measured: Format.ratio(value))
+                    requirement: "throughput ≥ \(Format.ratio(bound)) \(label)", measured: Format.ratio(value, beside: bound))
             }
             let value = result.nanosecondsPerOperation / other.nanosecondsPerOperation
             return Verdict(
                 target: self, result: result, value: value, isMet: value <= bound, requirement: "≤ \(Format.ratio(bound)) \(label)",
-                measured: Format.ratio(value))
+                measured: Format.ratio(value, beside: bound))
         case .field(let name, let unit):
             guard let value = name == "bytes" ? Double(result.bytes) : result.numbers[name] else { return nil }
             return Verdict(

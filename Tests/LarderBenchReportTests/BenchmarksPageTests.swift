@@ -179,6 +179,10 @@ private func page(_ name: String) throws -> (markdown: String, charts: [(path: S
         #expect(Format.time(1_230_000_000) == "1.23 s")
         #expect(Format.ratio(1.507) == "1.51 ×")
         #expect(Format.ratio(0.0164) == "0.016 ×")
+        #expect(Format.ratio(0.02041, beside: 0.02) == "0.0204 ×")
+        #expect(Format.ratio(1.2499, beside: 1.25) == "1.2499 ×")
+        #expect(Format.ratio(1.31, beside: 1.25) == "1.31 ×")
+        #expect(Format.ratio(0.02, beside: 0.02) == "0.020 ×")
         #expect(Format.count(100_000) == "100,000")
         #expect(Format.count(763) == "763")
     }
