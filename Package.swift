@@ -31,7 +31,8 @@ let package = Package(
         .target(name: "LarderCLI", dependencies: ["Larder"]),
         .executableTarget(name: "larder", dependencies: ["LarderCLI"]),
         .target(name: "LarderRedis", dependencies: ["Larder"]),
-        .executableTarget(name: "larder-bench", dependencies: ["Larder", "LarderRedis", "LarderTestSupport", "LarderBenchReport", "CSQLite"]),
+        .executableTarget(
+            name: "larder-bench", dependencies: ["Larder", "LarderRedis", "LarderTestSupport", "LarderBenchReport", "CSQLite"]),
         // BENCHMARKS.md and its SVG charts, rendered from larder-bench's JSON lines. Not a product.
         .target(name: "LarderBenchReport"),
         // A second process for the Redis tests' cross-process invalidation.
