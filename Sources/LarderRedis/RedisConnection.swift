@@ -85,7 +85,7 @@ final class RedisConnection: @unchecked Sendable {
         return try flushAndRead()
     }
 
-    /// Sends every command in one write, then reads their replies: one round trip.
+    /// Sends every command in one write, then reads their replies in order, so the commands cost one wait for the server together.
     func pipeline(_ commands: [RedisArguments]) throws(CacheError) -> [RedisReply] {
         try checkUsable()
         for arguments in commands { arguments.encode(into: &output) }
