@@ -15,9 +15,9 @@ final class PreloadedSource: Sendable {
     static let maximumFileSize = 1 << 30
 
     let entries: PreloadedEntries
-    /// Rooted at the directory, so that no link in it (a file or a folder) leads outside it and
-    /// no FIFO blocks a read; `nil` when the directory cannot be opened (then it holds nothing).
-    private let io: FileIO?
+    /// The directory, for the `records` and `files` formats; `nil` when it cannot be opened
+    /// (then it holds nothing).
+    private let folder: EntryFolder?
     private let root: String
     /// For ``PreloadedEntries/Format/records``: each key's file, found by a scan at open.
     private let recordPaths: [String: String]
@@ -27,14 +27,16 @@ final class PreloadedSource: Sendable {
     /// Scans the directory (for read-through records), listing what it finds in `report`.
     init(entries: PreloadedEntries, report: inout PreloadReport) {
         self.entries = entries
-        let root = DiskLayout(root: entries.directory.standardizedFileURL.path).root
-        self.root = root
-        let io = try? FileIO().rooted(at: root)
-        self.io = io
+        let path = entries.directory.standardizedFileURL.path
+        let folder = entries.format == .cacheHandler ? nil : try? EntryFolder(path: path)
+        let cacheHandlerFolder = entries.format == .cacheHandler ? try? CacheHandlerFolder(path: path) : nil
+        self.folder = folder
+        self.cacheHandlerFolder = cacheHandlerFolder
+        root = folder?.root ?? cacheHandlerFolder?.root ?? path
         var paths: [String: String] = [:]
-        if let io, entries.mode == .readThrough, entries.format == .records {
-            for path in Self.files(under: root, recursive: true, io: io) {
-                switch Self.readRecord(path, readPayload: false, io: io) {
+        if let folder, entries.mode == .readThrough, entries.format == .records {
+            for path in folder.files(recursive: true) {
+                switch Self.readRecord(path, readPayload: false, in: folder) {
                 case .success(let entry):
                     if paths[entry.key] == nil { report.available.append(entry.key) }
                     paths[entry.key] = path
@@ -44,16 +46,14 @@ final class PreloadedSource: Sendable {
             }
         }
         recordPaths = paths
-        cacheHandlerFolder = entries.format == .cacheHandler ? try? CacheHandlerFolder(path: root) : nil
     }
 
     /// Imports every entry missing from `disk` with a fresh update time; leaves present ones
     /// alone; lists unreadable files (and failed stores) in `report` and carries on.
     func importMissing(into disk: DiskCache, report: inout PreloadReport) {
         if entries.format == .cacheHandler { return importCacheHandlerFiles(into: disk, report: &report) }
-        guard let io else { return }
-        let recursive = entries.format == .records
-        for path in Self.files(under: root, recursive: recursive, io: io) {
+        guard let folder else { return }
+        for path in folder.files(recursive: entries.format == .records) {
             let name = String(path.split(separator: "/").last ?? "")
             // Plain files are named by their key: check before reading the payload.
             if entries.format == .files, disk.contains(name) {
@@ -82,14 +82,13 @@ final class PreloadedSource: Sendable {
 
     /// The preloaded entry for `key`, or `nil` when there is none or it cannot be read.
     func entry(forKey key: String) -> PreloadedEntry? {
-        guard let io else { return nil }
         switch entries.format {
         case .files:
             // Only keys that are safe file names can name a file in the directory.
             guard (try? KeyEncoding.validateFileName(key, key: key)) != nil else { return nil }
             return try? read(root + "/" + key, name: key).get()
         case .records:
-            guard let path = recordPaths[key], let entry = try? Self.readRecord(path, readPayload: true, io: io).get(),
+            guard let folder, let path = recordPaths[key], let entry = try? Self.readRecord(path, readPayload: true, in: folder).get(),
                 entry.key == key
             else { return nil }
             return entry
@@ -154,16 +153,16 @@ final class PreloadedSource: Sendable {
     // MARK: - Reading files
 
     private func read(_ path: String, name: String) -> Result<PreloadedEntry, PreloadReport.Failure> {
-        guard let io else { return .failure(.init(path: path, reason: "the directory cannot be opened")) }
+        guard let folder else { return .failure(.init(path: path, reason: "the directory cannot be opened")) }
         switch entries.format {
         case .records:
-            return Self.readRecord(path, readPayload: true, io: io)
+            return Self.readRecord(path, readPayload: true, in: folder)
         case .cacheHandler:
             // Read by `importCacheHandlerFiles` and `entry(forKey:)`, which know the file's name.
             return .failure(.init(path: path, reason: "not a plain file or a record"))
         case .files:
             do {
-                let bytes = try io.readFile(path, limit: Self.maximumFileSize)
+                let bytes = try folder.readFile(path, limit: Self.maximumFileSize)
                 return .success(PreloadedEntry(key: name, data: Data(bytes), expiry: entries.expiry, isLocked: false))
             } catch {
                 return .failure(.init(path: path, reason: "cannot read it: \(error)"))
@@ -171,45 +170,17 @@ final class PreloadedSource: Sendable {
         }
     }
 
-    private static func readRecord(_ path: String, readPayload: Bool, io: FileIO) -> Result<PreloadedEntry, PreloadReport.Failure> {
-        let result: RecordReadResult
-        do {
-            result = try RecordFile(io: io).read(path, readPayload: readPayload, verifyPayload: true)
-        } catch {
-            return .failure(.init(path: path, reason: "cannot read it: \(error)"))
-        }
-        switch result {
-        case .missing:
-            return .failure(.init(path: path, reason: "it is missing"))
-        case .corrupt(let reason):
-            return .failure(.init(path: path, reason: "not a valid record (\(reason))"))
-        case .foreign:
-            return .failure(.init(path: path, reason: "not a record (no record magic, or not a regular file)"))
-        case .record(let contents):
-            let name = String(path.split(separator: "/").last ?? "")
+    private static func readRecord(_ path: String, readPayload: Bool, in folder: EntryFolder) -> Result<
+        PreloadedEntry, PreloadReport.Failure
+    > {
+        switch folder.readRecord(path, readPayload: readPayload) {
+        case .failure(let failure):
+            return .failure(.init(path: path, reason: failure.reason))
+        case .success(let record):
             return .success(
                 PreloadedEntry(
-                    key: contents.storedKey ?? name, data: contents.payload ?? Data(),
-                    expiry: contents.header.ttl == 0 ? .default : .seconds(TimeInterval(contents.header.ttl)),
-                    isLocked: contents.header.refCount > 0))
+                    key: record.key, data: record.payload, expiry: record.ttl == 0 ? .default : .seconds(TimeInterval(record.ttl)),
+                    isLocked: record.isLocked))
         }
-    }
-
-    /// The paths of the non-hidden files in `folder` (and, when `recursive`, its non-hidden
-    /// subfolders), sorted so that imports happen in a stable order.
-    static func files(under folder: String, recursive: Bool, io: FileIO) -> [String] {
-        guard let listing = try? io.listDirectory(folder) else { return [] }
-        var result: [String] = []
-        for entry in listing.sorted(by: { $0.name < $1.name }) where !entry.name.hasPrefix(".") {
-            let path = folder + "/" + entry.name
-            var isDirectory = entry.isDirectory
-            if isDirectory == nil, let info = try? io.info(atPath: path) { isDirectory = info.kind == .directory }
-            if isDirectory == true {
-                if recursive { result += files(under: path, recursive: true, io: io) }
-            } else {
-                result.append(path)
-            }
-        }
-        return result
     }
 }
