@@ -116,203 +116,6 @@ public final class DiskCache: Sendable {
 
     // MARK: - Records
 
-    /// Stores `data` under `key`, replacing any record there.
-    /// - Parameters:
-    ///   - data: The payload.
-    ///   - key: The key.
-    ///   - expiry: ``Expiry/default`` (the default) for the cache's
-    ///     ``DiskCacheOptions/defaultExpiration``, counted from the last store, read or touch;
-    ///     ``Expiry/seconds(_:)`` for a lifetime counted from now whatever the reads (rounded up
-    ///     to whole seconds).
-    ///   - locked: Whether to store it with a lock count of 1, so that it never expires until unlocked.
-    /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/invalidArgument`` for an
-    ///   expiry of zero, negative or non-finite seconds, ``CacheError/Code/diskFull`` when the
-    ///   volume stays full after the cache freed room, ``CacheError/Code/ioFailure``,
-    ///   ``CacheError/Code/readOnly``, ``CacheError/Code/closed``, and
-    ///   ``CacheError/Code/invalidArgument`` for a payload larger than
-    ///   ``DiskCacheOptions/maximumRecordSize``. A failed store leaves the
-    ///   previous record intact, with one exception: with ``Durability/fsync``, when only the
-    ///   final sync of the record's folder fails, the new record is already in place (and
-    ///   indexed) but may not survive a power loss; the error says so.
-    public func store(_ data: Data, forKey key: String, expiry: Expiry = .default, locked: Bool = false) throws(CacheError) {
-        try timed(.store, key) { () throws(CacheError) in
-            _ = try storeRecord(data, forKey: key, expiry: expiry, locked: locked, gate: Self.openGate)
-        }
-    }
-
-    /// ``store(_:forKey:expiry:locked:)``, with the record put in place only if `gate` lets it:
-    /// the file is written first, outside every lock, then `gate` is given the step that
-    /// renames it into place and indexes it (under the record's lock), and runs it or not.
-    /// ``HybridCache`` stores this way, holding its own key lock around the rename and its memory
-    /// tier's change, never while the file is written; its disk copies of remote hits also check
-    /// there that the key did not change locally since the read.
-    /// - Returns: Whether the record was stored (`false`: `gate` refused; nothing changed).
-    @discardableResult
-    func store(_ data: Data, forKey key: String, expiry: Expiry, locked: Bool = false, gate: RecordGate) throws(CacheError) -> Bool {
-        try timed(.store, key) { () throws(CacheError) in try storeRecord(data, forKey: key, expiry: expiry, locked: locked, gate: gate) }
-    }
-
-    /// Whether and how a prepared record is put in place (see ``store(_:forKey:expiry:locked:gate:)``):
-    /// runs `commit` (which throws what the rename throws) and returns `true`, or returns `false`
-    /// without running it.
-    typealias RecordGate = (_ commit: () throws(Errno) -> Void) throws(Errno) -> Bool
-
-    /// The gate of every plain store: always put in place.
-    static func openGate(_ commit: () throws(Errno) -> Void) throws(Errno) -> Bool {
-        try commit()
-        return true
-    }
-
-    /// `store(_:forKey:expiry:locked:)`, untimed, through `gate`.
-    private func storeRecord(_ data: Data, forKey key: String, expiry: Expiry, locked: Bool, gate: RecordGate) throws(CacheError) -> Bool {
-        try checkWritable(key: key)
-        let ttl = try ExpiryRule.headerTTL(for: expiry, key: key)
-        guard data.count <= options.maximumRecordSize else {
-            throw CacheError(
-                .invalidArgument, "the payload (\(data.count) bytes) is larger than maximumRecordSize (\(options.maximumRecordSize))",
-                key: key)
-        }
-        let name = try options.keyEncoding.fileName(for: key)
-        let keyBytes = options.keyEncoding.storesKey ? Array(key.utf8) : []
-        guard keyBytes.count <= RecordHeader.maximumKeyLength else {
-            throw CacheError(.invalidKey, "key is longer than \(RecordHeader.maximumKeyLength) bytes", key: key)
-        }
-        let now = options.clock.now
-        let header = RecordHeader(
-            refCount: locked ? 1 : 0, ttl: ttl, updateTimeSec: Self.seconds(now), payloadSizeBytes: UInt64(data.count),
-            payloadChecksum: data.withUnsafeBytes { CRC32.checksum($0) }, lastAccessMilliseconds: Self.milliseconds(now),
-            storedKey: keyBytes)
-        let path = layout.path(for: name)
-        let sync = options.durability == .fsync
-        var events: [CacheEvent] = []
-        let stored: Bool
-        do {
-            // The file is written outside the record's lock (a temporary name no other write
-            // uses), which is then held for the rename and the index only: a read of another
-            // key of the same lock stripe never waits for a file being written.
-            let committed: Void? = try writingRecord(
-                name, key: key, bytesNeeded: diskSize(header.payloadOffset + data.count), events: &events,
-                prepare: { () throws(Errno) -> (path: String, size: Int) in
-                    let temporary = nextTemporaryPath()
-                    let size = try records.writeTemporary(
-                        header: header, keyBytes: keyBytes, payload: data, temporaryPath: temporary, sync: sync)
-                    return (temporary, size)
-                },
-                discard: { temporary in _ = try? io.unlink(temporary.path) }, gate: gate,
-                body: { (temporary) throws(Errno) in
-                    try records.moveIntoPlace(temporary.path, path: path, folder: layout.folder(for: name), sync: sync)
-                    let entry = IndexEntry(
-                        name: name, key: key, diskSize: diskSize(temporary.size), fileSize: temporary.size,
-                        updateTime: header.updateTimeSec, lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: header.refCount)
-                    state.withLock { $0.recordStore(entry, bytes: data.count) }
-                })
-            stored = committed != nil
-        } catch {
-            emit(events)
-            throw error
-        }
-        guard stored else {
-            emit(events)
-            return false
-        }
-        // After the index records the new file: from here a failure no longer means the old record is there.
-        if sync {
-            do throws(Errno) { try records.syncFolder(layout.folder(for: name)) } catch {
-                emit(events)
-                throw CacheError(
-                    .ioFailure, "the record was stored, but its folder could not be synced, so it may not survive a power loss", key: key,
-                    path: path, errno: error.rawValue)
-            }
-        }
-        events += enforceLimits(excluding: name)
-        emit(events)
-        return true
-    }
-
-    /// Runs the write of record `name` as a change to it (`body`: write the file, index it),
-    /// retrying once after making room for `bytesNeeded` when the volume is full, or after making
-    /// the cache's folder again when it was deleted behind the cache's back. The one write path
-    /// of imports; stores use ``writingRecord(_:key:bytesNeeded:events:prepare:discard:gate:body:)``.
-    /// - Parameter events: Gathers what making room or the folder reported; the caller emits them.
-    /// - Throws: ``CacheError/Code/diskFull`` (the previous record is intact),
-    ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed`` when ``close()`` has begun, or
-    ///   what making the folder again threw.
-    func writingRecord<T>(
-        _ name: String, key: String?, bytesNeeded: Int, events: inout [CacheEvent], _ body: () throws(Errno) -> T
-    ) throws(CacheError) -> T {
-        let result = try writingRecord(
-            name, key: key, bytesNeeded: bytesNeeded, events: &events, prepare: { () throws(Errno) -> Void in }, discard: { (_: Void) in },
-            gate: Self.openGate, body: { () throws(Errno) -> T in try body() })
-        // The open gate always commits.
-        guard let result else { preconditionFailure("the open gate refused a change") }
-        return result
-    }
-
-    /// ``writingRecord(_:key:bytesNeeded:events:_:)`` in two steps: `prepare` (writing the
-    /// temporary file) runs outside the record's key lock; `gate` is given the rest, which runs
-    /// `body` with what `prepare` made, under the key lock, and may decline it. What `prepare` made
-    /// goes to `discard` when `body` fails or does not run. Both steps are retried together.
-    /// - Returns: What `body` returned, or `nil` when `gate` declined.
-    func writingRecord<P, T>(
-        _ name: String, key: String?, bytesNeeded: Int, events: inout [CacheEvent], prepare: () throws(Errno) -> P,
-        discard: (P) -> Void, gate: RecordGate, body: (P) throws(Errno) -> T
-    ) throws(CacheError) -> T? {
-        let path = layout.path(for: name)
-        for attempt in 0 ... 1 {
-            var result: T?
-            let admitted: Void?
-            do throws(Errno) {
-                admitted = try changingRecords(name: name) { () throws(Errno) in
-                    let prepared = try prepare()
-                    do throws(Errno) {
-                        let committed = try withoutActuallyEscaping(body) { (body) throws(Errno) -> Bool in
-                            try gate { () throws(Errno) in
-                                result = try keyLocks.withLock(forName: name) { () throws(Errno) -> T in
-                                    defer { records.descriptors?.retire(name) }
-                                    return try body(prepared)
-                                }
-                            }
-                        }
-                        if !committed { discard(prepared) }
-                    } catch {
-                        discard(prepared)
-                        throw error
-                    }
-                }
-            } catch let error where error == .noSpace && attempt == 0 {
-                // Make room for this record, least recently used and unlocked first, then retry once.
-                events += makeRoom(bytes: bytesNeeded, excluding: name)
-                continue
-            } catch let error where error == .noSuchFileOrDirectory && attempt == 0 {
-                // The cache's folder may have been deleted behind its back: make it again, then
-                // retry once (also when another thread has moved the cache meanwhile).
-                switch recoverRemovedFolder() {
-                case .recovered(let recreated): events += recreated
-                case .notRemoved: break
-                case .failed(let failure): throw failure
-                }
-                continue
-            } catch let error where error == .untrusted {
-                let folder = layout.folder(for: name)
-                let problem = io.root?.problem(withFolder: String(folder.dropFirst(layout.root.count + 1))) ?? "cannot be trusted"
-                throw CacheError(
-                    .unsafeDirectory,
-                    "the record's folder \(problem); whoever controls it could read or replace the record, so nothing is written through it; remove it if this is your cache",
-                    key: key, path: folder, errno: error.rawValue)
-            } catch let error where error == .noSpace {
-                throw CacheError(
-                    .diskFull, "the volume is full; the previous record \(key == nil ? "in this file" : "under this key") is intact",
-                    key: key, path: path, errno: Errno.noSpace.rawValue)
-            } catch {
-                throw CacheError(.ioFailure, "cannot write the record", key: key, path: path, errno: error.rawValue)
-            }
-            // `nil`: the change was refused because `close()` has begun.
-            guard admitted != nil else { throw closedError(key: key) }
-            return result
-        }
-        throw CacheError(.ioFailure, "cannot write the record", key: key, path: path)
-    }
-
     /// Returns the payload stored under `key`: `record(forKey:)`'s data.
     /// - Returns: The payload, or `nil` when the record is absent, expired (and unlocked) or corrupt.
     /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
@@ -337,6 +140,14 @@ public final class DiskCache: Sendable {
     }
 
     /// `record(forKey:)`, untimed.
+    ///
+    /// A read takes the index lock twice and one key lock, each for a reason: the index lock,
+    /// briefly, to turn the key into its file (or answer a miss without a system call); the
+    /// record's key lock across the file's read and the index update that follows, so that no
+    /// store, removal or eviction of the record lands between them (the read would otherwise
+    /// register a use of a file that was replaced or removed meanwhile); and the index lock
+    /// again, inside it, for that update (`_registerUse`). The index lock is never held across
+    /// the file's read: other keys' reads and stores go on meanwhile.
     private func readRecord(forKey key: String) throws(CacheError) -> CacheRecord? {
         try checkOpen(key: key)
         // Hashed names are only computed when the index cannot answer: verbatim and custom names

@@ -33,14 +33,14 @@ extension HybridCache {
     /// the disk half, the job that writes the disk copy (`nil` when `tiers` has no disk or the
     /// hit has no lifetime left). The same `data` goes to memory and to the job: no copy.
     ///
-    /// The job writes the file first, holding no lock, and takes the key lock only to check
+    /// The job writes the file first, holding no lock
+    /// (``DiskCache/prepareStore(_:forKey:expiry:locked:)``), and takes the key lock only to check
     /// that the key did not change locally since the read (`generation`) and to rename the file
-    /// into place (``DiskCache/store(_:forKey:expiry:locked:gate:)``). Every local change of the key
-    /// (a store, a removal, an invalidation, `removeAll`) moves its generation on before it
-    /// takes that lock (or every key lock) to change the disk, so a change that began before the
-    /// check makes the copy go unused, and one that begins after it replaces the copy. Holding the
-    /// key lock for the whole write made every read of a key of the same lock stripe wait for a
-    /// file to be created (`larder-bench remote`, issue 15).
+    /// into place (``DiskCache/commitStore(_:)``). Every local change of the key (a store, a
+    /// removal, an invalidation, `removeAll`) moves its generation on before it takes that lock
+    /// (or every key lock) to change the disk, so a change that began before the check makes the
+    /// copy go unused, and one that begins after it replaces the copy. No lock is held while the
+    /// file is written, so a read of a key of the same lock stripe never waits for it.
     /// `now` is the disk clock's time of the read, from which `lifetime` counts.
     func promoteRemoteHitToMemory(
         _ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: KeyGenerations.Snapshot, now: Double
@@ -64,12 +64,14 @@ extension HybridCache {
             // the remote's.
             let seconds = (end - clock.now).rounded(.down)
             guard seconds >= 1 else { return }
-            _ = try? disk.store(data, forKey: key, expiry: .seconds(seconds)) { (commit) throws(Errno) -> Bool in
-                try keyLocks.withLock(forKeyHash: generation.keyHash) { () throws(Errno) -> Bool in
-                    guard remote.generations.allows(generation) else { return false }
-                    try commit()
-                    return true
+            try? disk.timed(.store, key) { () throws(CacheError) in
+                let pending = try disk.prepareStore(data, forKey: key, expiry: .seconds(seconds), locked: false)
+                let stored = try keyLocks.withLock(forKeyHash: generation.keyHash) { () throws(CacheError) -> StoredRecord? in
+                    guard remote.generations.allows(generation) else { return nil }
+                    return try disk.commitStore(pending)
                 }
+                guard let stored else { return disk.discardStore(pending) }
+                try disk.finishStore(stored)
             }
         }
     }

@@ -214,6 +214,11 @@ public final class HybridCache: Sendable {
             }
             return valueFromRemote(remote, forKey: key, into: tiers, generation: remote.generations.snapshot(key))
         }
+        // The hybrid's key lock is held across the disk read and the promotion: without it, a
+        // store or removal of the key could land between the two, and memory would then hold a
+        // value the disk no longer has. The disk takes its own locks inside (see
+        // `DiskCache.readRecord(forKey:)`): they guard against changes that do not go through
+        // this cache (collections, trims, other handles of the disk tier).
         // Hashed once: the key lock here, the generation, and the promotion's key lock.
         let keyHash = StripedLock.hash(ofKey: key)
         var generation: KeyGenerations.Snapshot?
@@ -351,10 +356,12 @@ public final class HybridCache: Sendable {
     /// The memory and disk part of ``store(_:forKey:in:expiry:locked:)``; returns the expiration
     /// (seconds since 1970, `nil` for none).
     ///
-    /// The disk record's file is written before the key lock is taken; the lock covers its
-    /// rename into place and the memory tiers' change (``DiskCache/store(_:forKey:expiry:locked:gate:)``),
-    /// so that the two tiers change together and a read of another key of the same lock stripe
-    /// never waits for a file being written.
+    /// The disk record's file is written before the key lock is taken
+    /// (``DiskCache/prepareStore(_:forKey:expiry:locked:)``); the lock covers its rename into
+    /// place (``DiskCache/commitStore(_:)``) and the memory tiers' change, so that the two tiers
+    /// change together and a read of another key of the same lock stripe never waits for a file
+    /// being written. The limits are enforced after it (``DiskCache/finishStore(_:)``): an
+    /// eviction takes the key locks of what it evicts.
     private func storeLocally(
         _ data: Data, forKey key: String, in tiers: CacheTiers, expiry: Expiry, seconds: Double?, locked: Bool,
         memoryCopy: ((Double?) -> Void)?
@@ -370,12 +377,14 @@ public final class HybridCache: Sendable {
         // Read before the disk reads it, so memory's expiry is never later than the disk's.
         let now = disk.options.clock.now
         let expiration = storeExpiration(expiry, locked: locked, now: now)
-        try disk.store(data, forKey: key, expiry: expiry, locked: locked) { (commit) throws(Errno) -> Bool in
-            try keyLocks.withLock(forKey: key) { () throws(Errno) -> Bool in
-                try commit()
+        try disk.timed(.store, key) { () throws(CacheError) in
+            let pending = try disk.prepareStore(data, forKey: key, expiry: expiry, locked: locked)
+            let stored = try keyLocks.withLock(forKey: key) { () throws(CacheError) -> StoredRecord in
+                let stored = try disk.commitStore(pending)
                 _storeInMemory(data, forKey: key, in: tiers, expiration: expiration, memoryCopy: memoryCopy)
-                return true
+                return stored
             }
+            try disk.finishStore(stored)
         }
         return expiration
     }

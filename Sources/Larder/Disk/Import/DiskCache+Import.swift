@@ -173,16 +173,7 @@ extension DiskCache {
             emit(events)
             return false
         }
-        if options.durability == .fsync {
-            do throws(Errno) { try records.syncFolder(layout.folder(for: name)) } catch {
-                emit(events)
-                throw CacheError(
-                    .ioFailure, "the record was stored, but its folder could not be synced, so it may not survive a power loss",
-                    path: path, errno: error.rawValue)
-            }
-        }
-        events += enforceLimits(excluding: name)
-        emit(events)
+        try finishStore(StoredRecord(name: name, key: nil, path: path, events: events))
         return true
     }
 }
