@@ -30,7 +30,8 @@ final class TLSContext: @unchecked Sendable {
         if let file = options.certificateAuthorityFile {
             try Self.checkReadable(file, "TLS certificate authority file")
             guard SSL_CTX_load_verify_locations(context, file.path, nil) == 1 else {
-                throw CacheError(.invalidOptions, "the TLS certificate authority file \(file.path) holds no usable certificate: \(Self.openSSLError())")
+                throw CacheError(
+                    .invalidOptions, "the TLS certificate authority file \(file.path) holds no usable certificate: \(Self.openSSLError())")
             }
         } else if SSL_CTX_set_default_verify_paths(context) != 1 {
             throw CacheError(.invalidOptions, "the system's trusted TLS certificates could not be loaded: \(Self.openSSLError())")
@@ -39,10 +40,12 @@ final class TLSContext: @unchecked Sendable {
             try Self.checkReadable(certificate, "TLS client certificate")
             try Self.checkReadable(key, "TLS client key")
             guard SSL_CTX_use_certificate_chain_file(context, certificate.path) == 1 else {
-                throw CacheError(.invalidOptions, "the TLS client certificate \(certificate.path) is not a PEM certificate: \(Self.openSSLError())")
+                throw CacheError(
+                    .invalidOptions, "the TLS client certificate \(certificate.path) is not a PEM certificate: \(Self.openSSLError())")
             }
             guard SSL_CTX_use_PrivateKey_file(context, key.path, SSL_FILETYPE_PEM) == 1 else {
-                throw CacheError(.invalidOptions, "the TLS client key \(key.path) is not an unencrypted PEM private key: \(Self.openSSLError())")
+                throw CacheError(
+                    .invalidOptions, "the TLS client key \(key.path) is not an unencrypted PEM private key: \(Self.openSSLError())")
             }
             guard SSL_CTX_check_private_key(context) == 1 else {
                 throw CacheError(.invalidOptions, "the TLS client key \(key.path) does not match the certificate \(certificate.path)")

@@ -82,8 +82,8 @@ struct TestCertificates {
             "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "\(role).key", "-out", "\(role).csr",
             "-subj", "/CN=\(name)")
         try openssl(
-            "x509", "-req", "-in", "\(role).csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "\(role).crt", "-days", "2",
-            "-extfile", "\(role).ext")
+            "x509", "-req", "-in", "\(role).csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+            "-out", "\(role).crt", "-extfile", "\(role).ext")
     }
 
     private func openssl(_ arguments: String...) throws {
