@@ -64,7 +64,7 @@ public final class RedisRemoteStore: RemoteStore {
         if let problem = Self.problem(host: host, port: port, database: database, poolSize: poolSize) {
             throw CacheError(.invalidOptions, problem)
         }
-        let context = try tls.map { options throws(CacheError) in try TLSContext(options) }
+        let context: TLSContext? = try tls.map { options throws(CacheError) in try TLSContext(options) }
         server = RedisServer(host: host, port: port, username: username, password: password, database: database, tls: context)
         self.poolSize = poolSize
         self.tls = tls
