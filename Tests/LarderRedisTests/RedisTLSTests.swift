@@ -181,6 +181,31 @@ struct RedisTLSTests {
         #expect(connection.isBroken)
     }
 
+    @Test func writingToAServerThatWentAwayFailsWithoutKillingTheProcess() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let server = try PrivateTLSRedisServer(certificates)
+        let context = try TLSContext(RedisTLSOptions(certificateAuthorityFile: certificates.authority))
+        let connection = try RedisConnection.open(
+            RedisServer(host: "127.0.0.1", port: server.port, username: nil, password: nil, database: 0, tls: context), timeout: 5)
+        try connection.setCommandTimeout(5)
+        #expect(try connection.command(RedisArguments(["PING"])) == .status("PONG"))
+        server.stop()
+        // The first write may still land in the socket's buffer; the peer's reset then fails a
+        // later one with EPIPE, which without MSG_NOSIGNAL would raise SIGPIPE and end the process.
+        let large = RedisArguments(["ECHO", String(repeating: "x", count: 1 << 16)])
+        var failure: CacheError?
+        for _ in 0 ..< 20 where failure == nil {
+            do throws(CacheError) {
+                _ = try connection.pipeline([large, large])
+            } catch {
+                failure = error
+            }
+        }
+        #expect(failure?.code == .remoteFailure)
+        #expect(connection.isBroken)
+    }
+
     @Test func aClientKeyThatIsNotTheCertificatesIsRefusedNamingIt() throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
