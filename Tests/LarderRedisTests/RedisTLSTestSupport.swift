@@ -87,8 +87,9 @@ struct TestCertificates {
     }
 
     private func openssl(_ arguments: String...) throws {
+        guard let executable = TLSTestEnvironment.executable("openssl") else { throw CacheError(.notFound, "openssl is not on the PATH") }
         let process = Process()
-        process.executableURL = TLSTestEnvironment.executable("openssl") ?? URL(fileURLWithPath: "/usr/bin/openssl")
+        process.executableURL = executable
         process.arguments = arguments
         process.currentDirectoryURL = directory.url
         process.standardOutput = FileHandle.nullDevice
