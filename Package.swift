@@ -16,6 +16,8 @@ let package = Package(
         // CRC-32: zlib's, with the bulk folded by carry-less multiplication where the CPU has it.
         .target(name: "CLarderChecksum", linkerSettings: [.linkedLibrary("z")]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // TLS for the Redis remote tier (Linux; Apple platforms report TLS as unavailable).
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
         .target(
@@ -30,7 +32,7 @@ let package = Package(
         ),
         .target(name: "LarderCLI", dependencies: ["Larder"]),
         .executableTarget(name: "larder", dependencies: ["LarderCLI"]),
-        .target(name: "LarderRedis", dependencies: ["Larder"]),
+        .target(name: "LarderRedis", dependencies: ["Larder", .target(name: "COpenSSL", condition: .when(platforms: [.linux]))]),
         .executableTarget(
             name: "larder-bench", dependencies: ["Larder", "LarderRedis", "LarderTestSupport", "LarderBenchReport", "CSQLite"]),
         // BENCHMARKS.md and its SVG charts, rendered from larder-bench's JSON lines. Not a product.

@@ -1,15 +1,15 @@
 import Foundation
 import Larder
 
-/// One blocking connection to Redis, speaking RESP2 over a ``Socket``. Used by one thread at a
-/// time: the pool hands it out and takes it back (`RedisRemoteStore`), or a subscription's
-/// thread owns it.
+/// One blocking connection to Redis, speaking RESP2 over a ``RedisTransport`` (a ``Socket``, or
+/// TLS over one). Used by one thread at a time: the pool hands it out and takes it back
+/// (`RedisRemoteStore`), or a subscription's thread owns it.
 ///
 /// `@unchecked Sendable`: its buffers are never touched by two threads at once; the one call
-/// another thread makes, ``shutdownSocket()``, only shuts the socket down.
+/// another thread makes, ``shutdownSocket()``, only shuts the transport down.
 final class RedisConnection: @unchecked Sendable {
-    private let socket: Socket
-    private let reader: RedisReplyReader<Socket>
+    private let transport: any RedisTransport
+    private let reader: RedisReplyReader<RedisTransportBytes>
     /// The commands written and not yet sent, reused from one command to the next.
     private var output: [UInt8] = []
     private var commandTimeout: Double?
@@ -18,25 +18,32 @@ final class RedisConnection: @unchecked Sendable {
     /// than pooled again, and every later command on it throws. An error reply does not break it.
     private(set) var isBroken = false
 
-    private init(socket: Socket, limits: RedisReplyLimits) {
-        self.socket = socket
-        reader = RedisReplyReader(source: socket, limits: limits)
+    private init(transport: any RedisTransport, limits: RedisReplyLimits) {
+        self.transport = transport
+        reader = RedisReplyReader(source: RedisTransportBytes(transport: transport), limits: limits)
         output.reserveCapacity(1024)
     }
 
-    /// Connects to `server`, waiting at most `timeout` seconds, then authenticates and selects its
+    /// Connects to `server`, waiting at most `timeout` seconds for the connection and, when the
+    /// server is reached over TLS, its handshake together; then authenticates and selects its
     /// database (one round trip, within the same timeout) when it asks for them.
     static func open(_ server: RedisServer, timeout: TimeInterval, limits: RedisReplyLimits = RedisReplyLimits())
         throws(CacheError) -> RedisConnection
     {
         let (host, port) = (server.host, server.port)
-        let socket: Socket
+        let transport: any RedisTransport
         do throws(CacheError) {
-            socket = try Socket.connect(host: host, port: port, timeout: timeout)
+            let deadline = timeout > 0 ? Socket.monotonicSeconds() + timeout : nil
+            let socket = try Socket.connect(host: host, port: port, timeout: timeout)
+            if let tls = server.tls {
+                transport = try tls.handshake(over: socket, host: host, deadline: deadline)
+            } else {
+                transport = socket
+            }
         } catch {
             throw CacheError(.remoteFailure, "could not connect to Redis at \(host):\(port): \(error.message)", errno: error.errno)
         }
-        let connection = RedisConnection(socket: socket, limits: limits)
+        let connection = RedisConnection(transport: transport, limits: limits)
         let handshake = server.handshake
         guard !handshake.isEmpty else { return connection }
         try connection.setCommandTimeout(timeout)
@@ -53,7 +60,7 @@ final class RedisConnection: @unchecked Sendable {
     func setCommandTimeout(_ seconds: TimeInterval) throws(CacheError) {
         guard commandTimeout != seconds else { return }
         do throws(CacheError) {
-            try socket.setTimeout(seconds)
+            try transport.setTimeout(seconds)
         } catch {
             isBroken = true
             throw error
@@ -107,9 +114,9 @@ final class RedisConnection: @unchecked Sendable {
         }
     }
 
-    /// Shuts the socket down, so that a thread blocked reading it wakes up with an error.
+    /// Shuts the transport down, so that a thread blocked reading it wakes up with an error.
     func shutdownSocket() {
-        socket.shutdown()
+        transport.shutdown()
     }
 
     private func flushAndRead() throws(CacheError) -> RedisReply {
@@ -122,7 +129,7 @@ final class RedisConnection: @unchecked Sendable {
         // Kept for the next command, unless a large value grew it.
         defer { if output.capacity > 1 << 20 { output = [] } else { output.removeAll(keepingCapacity: true) } }
         do throws(CacheError) {
-            try output.withUnsafeBytes { bytes in Result { () throws(CacheError) in try socket.send(bytes) } }.get()
+            try output.withUnsafeBytes { bytes in Result { () throws(CacheError) in try transport.send(bytes) } }.get()
         } catch {
             isBroken = true
             throw error
@@ -131,11 +138,5 @@ final class RedisConnection: @unchecked Sendable {
 
     private func checkUsable() throws(CacheError) {
         guard !isBroken else { throw CacheError(.remoteFailure, "the Redis connection is broken") }
-    }
-}
-
-extension Socket: RedisByteSource {
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws(CacheError) -> Int {
-        try receive(into: buffer)
     }
 }

@@ -3,7 +3,8 @@ import Larder
 import Synchronization
 
 /// A `RemoteStore` on Redis: the shared remote tier of `HybridCache` instances on several
-/// machines. It speaks RESP2 over a TCP socket itself, so it needs no C library.
+/// machines. It speaks RESP2 over a TCP socket itself, so it needs no client library; TLS
+/// (``RedisTLSOptions``) uses the system's OpenSSL on Linux.
 ///
 /// ```swift
 /// var options = HybridCacheOptions(directory: cachesURL)
@@ -28,6 +29,8 @@ public final class RedisRemoteStore: RemoteStore {
     public var database: Int { server.database }
     /// The most idle connections kept for reuse.
     public let poolSize: Int
+    /// The TLS settings, or `nil` when the connection is plain TCP.
+    public let tls: RedisTLSOptions?
     private let server: RedisServer
     private let idle = Mutex<[RedisConnection]>([])
 
@@ -36,8 +39,12 @@ public final class RedisRemoteStore: RemoteStore {
     /// Each new connection authenticates (`AUTH`) when `password` is given and selects `database`
     /// when it is not 0, in one round trip before its first command; a refusal (wrong password,
     /// no such database) fails that call with `CacheError.Code.remoteFailure`, as a
-    /// server that does not answer would. The connection is plain TCP, without TLS: see the
-    /// ScalingOut article for fronting Redis with `stunnel` or `spiped`.
+    /// server that does not answer would. With `tls`, each connection runs a TLS handshake
+    /// (within the connect timeout) before anything else, and a server whose certificate is
+    /// refused fails the call the same way; without it the connection is plain TCP.
+    ///
+    /// TLS needs OpenSSL, which LarderRedis links on Linux; on Apple platforms a store with `tls`
+    /// is refused with `CacheError.Code.invalidOptions` ("TLS is not available on this platform").
     /// - Parameters:
     ///   - host: The server's host name or address ("127.0.0.1"), not empty.
     ///   - port: The server's port (6379), from 1 to 65535.
@@ -47,37 +54,43 @@ public final class RedisRemoteStore: RemoteStore {
     ///   - database: The database index (0), at least 0.
     ///   - poolSize: The most idle connections kept for reuse (4), at least 1; more are opened
     ///     when more threads call at once, and closed after use.
-    /// - Throws: `CacheError.Code.invalidOptions` naming the first setting out of range; the
-    ///   store is not created.
+    ///   - tls: How to speak TLS to the server, or `nil` (the default) for plain TCP.
+    /// - Throws: `CacheError.Code.invalidOptions` naming the first setting out of range, or the
+    ///   TLS file that is missing or unusable; the store is not created.
     public init(
         host: String = "127.0.0.1", port: Int = 6379, username: String? = nil, password: String? = nil, database: Int = 0,
-        poolSize: Int = 4
+        poolSize: Int = 4, tls: RedisTLSOptions? = nil
     ) throws(CacheError) {
         if let problem = Self.problem(host: host, port: port, database: database, poolSize: poolSize) {
             throw CacheError(.invalidOptions, problem)
         }
-        server = RedisServer(host: host, port: port, username: username, password: password, database: database)
+        let context: TLSContext? = try tls.map { options throws(CacheError) in try TLSContext(options) }
+        server = RedisServer(host: host, port: port, username: username, password: password, database: database, tls: context)
         self.poolSize = poolSize
+        self.tls = tls
     }
 
     /// Creates a store for the server at `address`, written `host:port`.
     /// - Parameters:
     ///   - address: The server's address, as in "127.0.0.1:6379" (an IPv6 host in brackets is
-    ///     not supported: give it to ``init(host:port:username:password:database:poolSize:)``).
-    ///   - username: The ACL user, or `nil` (see ``init(host:port:username:password:database:poolSize:)``).
+    ///     not supported: give it to ``init(host:port:username:password:database:poolSize:tls:)``).
+    ///   - username: The ACL user, or `nil` (see ``init(host:port:username:password:database:poolSize:tls:)``).
     ///   - password: The password, or `nil` to send no `AUTH`.
     ///   - database: The database index (0), at least 0.
     ///   - poolSize: The most idle connections kept for reuse (4), at least 1.
+    ///   - tls: How to speak TLS to the server, or `nil` (the default) for plain TCP.
     /// - Throws: `CacheError.Code.invalidOptions` when `address` is not `host:port`, or naming
-    ///   the first other setting out of range.
-    public convenience init(address: String, username: String? = nil, password: String? = nil, database: Int = 0, poolSize: Int = 4)
-        throws(CacheError)
-    {
+    ///   the first other setting out of range or the TLS file that is missing or unusable.
+    public convenience init(
+        address: String, username: String? = nil, password: String? = nil, database: Int = 0, poolSize: Int = 4,
+        tls: RedisTLSOptions? = nil
+    ) throws(CacheError) {
         guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else {
             throw CacheError(.invalidOptions, "a Redis address is host:port, as in 127.0.0.1:6379, not \"\(address)\"")
         }
         try self.init(
-            host: String(address[..<colon]), port: port, username: username, password: password, database: database, poolSize: poolSize)
+            host: String(address[..<colon]), port: port, username: username, password: password, database: database, poolSize: poolSize,
+            tls: tls)
     }
 
     /// What is wrong with these settings, or `nil`.

@@ -1,13 +1,15 @@
 import Foundation
 
-/// Where a connection goes and what it says first: the address, the credentials (`AUTH`) and the
-/// database (`SELECT`).
+/// Where a connection goes and what it says first: the address, TLS or not, the credentials
+/// (`AUTH`) and the database (`SELECT`).
 struct RedisServer: Sendable {
     var host: String
     var port: Int
     var username: String?
     var password: String?
     var database: Int
+    /// The TLS settings, loaded, when the server is reached over TLS; `nil` for plain TCP.
+    var tls: TLSContext? = nil
 
     /// The commands a new connection sends before any other: `AUTH [username] password` when a
     /// password is set, `SELECT database` when the database is not 0. A subscription sends them

@@ -161,10 +161,62 @@ final class Socket: @unchecked Sendable {
         return CacheError(.remoteFailure, message(), errno: code)
     }
 
-    private static func monotonicSeconds() -> Double {
+    static func monotonicSeconds() -> Double {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+}
+
+/// What one `send` or `recv` on a non-blocking socket did.
+enum SocketTransfer {
+    /// This many bytes went (0 from a receive: the peer closed the connection).
+    case transferred(Int)
+    /// Nothing can go until the socket is ready again.
+    case wouldBlock
+    /// The call failed with this `errno`.
+    case failed(Int32)
+}
+
+/// The non-blocking side of a socket, for a layer (TLS) that drives its own reads and writes
+/// and waits with ``waitUntilReady(forWriting:deadline:)`` between them.
+extension Socket {
+    /// Switches the socket to non-blocking mode (`O_NONBLOCK`).
+    func setNonBlocking() throws(CacheError) {
+        let flags = fcntl(descriptor, F_GETFL)
+        guard flags >= 0, fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) == 0 else {
+            throw Self.failure("fcntl(O_NONBLOCK) failed")
+        }
+    }
+
+    /// Waits until the socket can be read (or written, when `forWriting`); `false` when
+    /// `deadline` (in ``monotonicSeconds()``; `nil` for ever) passed first.
+    func waitUntilReady(forWriting: Bool, deadline: Double?) throws(CacheError) -> Bool {
+        try poll(events: Int16(forWriting ? POLLOUT : POLLIN), deadline: deadline)
+    }
+
+    /// One `send` of up to `bytes.count` bytes, `EINTR` retried.
+    func sendSome(_ bytes: UnsafeRawBufferPointer) -> SocketTransfer {
+        while true {
+            #if canImport(Glibc)
+            let sent = Glibc.send(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            #else
+            let sent = Darwin.send(descriptor, bytes.baseAddress, bytes.count, 0)
+            #endif
+            let code = errno
+            if sent >= 0 { return .transferred(sent) }
+            if code != EINTR { return Self.isTimeout(code) ? .wouldBlock : .failed(code) }
+        }
+    }
+
+    /// One `recv` into `buffer`, `EINTR` retried.
+    func receiveSome(into buffer: UnsafeMutableRawBufferPointer) -> SocketTransfer {
+        while true {
+            let received = recv(descriptor, buffer.baseAddress, buffer.count, 0)
+            let code = errno
+            if received >= 0 { return .transferred(received) }
+            if code != EINTR { return Self.isTimeout(code) ? .wouldBlock : .failed(code) }
+        }
     }
 }
 
