@@ -3,7 +3,7 @@
 // only touches state inside Mutex.withLock, is reported as a "Swift access race" (Mutex's futex
 // atomics live in the uninstrumented libswiftSynchronization). Check a new toolchain with
 //   swiftc -sanitize=thread .ci/tsan-mutex-probe.swift -o /tmp/probe && TSAN_OPTIONS=halt_on_error=1 /tmp/probe
-// and, once it runs clean, drop the flag and Sources/Larder/Support/LarderMutex.swift's pthread variant.
+// and, once it runs clean, drop the flag and Sources/Larder/Support/Concurrency/LarderMutex.swift's pthread variant.
 import Synchronization
 import Foundation
 final class Box: Sendable { let m = Mutex<[String: Int]>([:]) }

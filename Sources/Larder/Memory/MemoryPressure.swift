@@ -1,6 +1,6 @@
 // Darwin-only branch: the `#if canImport(Darwin)` parts of `MemoryPressureMonitor` (Dispatch's
 // memory pressure source) are written for Apple platforms and not compiled by `.ci/run`, which
-// runs on Linux only; keep them this small. Linux's side is `Support/PressureStallWatcher.swift`.
+// runs on Linux only; keep them this small. Linux's side is `Support/System/PressureStallWatcher.swift`.
 import Dispatch
 import Synchronization
 
