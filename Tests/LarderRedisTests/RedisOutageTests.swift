@@ -52,25 +52,33 @@ struct RedisOutageTests {
             $0.commandTimeout = 0.5
             $0.breakerCooldown = 0.2
         }
-        var a: HybridCache? = try HybridCache(options: redisCacheOptions(dirA.url, store: store, namespace: "outage", configure: configure))
+        // a retries its replays only after an hour: until it goes, nothing replays the removal.
+        let a = try HybridCache(
+            options: redisCacheOptions(dirA.url, store: store, namespace: "outage", events: nil) {
+                $0.commandTimeout = 0.5
+                $0.breakerCooldown = 3600
+                $0.failureThreshold = 1_000
+            })
         let b = try HybridCache(
             options: redisCacheOptions(dirB.url, store: store, namespace: "outage", events: eventsB.handler, configure: configure))
         defer { b.close() }
         waitUntil("b's subscription listens") { eventsB.subscribed == 1 }
-        try a?.store(Data("old".utf8), forKey: "k")
+        try a.store(Data("old".utf8), forKey: "k")
         #expect(try b.value(forKey: "k") == Data("old".utf8))
 
         server.killNow()
         // Redis is down: the removal returns, and its key is written to a's outbox.
-        #expect(try a?.remove(forKey: "k") == true)
+        #expect(try a.remove(forKey: "k") == true)
         #expect(FileManager.default.fileExists(atPath: dirA.url.appendingPathComponent(".larder-outbox").path))
-        // a goes before Redis is back: nothing replays the removal for now.
-        a?.close()
-        a = nil
 
         try server.restart()
         // Restarted from its file, Redis holds the old value again (framed: the payload ends it).
         #expect(try raw(server, "outage:v:k")?.suffix(3) == Data("old".utf8))
+        // a answers the store again, but never reads the key it removed back from it.
+        #expect(try a.value(forKey: "k") == nil)
+        #expect(try a.value(forKey: "k", from: [.remote]) == nil)
+        // a goes before its replay.
+        a.close()
         waitUntil("b's subscription is back") { eventsB.count { if case .subscriptionRestored = $0 { true } else { false } } >= 1 }
 
         // The next instance on a's folder: its reads of the key skip Redis until the replay,
