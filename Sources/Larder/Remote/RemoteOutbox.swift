@@ -51,9 +51,12 @@ final class RemoteOutbox: Sendable {
 
     /// The namespace the entries belong to (recorded in the file).
     let namespace: String
-    /// The file, or `nil` when the folder is read-only (the entries then live in memory only).
+    /// The file, or `nil` for an outbox in memory only.
     let path: String?
     private let io: FileIO?
+    /// Whether the file is written (not in a read-only folder, whose outbox is read at open and
+    /// then kept in memory).
+    private let writesFile: Bool
     private let state = LarderMutex(State())
     /// Whether any entry is kept: the reads' check costs one load while the outbox is empty.
     private let holdsEntries = Atomic<Bool>(false)
@@ -64,11 +67,12 @@ final class RemoteOutbox: Sendable {
     let loadProblem: CacheError?
 
     /// The outbox of `namespace` in the file at `path` (`nil`: in memory only), with the entries
-    /// the file holds.
-    init(namespace: String, path: String?, io: FileIO?) {
+    /// the file holds; the file is written only when `writesFile`.
+    init(namespace: String, path: String?, io: FileIO?, writesFile: Bool = true) {
         self.namespace = namespace
         self.path = path
         self.io = io
+        self.writesFile = writesFile
         var entries = Entries()
         var problem: CacheError?
         if let path, let io {
@@ -185,7 +189,7 @@ final class RemoteOutbox: Sendable {
     /// Writes the current entries (or removes the file when there are none). A failure to write
     /// leaves the entries in memory: they are still replayed, and the reads still skip them.
     private func persist() {
-        guard let path, let io else { return }
+        guard writesFile, let path, let io else { return }
         fileLock.withLock { _ in
             let entries = state.withLock { $0.entries }
             if entries.isEmpty {

@@ -63,14 +63,14 @@ final class RemoteTier: Sendable {
 
     private enum Admission { case call, skip }
 
-    /// Creates the tier; its outbox is the file at `outboxPath` (`nil`: in memory only), and a
-    /// replay of what it holds starts at once in the background.
-    init(options: RemoteTierOptions, outboxPath: String? = nil, io: FileIO? = nil) {
+    /// Creates the tier; its outbox is the file at `outboxPath` (`nil`: in memory only; written
+    /// only when `writesOutbox`), and a replay of what it holds starts at once in the background.
+    init(options: RemoteTierOptions, outboxPath: String? = nil, io: FileIO? = nil, writesOutbox: Bool = true) {
         self.options = options
         valuePrefix = options.namespace + ":v:"
         breaker = LarderMutex(Breaker())
         promotions = PromotionQueue(capacity: options.diskPromotionBacklog)
-        outbox = RemoteOutbox(namespace: options.namespace, path: outboxPath, io: io)
+        outbox = RemoteOutbox(namespace: options.namespace, path: outboxPath, io: io, writesFile: writesOutbox)
         if let problem = outbox.loadProblem { report(.failed(operation: "outbox", error: problem)) }
         if !outbox.isEmpty { scheduleReplay(after: 0) }
     }
