@@ -75,12 +75,14 @@ final class RemoteOutbox: Sendable {
         self.writesFile = writesFile
         var entries = Entries()
         var problem: CacheError?
+        var droppedOtherNamespace = false
         if let path, let io {
             do throws(Errno) {
                 let bytes = try io.readFile(path, limit: Self.fileSizeLimit)
                 switch Self.decode(bytes, namespace: namespace) {
                 case .entries(let decoded): entries = decoded
                 case .otherNamespace(let other):
+                    droppedOtherNamespace = true
                     problem = CacheError(
                         .remoteFailure, "the remote outbox was written for the namespace \"\(other)\"; its entries were dropped",
                         path: path)
@@ -100,6 +102,9 @@ final class RemoteOutbox: Sendable {
         loadProblem = problem
         state.withLock { $0.entries = entries }
         holdsEntries.store(!entries.isEmpty, ordering: .releasing)
+        // Another namespace's file is replaced (removed: this namespace owes nothing yet), so
+        // that it is reported once, not at every open.
+        if droppedOtherNamespace { persist() }
     }
 
     /// Whether no entry is kept.
@@ -259,7 +264,11 @@ final class RemoteOutbox: Sendable {
         guard recorded == namespace else { return .otherNamespace(recorded) }
         guard offset < body.count else { return .damaged("truncated") }
         var entries = Entries()
-        if body[offset] == 1 { entries.everything = 0 }
+        switch body[offset] {
+        case 0: break
+        case 1: entries.everything = 0
+        default: return .damaged("unknown flag")
+        }
         offset += 1
         guard let count = integer(), count <= capacity else { return .damaged("too many entries") }
         for _ in 0 ..< count {

@@ -182,6 +182,12 @@ import Testing
         let outbox = RemoteOutbox(namespace: "ns", path: path, io: FileIO())
         #expect(outbox.covers("anything"))
         #expect(outbox.loadProblem?.message.contains("damaged") == true)
+        // Another namespace's file: reported, dropped and removed, so that it is reported once.
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(RemoteOutbox.encode(entries, namespace: "other"))))
+        let another = RemoteOutbox(namespace: "ns", path: path, io: FileIO())
+        #expect(another.isEmpty)
+        #expect(another.loadProblem?.message.contains("\"other\"") == true)
+        #expect(!FileManager.default.fileExists(atPath: path))
     }
 
     @Test func pastItsCapacityTheOutboxCollapsesIntoOneEntryForEverything() throws {
