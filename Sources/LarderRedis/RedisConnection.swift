@@ -12,7 +12,6 @@ final class RedisConnection: @unchecked Sendable {
     private let reader: RedisReplyReader<RedisTransportBytes>
     /// The commands written and not yet sent, reused from one command to the next.
     private var output: [UInt8] = []
-    private var commandTimeout: Double?
     /// Whether a command failed on the wire (an I/O error, a timeout, a reply that broke the
     /// protocol): the stream is then at an unknown place, so the connection is closed rather
     /// than pooled again, and every later command on it throws. An error reply does not break it.
@@ -56,16 +55,22 @@ final class RedisConnection: @unchecked Sendable {
         return connection
     }
 
-    /// Sets how long one write or read of a command may wait; 0 waits for ever.
+    /// Sets how long one write or read of a command may wait; 0 waits for ever. Ends a deadline.
     func setCommandTimeout(_ seconds: TimeInterval) throws(CacheError) {
-        guard commandTimeout != seconds else { return }
+        transport.setDeadline(nil)
+        guard transport.timeout != seconds else { return }
         do throws(CacheError) {
             try transport.setTimeout(seconds)
         } catch {
             isBroken = true
             throw error
         }
-        commandTimeout = seconds
+    }
+
+    /// Sets when every write and read from now on must be over (``Socket/monotonicSeconds()``):
+    /// the commands of one call share one budget, whatever they are.
+    func setDeadline(_ deadline: Double) {
+        transport.setDeadline(deadline)
     }
 
     /// Sends one command and reads its reply.

@@ -12,10 +12,13 @@ import Synchronization
 /// let cache = try HybridCache(options: options)
 /// ```
 ///
-/// Every call blocks its thread (the cache calls it on its own threads): it takes a connection
-/// from a small pool, or opens one within the connect timeout, and waits for the reply at most
-/// the command timeout. A connection that failed or timed out is closed, never reused (the reply
-/// stream is at an unknown place). Reads are one `GET`, or one `MGET` for several keys;
+/// Every call blocks its thread (the cache calls it on its own threads) for at most its command
+/// timeout, all its waits together: for a connection, and for each command it sends (a removal
+/// by prefix sends several). It takes an idle connection from a small pool; when none is idle,
+/// a connection is opened in the background (within the connect timeout) and the call waits for
+/// it, or for one another call hands back, only as long as its own budget lasts. A connection
+/// that failed or timed out is closed, never reused (the reply stream is at an unknown place),
+/// and the idle ones with it. Reads are one `GET`, or one `MGET` for several keys;
 /// removal by prefix uses `SCAN` and `UNLINK`, never `FLUSHDB`. Invalidations use `PUBLISH` and a
 /// `SUBSCRIBE` connection on a thread of its own, which reconnects after a loss.
 public final class RedisRemoteStore: RemoteStore {
@@ -32,7 +35,7 @@ public final class RedisRemoteStore: RemoteStore {
     /// The TLS settings, or `nil` when the connection is plain TCP.
     public let tls: RedisTLSOptions?
     private let server: RedisServer
-    private let idle = Mutex<[RedisConnection]>([])
+    let pool: RedisConnectionPool
 
     /// Creates a store for the server at `host`:`port`. Connects lazily, on the first call.
     ///
@@ -52,8 +55,9 @@ public final class RedisRemoteStore: RemoteStore {
     ///     with a `password`.
     ///   - password: The password (`requirepass` or the user's), or `nil` to send no `AUTH`.
     ///   - database: The database index (0), at least 0.
-    ///   - poolSize: The most idle connections kept for reuse (4), at least 1; more are opened
-    ///     when more threads call at once, and closed after use.
+    ///   - poolSize: The most idle connections kept for reuse (4), at least 1, and the most
+    ///     connects under way at once; more connections are opened (in the background) when
+    ///     more threads call at once, and closed after use.
     ///   - tls: How to speak TLS to the server, or `nil` (the default) for plain TCP.
     /// - Throws: `CacheError.Code.invalidOptions` naming the first setting out of range, or the
     ///   TLS file that is missing or unusable; the store is not created.
@@ -68,6 +72,7 @@ public final class RedisRemoteStore: RemoteStore {
         server = RedisServer(host: host, port: port, username: username, password: password, database: database, tls: context)
         self.poolSize = poolSize
         self.tls = tls
+        pool = RedisConnectionPool(server: server, size: poolSize)
     }
 
     /// Creates a store for the server at `address`, written `host:port`.
@@ -102,29 +107,38 @@ public final class RedisRemoteStore: RemoteStore {
         return nil
     }
 
-    /// Runs `body` on a pooled connection, opening one when none is idle; gives it back unless broken.
-    func withConnection<T>(_ timeouts: RemoteTimeouts, _ body: (RedisConnection) throws(CacheError) -> T) throws(CacheError) -> T {
-        let connection: RedisConnection
-        if let pooled = idle.withLock({ $0.popLast() }) {
-            connection = pooled
-        } else {
-            connection = try RedisConnection.open(server, timeout: timeouts.connect)
-        }
-        defer {
-            if !connection.isBroken {
-                idle.withLock { if $0.count < poolSize { $0.append(connection) } }
-            }
-        }
-        try connection.setCommandTimeout(timeouts.command)
+    /// The end of a call's budget: `timeouts.command` from now (``Socket/monotonicSeconds()``).
+    static func deadline(_ timeouts: RemoteTimeouts) -> Double {
+        Socket.monotonicSeconds() + timeouts.command
+    }
+
+    /// Runs `body` on a connection from the pool, every wait of it ending by `deadline`; gives
+    /// the connection back unless it broke.
+    func withConnection<T>(
+        _ timeouts: RemoteTimeouts, deadline: Double, _ body: (RedisConnection) throws(CacheError) -> T
+    ) throws(CacheError) -> T {
+        let connection = try pool.take(deadline: deadline, connectTimeout: timeouts.connect)
+        defer { pool.giveBack(connection) }
+        connection.setDeadline(deadline)
         return try body(connection)
     }
 
-    /// Sends one command on a pooled connection; an error reply throws.
+    /// ``withConnection(_:deadline:_:)`` with a budget of its own.
+    func withConnection<T>(_ timeouts: RemoteTimeouts, _ body: (RedisConnection) throws(CacheError) -> T) throws(CacheError) -> T {
+        try withConnection(timeouts, deadline: Self.deadline(timeouts), body)
+    }
+
+    /// Sends one command on a pooled connection, by `deadline` (default: the command timeout from
+    /// now); an error reply throws.
     @discardableResult
-    func command(_ arguments: [String], data: Data? = nil, timeouts: RemoteTimeouts) throws(CacheError) -> RedisReply {
+    func command(_ arguments: [String], data: Data? = nil, timeouts: RemoteTimeouts, deadline: Double? = nil) throws(CacheError)
+        -> RedisReply
+    {
         var parts = RedisArguments(arguments)
         if let data { parts.insert(data, at: 2) }
-        let reply = try withConnection(timeouts) { (connection) throws(CacheError) in try connection.command(parts) }
+        let reply = try withConnection(timeouts, deadline: deadline ?? Self.deadline(timeouts)) { (connection) throws(CacheError) in
+            try connection.command(parts)
+        }
         if case .error(let message) = reply { throw CacheError(.remoteFailure, "Redis answered \(arguments[0]): \(message)") }
         return reply
     }
@@ -191,10 +205,12 @@ public final class RedisRemoteStore: RemoteStore {
     @discardableResult
     public func remove(withPrefix prefix: String, timeouts: RemoteTimeouts) throws(CacheError) -> Int {
         let pattern = Self.escapedForMatch(prefix) + "*"
+        // One budget for every SCAN and UNLINK.
+        let deadline = Self.deadline(timeouts)
         var cursor = "0"
         var removed = 0
         repeat {
-            let reply = try command(["SCAN", cursor, "MATCH", pattern, "COUNT", "1000"], timeouts: timeouts)
+            let reply = try command(["SCAN", cursor, "MATCH", pattern, "COUNT", "1000"], timeouts: timeouts, deadline: deadline)
             guard case .array(let parts) = reply, parts.count == 2, case .string(let next) = parts[0], case .array(let found) = parts[1]
             else {
                 throw CacheError(.remoteFailure, "Redis answered SCAN with something else than a cursor and keys")
@@ -204,7 +220,9 @@ public final class RedisRemoteStore: RemoteStore {
                 return nil
             }
             if !keys.isEmpty {
-                if case .integer(let count) = try command(["UNLINK"] + keys, timeouts: timeouts) { removed += Int(count) }
+                if case .integer(let count) = try command(["UNLINK"] + keys, timeouts: timeouts, deadline: deadline) {
+                    removed += Int(count)
+                }
             }
             cursor = String(decoding: next, as: UTF8.self)
         } while cursor != "0"
@@ -223,9 +241,20 @@ public final class RedisRemoteStore: RemoteStore {
         RedisSubscription.start(server: server, channel: channel, timeouts: timeouts, handler: handler)
     }
 
-    /// `PING`.
+    /// `PING`, within the command timeout (the cache's breaker probes with it, off every
+    /// caller's path, giving it the connect timeout as well). A ping that fails on the wire is
+    /// sent once more, on a new connection, if the budget allows: the idle connection it took may
+    /// be one a restart of the server broke.
     public func ping(timeouts: RemoteTimeouts) throws(CacheError) {
-        guard case .status("PONG") = try command(["PING"], timeouts: timeouts) else {
+        let deadline = Self.deadline(timeouts)
+        let reply: RedisReply
+        do throws(CacheError) {
+            reply = try command(["PING"], timeouts: timeouts, deadline: deadline)
+        } catch {
+            guard Socket.monotonicSeconds() < deadline else { throw error }
+            reply = try command(["PING"], timeouts: timeouts, deadline: deadline)
+        }
+        guard case .status("PONG") = reply else {
             throw CacheError(.remoteFailure, "Redis did not answer PING with PONG")
         }
     }

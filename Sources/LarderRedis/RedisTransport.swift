@@ -3,8 +3,13 @@ import Larder
 /// The byte stream a ``RedisConnection`` speaks RESP over: a plain ``Socket``, or TLS over one
 /// (``TLSStream``). Used by one thread at a time, except ``shutdown()``.
 protocol RedisTransport: AnyObject, Sendable {
+    /// How long one write or read may wait, in seconds; 0 waits for ever.
+    var timeout: Double { get }
     /// Sets how long one write or read may wait; 0 waits for ever.
     func setTimeout(_ seconds: Double) throws(CacheError)
+    /// Sets when every write and read from now on must be over (in ``Socket/monotonicSeconds()``),
+    /// or `nil` to go back to one ``timeout`` per wait: the commands of one call share one budget.
+    func setDeadline(_ deadline: Double?)
     /// Writes every byte of `bytes`.
     func send(_ bytes: UnsafeRawBufferPointer) throws(CacheError)
     /// Reads what has arrived into `buffer`, waiting until something has (or the timeout): the

@@ -13,6 +13,14 @@ import Larder
 final class Socket: @unchecked Sendable {
     /// The descriptor, closed on `deinit`.
     private let descriptor: Int32
+    /// What `SO_RCVTIMEO` and `SO_SNDTIMEO` hold now, in seconds (0: no timeout).
+    private(set) var timeout: Double = 0
+    /// When every wait of the current call must be over (``monotonicSeconds()``), or `nil` to
+    /// wait up to ``timeout`` each time.
+    private var deadline: Double?
+    /// How far the timeout may run past the deadline before a wait sets it again: a call that is
+    /// over in less sets nothing (the kernel rounds timeouts to its own tick anyway).
+    static let deadlineSlack = 0.001
 
     private init(descriptor: Int32) {
         self.descriptor = descriptor
@@ -103,18 +111,38 @@ final class Socket: @unchecked Sendable {
 
     /// Sets how long one `send` or `recv` may block (`SO_SNDTIMEO`, `SO_RCVTIMEO`); 0 for ever.
     func setTimeout(_ seconds: Double) throws(CacheError) {
+        // A positive timeout below the clock's microsecond would read as 0, no timeout.
+        let seconds = seconds > 0 ? max(seconds, 1e-6) : 0
         let whole = seconds.rounded(.down)
         var time = timeval(tv_sec: .init(whole), tv_usec: .init((seconds - whole) * 1_000_000))
         let size = socklen_t(MemoryLayout<timeval>.size)
         guard setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &time, size) == 0,
             setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &time, size) == 0
         else { throw Self.failure("could not set the socket's timeout") }
+        timeout = seconds
+    }
+
+    /// Sets the moment by which every later `send` and `recv` must be over (monotonic seconds,
+    /// as ``monotonicSeconds()``), or `nil` to go back to one ``timeout`` per wait: the waits
+    /// of a call then share one budget, however many there are.
+    func setDeadline(_ deadline: Double?) {
+        self.deadline = deadline
+    }
+
+    /// Before a wait: the timeout made what is left until the deadline, unless it is that already
+    /// to within ``deadlineSlack``; throws a timeout when nothing is left.
+    private func armForDeadline(_ what: String) throws(CacheError) {
+        guard let deadline else { return }
+        let left = deadline - Self.monotonicSeconds()
+        guard left > 0 else { throw CacheError(.remoteFailure, "\(what) timed out", errno: ETIMEDOUT) }
+        if timeout == 0 || abs(timeout - left) > Self.deadlineSlack { try setTimeout(left) }
     }
 
     /// Writes every byte of `bytes`.
     func send(_ bytes: UnsafeRawBufferPointer) throws(CacheError) {
         var offset = 0
         while offset < bytes.count {
+            try armForDeadline("writing a command")
             #if canImport(Glibc)
             let sent = Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
             #else
@@ -134,6 +162,7 @@ final class Socket: @unchecked Sendable {
     /// the number of bytes read, 0 when the peer closed the connection.
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(CacheError) -> Int {
         while true {
+            try armForDeadline("reading a reply")
             let received = recv(descriptor, buffer.baseAddress, buffer.count, 0)
             let code = errno
             if received >= 0 { return received }
@@ -161,6 +190,7 @@ final class Socket: @unchecked Sendable {
         return CacheError(.remoteFailure, message(), errno: code)
     }
 
+    /// The monotonic clock, in seconds: what deadlines are measured on.
     static func monotonicSeconds() -> Double {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)

@@ -15,7 +15,10 @@ final class TLSStream: RedisTransport, @unchecked Sendable {
     private let socket: Socket
     private let session: OpaquePointer
     /// How long one read or write may wait; 0 for ever.
-    private var timeout: Double = 0
+    private(set) var timeout: Double = 0
+    /// When every read and write of the current call must be over, or `nil` (see
+    /// ``setDeadline(_:)``).
+    private var callDeadline: Double?
     /// The `errno` of the socket call that last failed inside OpenSSL, or 0.
     fileprivate var socketError: Int32 = 0
 
@@ -52,6 +55,10 @@ final class TLSStream: RedisTransport, @unchecked Sendable {
         timeout = seconds
     }
 
+    func setDeadline(_ deadline: Double?) {
+        callDeadline = deadline
+    }
+
     func send(_ bytes: UnsafeRawBufferPointer) throws(CacheError) {
         var offset = 0
         let deadline = self.deadline
@@ -75,7 +82,12 @@ final class TLSStream: RedisTransport, @unchecked Sendable {
         socket.shutdown()
     }
 
-    private var deadline: Double? { timeout > 0 ? Socket.monotonicSeconds() + timeout : nil }
+    /// The earlier of the call's deadline and one ``timeout`` from now.
+    private var deadline: Double? {
+        let perWait = timeout > 0 ? Socket.monotonicSeconds() + timeout : nil
+        guard let callDeadline else { return perWait }
+        return min(callDeadline, perWait ?? callDeadline)
+    }
 
     private enum Outcome { case done, ended }
 

@@ -68,6 +68,8 @@ func waitUntil(_ what: String, sourceLocation: SourceLocation = #_sourceLocation
 final class PrivateRedisServer {
     let port: Int
     private(set) var process: Process
+    /// Where the server keeps its append-only file, when it persists (`nil`: it keeps nothing).
+    let persistenceDirectory: URL?
 
     /// `redis-server` on the PATH, or `nil`.
     static var executable: URL? {
@@ -78,10 +80,13 @@ final class PrivateRedisServer {
         return nil
     }
 
-    /// Starts a server on a free port and waits until it answers PING.
-    init(executable: URL) throws {
+    /// Starts a server on a free port and waits until it answers PING. With a
+    /// `persistenceDirectory`, every write is in its append-only file (`fsync` each time) before
+    /// the server answers it, and a restart after `killNow()` loads the file.
+    init(executable: URL, persistenceDirectory: URL? = nil) throws {
         port = try Self.freePort()
-        process = try Self.launch(executable, port: port)
+        self.persistenceDirectory = persistenceDirectory
+        process = try Self.launch(executable, port: port, persistenceDirectory: persistenceDirectory)
         try waitForPing()
     }
 
@@ -89,7 +94,7 @@ final class PrivateRedisServer {
 
     /// Starts the server again on the same port (after `kill()`).
     func restart() throws {
-        process = try Self.launch(process.executableURL!, port: port)
+        process = try Self.launch(process.executableURL!, port: port, persistenceDirectory: persistenceDirectory)
         try waitForPing()
     }
 
@@ -117,12 +122,15 @@ final class PrivateRedisServer {
         throw CacheError(.remoteFailure, "the private redis-server on port \(port) never answered PING")
     }
 
-    private static func launch(_ executable: URL, port: Int) throws -> Process {
+    private static func launch(_ executable: URL, port: Int, persistenceDirectory: URL?) throws -> Process {
         let process = Process()
         process.executableURL = executable
-        process.arguments = [
-            "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no",
-        ]
+        process.arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--daemonize", "no"]
+        if let persistenceDirectory {
+            process.arguments! += ["--dir", persistenceDirectory.path, "--appendonly", "yes", "--appendfsync", "always"]
+        } else {
+            process.arguments! += ["--appendonly", "no"]
+        }
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         return process

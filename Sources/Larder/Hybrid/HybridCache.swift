@@ -158,7 +158,11 @@ public final class HybridCache: Sendable {
         }
         self.init(
             memory: memory, disk: disk, coder: options.coder, preloaded: source, report: report, staleWindows: options.staleWindows,
-            loadEventHandler: options.loadEventHandler, remote: options.remote.map(RemoteTier.init(options:)),
+            loadEventHandler: options.loadEventHandler,
+            remote: options.remote.map {
+                // A read-only folder's outbox is read, then kept in memory only.
+                RemoteTier(options: $0, outboxPath: disk.layout.outboxPath, io: disk.io, writesOutbox: !disk.options.isReadOnly)
+            },
             typedMemories: typedMemories)
         startRemoteSubscription()
     }

@@ -3,7 +3,8 @@ import Foundation
 /// A shared key-value store that several ``HybridCache`` instances use as their remote tier
 /// (``HybridCacheOptions/remote``): Redis through `LarderRedis.RedisRemoteStore`, or a fake in tests.
 ///
-/// Every call blocks its thread until the store answers or `timeouts` pass; the cache calls them
+/// Every call blocks its thread until the store answers or its budget (``RemoteTimeouts/command``)
+/// is spent, all its waits together; the cache calls them
 /// on its own threads, never on the cooperative pool and never while it holds a key lock. Keys
 /// arrive already namespaced; payloads arrive already framed (``RemotePayload``). A store reports
 /// every failure as ``CacheError/Code/remoteFailure``; the cache turns it into a miss (fail open).
@@ -110,9 +111,12 @@ public struct RemoteValue: Sendable, Hashable {
 
 /// How long a ``RemoteStore`` call may wait.
 public struct RemoteTimeouts: Sendable, Hashable {
-    /// The longest wait for a new connection, in seconds.
+    /// The longest a new connection may take, in seconds. A store may open it in the background
+    /// and let the call wait for it only within ``command``.
     public var connect: TimeInterval
-    /// The longest wait for the answer to a command, in seconds.
+    /// The call's budget, in seconds: the longest it may wait in all, for a connection and for
+    /// the answers to every command it sends (a removal by prefix sends several). The cache
+    /// gives each call what is left of its own budget (a store's `PUBLISH` gets what its `SET` left).
     public var command: TimeInterval
 
     /// Creates timeouts.

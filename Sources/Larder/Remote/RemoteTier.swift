@@ -22,9 +22,14 @@ final class RemoteTier: Sendable {
     private let tripped = Atomic<Bool>(false)
     /// Background writes run here, one at a time, in call order.
     private let writes = DispatchQueue(label: "larder.remote.writes", qos: .utility)
+    /// The breaker's probes and the outbox's replays run here, off every caller's path.
+    private let recovery = DispatchQueue(label: "larder.remote.recovery", qos: .utility)
     /// Disk copies of remote hits are written here, off the read's path.
     let promotions: PromotionQueue
+    /// The stores and removals the store did not take, until they are replayed.
+    let outbox: RemoteOutbox
     private let subscription = LarderMutex<(any RemoteSubscription)?>(nil)
+    private let background = LarderMutex(Background())
 
     final class Counters: Sendable {
         let hits = Atomic<Int>(0)
@@ -34,23 +39,40 @@ final class RemoteTier: Sendable {
         let rejected = Atomic<Int>(0)
         let published = Atomic<Int>(0)
         let received = Atomic<Int>(0)
+        /// Pings sent by the breaker's probes (tests).
+        let probes = Atomic<Int>(0)
+        /// Outbox replays that left the outbox empty (tests).
+        let replays = Atomic<Int>(0)
     }
 
-    /// The circuit breaker: closed while calls succeed; open for a cool-down after
-    /// `failureThreshold` failures in a row; then one caller probes with a ping.
+    /// The circuit breaker: closed while calls succeed; open after `failureThreshold` failures in
+    /// a row, skipping every call, while a probe on the recovery queue pings the store every
+    /// cool-down until it answers.
     private struct Breaker {
         var failures = 0
-        var openUntil: ContinuousClock.Instant?
-        var probing = false
+        var isOpen = false
     }
 
-    private enum Admission { case call, probe, skip }
+    /// The state of the recovery queue's work.
+    private struct Background {
+        /// Whether a replay of the outbox is queued and not yet started.
+        var replayQueued = false
+        /// Whether the tier was closed: no probe or replay starts after.
+        var isClosed = false
+    }
 
-    init(options: RemoteTierOptions) {
+    private enum Admission { case call, skip }
+
+    /// Creates the tier; its outbox is the file at `outboxPath` (`nil`: in memory only; written
+    /// only when `writesOutbox`), and a replay of what it holds starts at once in the background.
+    init(options: RemoteTierOptions, outboxPath: String? = nil, io: FileIO? = nil, writesOutbox: Bool = true) {
         self.options = options
         valuePrefix = options.namespace + ":v:"
         breaker = LarderMutex(Breaker())
         promotions = PromotionQueue(capacity: options.diskPromotionBacklog)
+        outbox = RemoteOutbox(namespace: options.namespace, path: outboxPath, io: io, writesFile: writesOutbox)
+        if let problem = outbox.loadProblem { report(.failed(operation: "outbox", error: problem)) }
+        if !outbox.isEmpty { scheduleReplay(after: 0) }
     }
 
     // MARK: - Keys
@@ -67,33 +89,32 @@ final class RemoteTier: Sendable {
 
     // MARK: - Calls
 
-    /// Runs `body` against the store unless the breaker is open; `nil` when skipped or failed.
-    func call<T>(_ operation: String, _ body: (any RemoteStore, RemoteTimeouts) throws(CacheError) -> T) -> T? {
-        switch admit() {
-        case .skip:
+    /// The end of a call's budget: the command timeout from now. Every command the call sends
+    /// (a `SET` and its `PUBLISH`) shares it.
+    func deadline() -> ContinuousClock.Instant {
+        .now + .nanoseconds(Int64(options.commandTimeout * 1e9))
+    }
+
+    /// Runs `body` against the store, with what is left of the budget ending at `deadline`,
+    /// unless the breaker is open or the budget is spent; `nil` when skipped or failed.
+    func call<T>(
+        _ operation: String, deadline: ContinuousClock.Instant, _ body: (any RemoteStore, RemoteTimeouts) throws(CacheError) -> T
+    ) -> T? {
+        if admit() == .skip {
             counters.skips.add(1, ordering: .relaxed)
             return nil
-        case .probe:
-            do throws(CacheError) {
-                try options.store.ping(timeouts: options.timeouts)
-            } catch {
-                fail(operation: "ping", error: error, probing: true)
-                return nil
-            }
-            breaker.withLock {
-                $0 = Breaker()
-                tripped.store(false, ordering: .releasing)
-            }
-            report(.breakerClosed)
-        case .call:
-            break
         }
+        // An earlier command of the same call spent the budget (its failure was counted). A
+        // store may end a wait up to a millisecond before its deadline (it sets its socket's
+        // timeout only when that is off by more), so what is left then is no budget.
+        let left = Self.seconds(deadline - .now)
+        guard left > Self.leastBudget else { return nil }
         do throws(CacheError) {
-            let result = try body(options.store, options.timeouts)
+            let result = try body(options.store, RemoteTimeouts(connect: options.connectTimeout, command: left))
             if tripped.load(ordering: .acquiring) {
                 breaker.withLock { b in
                     b.failures = 0
-                    tripped.store(b.openUntil != nil, ordering: .releasing)
+                    tripped.store(b.isOpen, ordering: .releasing)
                 }
             }
             return result
@@ -103,29 +124,61 @@ final class RemoteTier: Sendable {
         }
     }
 
+    /// ``call(_:deadline:_:)`` with a budget of its own.
+    func call<T>(_ operation: String, _ body: (any RemoteStore, RemoteTimeouts) throws(CacheError) -> T) -> T? {
+        call(operation, deadline: deadline(), body)
+    }
+
+    /// Less time than this left of a call's budget sends no further command.
+    static let leastBudget = 0.002
+
+    static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
     private func admit() -> Admission {
         guard tripped.load(ordering: .acquiring) else { return .call }
-        return breaker.withLock { b in
-            guard let until = b.openUntil else { return .call }
-            if b.probing || ContinuousClock.now < until { return .skip }
-            b.probing = true
-            return .probe
-        }
+        return breaker.withLock { $0.isOpen ? .skip : .call }
     }
 
     private func fail(operation: String, error: CacheError, probing: Bool) {
         counters.failures.add(1, ordering: .relaxed)
         report(.failed(operation: operation, error: error))
-        let cooldown = options.breakerCooldown
         let opened = breaker.withLock { b -> Bool in
             b.failures += 1
-            b.probing = false
             tripped.store(true, ordering: .releasing)
-            guard probing || (b.openUntil == nil && b.failures >= options.failureThreshold) else { return false }
-            b.openUntil = ContinuousClock.now + .milliseconds(Int64(cooldown * 1000))
+            // A failed probe keeps the breaker open and its probes going; otherwise the breaker
+            // opens once, and one chain of probes starts.
+            if probing { return true }
+            guard !b.isOpen, b.failures >= options.failureThreshold else { return false }
+            b.isOpen = true
             return true
         }
-        if opened { report(.breakerOpened(cooldown: cooldown)) }
+        guard opened else { return }
+        report(.breakerOpened(cooldown: options.breakerCooldown))
+        recovery.asyncAfter(deadline: .now() + options.breakerCooldown) { [weak self] in self?.probe() }
+    }
+
+    /// Pings the store, on the recovery queue: an answer closes the breaker and replays the
+    /// outbox; a failure waits another cool-down. The ping may wait for a new connection, up to
+    /// the connect timeout, and for its answer: no caller waits for it.
+    private func probe() {
+        guard !background.withLock({ $0.isClosed }) else { return }
+        counters.probes.add(1, ordering: .relaxed)
+        let timeouts = RemoteTimeouts(connect: options.connectTimeout, command: options.connectTimeout + options.commandTimeout)
+        do throws(CacheError) {
+            try options.store.ping(timeouts: timeouts)
+        } catch {
+            fail(operation: "ping", error: error, probing: true)
+            return
+        }
+        breaker.withLock {
+            $0 = Breaker()
+            tripped.store(false, ordering: .releasing)
+        }
+        report(.breakerClosed)
+        replay()
     }
 
     /// Runs `work` now (write-through) or on the background queue, in call order.
@@ -146,8 +199,13 @@ final class RemoteTier: Sendable {
 
     /// The value under `key` and how long it may live locally (the store's time to live, the
     /// writer's expiry and the local cap, whichever ends first); `nil` on a miss, a rejected
-    /// payload, a failure or an open breaker.
+    /// payload, a failure, an open breaker, or a key the outbox covers (the store may hold an
+    /// older value than this instance wrote).
     func value(forKey key: String, now: Double) -> (data: Data, lifetime: Double)? {
+        if outbox.covers(key) {
+            counters.skips.add(1, ordering: .relaxed)
+            return nil
+        }
         let storeKey = valueKey(key)
         guard let found = call("get", { (store, timeouts) throws(CacheError) in try store.value(forKey: storeKey, timeouts: timeouts) })
         else { return nil }
@@ -155,14 +213,29 @@ final class RemoteTier: Sendable {
     }
 
     /// The values under `keys`, in one call to the store (Redis: `MGET`), as `value(forKey:now:)`
-    /// reads one; all `nil` when the call fails or the breaker is open.
+    /// reads one; all `nil` when the call fails or the breaker is open. Keys the outbox covers
+    /// are not asked.
     func values(forKeys keys: [String], now: Double) -> [(data: Data, lifetime: Double)?] {
-        let storeKeys = keys.map(valueKey)
+        var asked = keys
+        var positions: [Int]?
+        if !outbox.isEmpty {
+            let indices = keys.indices.filter { !outbox.covers(keys[$0]) }
+            counters.skips.add(keys.count - indices.count, ordering: .relaxed)
+            asked = indices.map { keys[$0] }
+            positions = indices
+        }
+        var result = [(data: Data, lifetime: Double)?](repeating: nil, count: keys.count)
+        guard !asked.isEmpty else { return result }
+        let storeKeys = asked.map(valueKey)
         guard
             let found = call("get", { (store, timeouts) throws(CacheError) in try store.values(forKeys: storeKeys, timeouts: timeouts) }),
-            found.count == keys.count
-        else { return Array(repeating: nil, count: keys.count) }
-        return zip(keys, found).map { key, stored in decode(stored, forKey: key, now: now) }
+            found.count == asked.count
+        else { return result }
+        for (offset, stored) in found.enumerated() {
+            let index = positions?[offset] ?? offset
+            result[index] = decode(stored, forKey: keys[index], now: now)
+        }
+        return result
     }
 
     private func decode(_ stored: RemoteValue?, forKey key: String, now: Double) -> (data: Data, lifetime: Double)? {
@@ -189,53 +262,66 @@ final class RemoteTier: Sendable {
     // MARK: - Writing
 
     /// Stores `data` framed, expiring at `expiration` (seconds since 1970, `nil` for never), then
-    /// publishes the key's invalidation. Ends the change the caller began (`generations.begin`);
-    /// so do the removals below.
+    /// publishes the key's invalidation, both within one budget. When either does not happen,
+    /// the key goes to the outbox before the write ends. Ends the change the caller began
+    /// (`generations.begin`); so do the removals below.
     func store(_ data: Data, forKey key: String, expiration: Double?, locked: Bool, now: Double) {
         let storeKey = valueKey(key)
         let milliseconds = expiration.map { max(1, Int64((($0 - now) * 1000).rounded(.down))) }
         let frame = RemotePayload.encode(data, expiryMilliseconds: expiration.map { Int64($0 * 1000) }, isLocked: locked)
         write {
-            _ = self.call("set") { (store, timeouts) throws(CacheError) in
+            let deadline = self.deadline()
+            let stored: Bool? = self.call("set", deadline: deadline) { (store, timeouts) throws(CacheError) in
                 try store.store(frame, forKey: storeKey, expiresIn: milliseconds, onlyIfAbsent: false, timeouts: timeouts)
             }
+            let published = self.publish(.key(key), deadline: deadline)
+            self.settle(.key(key), taken: stored != nil && published)
             self.generations.end(key)
-            self.publish(.key(key))
         }
     }
 
-    /// Removes `key`'s value, then publishes its invalidation.
+    /// Removes `key`'s value, then publishes its invalidation, within one budget (the outbox
+    /// keeps the key when either does not happen).
     func remove(forKey key: String) {
         let storeKey = valueKey(key)
         write {
-            _ = self.call("unlink") { (store, timeouts) throws(CacheError) in try store.remove(forKeys: [storeKey], timeouts: timeouts) }
+            let deadline = self.deadline()
+            let removed: Void? = self.call("unlink", deadline: deadline) { (store, timeouts) throws(CacheError) in
+                try store.remove(forKeys: [storeKey], timeouts: timeouts)
+            }
+            let published = self.publish(.key(key), deadline: deadline)
+            self.settle(.key(key), taken: removed != nil && published)
             self.generations.end(key)
-            self.publish(.key(key))
         }
     }
 
-    /// Removes every value whose key starts with `prefix`, then publishes the prefix's invalidation.
+    /// Removes every value whose key starts with `prefix`, then publishes the prefix's
+    /// invalidation (the outbox keeps the prefix when either does not happen).
     func remove(withPrefix prefix: String) {
         let storePrefix = valueKey(prefix)
         write {
-            _ = self.call("scan-unlink") { (store, timeouts) throws(CacheError) in
+            let deadline = self.deadline()
+            let removed = self.call("scan-unlink", deadline: deadline) { (store, timeouts) throws(CacheError) in
                 try store.remove(withPrefix: storePrefix, timeouts: timeouts)
             }
+            let published = self.publish(.prefix(prefix), deadline: deadline)
+            self.settle(.prefix(prefix), taken: removed != nil && published)
             self.generations.end(nil)
-            self.publish(.prefix(prefix))
         }
     }
 
     /// Removes everything under the namespace (values and load locks), then publishes an
-    /// invalidation of everything.
+    /// invalidation of everything (the outbox then covers every key when either does not happen).
     func removeAll() {
         let namespace = options.namespace + ":"
         write {
-            _ = self.call("scan-unlink") { (store, timeouts) throws(CacheError) in
+            let deadline = self.deadline()
+            let removed = self.call("scan-unlink", deadline: deadline) { (store, timeouts) throws(CacheError) in
                 try store.remove(withPrefix: namespace, timeouts: timeouts)
             }
+            let published = self.publish(.all, deadline: deadline)
+            self.settle(nil, taken: removed != nil && published)
             self.generations.end(nil)
-            self.publish(.all)
         }
     }
 
@@ -250,13 +336,95 @@ final class RemoteTier: Sendable {
         }
     }
 
-    private func publish(_ scope: RemoteInvalidation.Scope) {
+    /// Publishes `scope`'s invalidation with what is left of the budget ending at `deadline`.
+    /// - Returns: Whether the store took it.
+    private func publish(_ scope: RemoteInvalidation.Scope, deadline: ContinuousClock.Instant) -> Bool {
         let message = RemoteInvalidation(sender: id, scope: scope).encoded
         let channel = self.channel
-        let sent: Void? = call("publish") { (store, timeouts) throws(CacheError) in
+        let sent: Void? = call("publish", deadline: deadline) { (store, timeouts) throws(CacheError) in
             try store.publish(message, to: channel, timeouts: timeouts)
         }
         if sent != nil { counters.published.add(1, ordering: .relaxed) }
+        return sent != nil
+    }
+
+    /// After a store or removal of `scope` (`nil`: everything): forgets a key's outbox entry when
+    /// the store took the change and its invalidation, else adds the entry (written to the file
+    /// before this returns) and queues a replay.
+    private func settle(_ scope: RemoteOutbox.Scope?, taken: Bool) {
+        if taken {
+            if case .key(let key)? = scope { outbox.confirm(key) }
+            return
+        }
+        outbox.add(scope)
+        // An open breaker's probe replays once the store answers; otherwise a later try does.
+        if !breaker.withLock({ $0.isOpen }) { scheduleReplay(after: options.breakerCooldown) }
+    }
+
+    // MARK: - Outbox replay
+
+    /// Queues a replay of the outbox on the recovery queue, `delay` seconds from now, unless one
+    /// is queued already.
+    private func scheduleReplay(after delay: Double) {
+        let queued = background.withLock { b -> Bool in
+            guard !b.replayQueued, !b.isClosed else { return false }
+            b.replayQueued = true
+            return true
+        }
+        guard queued else { return }
+        recovery.asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self else { return }
+            background.withLock { $0.replayQueued = false }
+            replay()
+        }
+    }
+
+    /// Replays the outbox: removes each entry's values from the store and publishes its
+    /// invalidation, then forgets the entries that went through (unless added again meanwhile).
+    /// Runs on the recovery queue. What is left is tried again after a cool-down, or after the
+    /// probe that closes the breaker.
+    private func replay() {
+        guard !outbox.isEmpty, !background.withLock({ $0.isClosed }), !breaker.withLock({ $0.isOpen }) else { return }
+        let entries = outbox.entries
+        var done = RemoteOutbox.Entries()
+        if let everything = entries.everything {
+            let prefix = valueKey("")
+            let deadline = self.deadline()
+            let removed = call("scan-unlink", deadline: deadline) { (store, timeouts) throws(CacheError) in
+                try store.remove(withPrefix: prefix, timeouts: timeouts)
+            }
+            if removed != nil, publish(.all, deadline: deadline) { done.everything = everything }
+        }
+        var keys: [(key: String, sequence: UInt64)] = []
+        for (scope, sequence) in entries.scopes {
+            switch scope {
+            case .key(let key): keys.append((key, sequence))
+            case .prefix(let prefix):
+                let storePrefix = valueKey(prefix)
+                let deadline = self.deadline()
+                let removed = call("scan-unlink", deadline: deadline) { (store, timeouts) throws(CacheError) in
+                    try store.remove(withPrefix: storePrefix, timeouts: timeouts)
+                }
+                if removed != nil, publish(.prefix(prefix), deadline: deadline) { done.scopes[scope] = sequence }
+            }
+        }
+        var start = 0
+        while start < keys.count {
+            let batch = keys[start ..< min(start + 256, keys.count)]
+            start = batch.endIndex
+            let storeKeys = batch.map { valueKey($0.key) }
+            let removed: Void? = call("unlink") { (store, timeouts) throws(CacheError) in
+                try store.remove(forKeys: storeKeys, timeouts: timeouts)
+            }
+            guard removed != nil else { break }
+            for (key, sequence) in batch where publish(.key(key), deadline: deadline()) { done.scopes[.key(key)] = sequence }
+        }
+        outbox.settle(done)
+        if outbox.isEmpty {
+            counters.replays.add(1, ordering: .relaxed)
+        } else {
+            scheduleReplay(after: options.breakerCooldown)
+        }
     }
 
     // MARK: - Load locks
@@ -289,14 +457,18 @@ final class RemoteTier: Sendable {
         subscription.withLock { $0 = made }
     }
 
-    /// Cancels the subscription and waits for the background writes.
+    /// Cancels the subscription, stops the probes and replays (the outbox file keeps what is
+    /// left for the next open) and waits for the background writes.
     func close() {
+        background.withLock { $0.isClosed = true }
         let current = subscription.withLock { s -> (any RemoteSubscription)? in
             defer { s = nil }
             return s
         }
         current?.cancel()
         drainWrites()
+        // A probe or replay running now ends within its timeouts; none starts after.
+        recovery.sync {}
     }
 
     func report(_ event: RemoteEvent) {

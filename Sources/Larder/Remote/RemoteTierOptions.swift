@@ -21,10 +21,13 @@ public struct RemoteTierOptions: Sendable {
     /// The start of every key this cache uses in the store, and the name of its invalidation
     /// channel; caches that share values use the same namespace. Not empty.
     public var namespace: String
-    /// The longest wait for a new connection, in seconds (1).
+    /// The longest a new connection may take, in seconds (1). Connects run in the background:
+    /// a call waits for one only within ``commandTimeout``; the breaker's probe waits for it.
     public var connectTimeout: TimeInterval = 1
-    /// The longest wait for the answer to a command, in seconds (0.25). No call waits longer on
-    /// the remote tier: past it, the call carries on as if the remote had missed.
+    /// Each call's budget on the remote tier, in seconds (0.25): the longest it waits there in
+    /// all, for a connection and for every command it sends (a store's `SET` and its `PUBLISH`
+    /// share it). Past it, the call carries on as if the remote had missed; a store or removal
+    /// the remote did not take goes to the outbox (the ScalingOut article).
     public var commandTimeout: TimeInterval = 0.25
     /// The longest a value read from the remote tier lives in memory and on disk, in seconds (60):
     /// the bound on how long an instance may serve a value whose invalidation it missed.
@@ -42,7 +45,9 @@ public struct RemoteTierOptions: Sendable {
     public var diskPromotionBacklog: Int = 128
     /// Consecutive failures that open the circuit breaker (3).
     public var failureThreshold: Int = 3
-    /// How long the open breaker skips the remote tier before probing it with a ping, in seconds (5).
+    /// How often the open breaker probes the remote tier with a ping, in the background, in
+    /// seconds (5): the first probe after the store answers again closes the breaker. Also how
+    /// long a store or removal the remote did not take waits before its replay is tried again.
     public var breakerCooldown: TimeInterval = 5
     /// How long a load-through read waits for another instance that holds the load lock of its
     /// key, in seconds, before loading itself (5).
@@ -89,7 +94,8 @@ public enum RemoteEvent: Sendable {
     case failed(operation: String, error: CacheError)
     /// Repeated failures opened the circuit breaker: the remote tier is skipped for `cooldown` seconds.
     case breakerOpened(cooldown: TimeInterval)
-    /// A ping after the cool-down succeeded: the remote tier is used again.
+    /// A probe (a ping, made in the background every cool-down) succeeded: the remote tier is
+    /// used again.
     case breakerClosed
     /// A value under `key` did not carry a valid Larder header (foreign or damaged); it was
     /// treated as a miss.

@@ -6,7 +6,8 @@ public struct RemoteTierStatistics: Hashable, Sendable {
     public var misses = 0
     /// Calls to the store that failed (timeouts, lost connections, errors), and subscription losses.
     public var failures = 0
-    /// Calls not made because the circuit breaker was open.
+    /// Calls not made because the circuit breaker was open, and reads of keys the outbox holds
+    /// (a store or removal the remote did not take, not yet replayed).
     public var skips = 0
     /// Values rejected for a missing or invalid header (also counted as misses).
     public var rejectedPayloads = 0

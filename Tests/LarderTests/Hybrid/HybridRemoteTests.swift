@@ -161,6 +161,7 @@ import Testing
             $0.breakerCooldown = 0.05
         }
         defer { pair.close() }
+        pair.store.holdPings()
         pair.store.failing = true
         _ = try pair.a.value(forKey: "x")
         _ = try pair.a.value(forKey: "y")
@@ -169,8 +170,10 @@ import Testing
         _ = try pair.a.value(forKey: "z")
         #expect(pair.store.calls == callsWhenOpened)
         #expect(pair.a.statistics.remote?.skips == 1)
-        // After the cool-down, one ping; the store answers again, so the breaker closes.
+        // After the cool-down, one ping, in the background; the store answers again, so the
+        // breaker closes. (Held until the store answers, so that it is the one ping.)
         pair.store.failing = false
+        pair.store.releasePings()
         pair.store.put(RemotePayload.encode(bytes("back"), expiryMilliseconds: nil, isLocked: false), forKey: "test:v:z")
         poll("the cool-down passed") {
             (try? pair.a.value(forKey: "z")) == bytes("back")

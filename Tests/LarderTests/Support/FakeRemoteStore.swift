@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 @testable import Larder
 
@@ -26,6 +27,9 @@ final class FakeRemoteStore: RemoteStore {
         var pings = 0
         var reportsTimeToLive = false
         var readAdvancesClock: Double = 0
+        var pingGate: DispatchSemaphore?
+        var pingsWaiting = 0
+        var timeoutsGiven: [RemoteTimeouts] = []
     }
 
     private let state = LarderMutex(State())
@@ -71,6 +75,24 @@ final class FakeRemoteStore: RemoteStore {
     /// How long the value under `key` has left, in seconds; `nil` when it never expires or is missing.
     func timeToLive(_ key: String) -> Double? { state.withLock { $0.entries[key]?.expiresAt.map { $0 - clock.now } } }
 
+    /// Holds every ping from now on (before it looks at ``failing``) until ``releasePings()``.
+    func holdPings() { state.withLock { $0.pingGate = DispatchSemaphore(value: 0) } }
+
+    /// Lets the held pings, and every later one, through.
+    func releasePings() {
+        let gate = state.withLock { s -> DispatchSemaphore? in
+            defer { s.pingGate = nil }
+            return s.pingGate
+        }
+        gate?.signal()
+    }
+
+    /// Pings held now, waiting for ``releasePings()``.
+    var pingsWaiting: Int { state.withLock { $0.pingsWaiting } }
+
+    /// The timeouts each call was given, in call order (pings included).
+    var timeoutsGiven: [RemoteTimeouts] { state.withLock { $0.timeoutsGiven } }
+
     /// Calls made (pings included).
     var calls: Int { state.withLock { $0.calls } }
     /// Pings made.
@@ -101,9 +123,21 @@ final class FakeRemoteStore: RemoteStore {
     // MARK: - RemoteStore
 
     private func enter(_ timeouts: RemoteTimeouts, ping: Bool = false) throws(CacheError) {
+        if ping,
+            let gate = state.withLock({ s -> DispatchSemaphore? in
+                if s.pingGate != nil { s.pingsWaiting += 1 }
+                return s.pingGate
+            })
+        {
+            gate.wait()
+            // Passed on, so that every held ping goes through.
+            gate.signal()
+            state.withLock { $0.pingsWaiting -= 1 }
+        }
         let (failing, latency) = state.withLock { s in
             s.calls += 1
             if ping { s.pings += 1 }
+            s.timeoutsGiven.append(timeouts)
             return (s.failing, s.latency)
         }
         if latency > 0 {

@@ -235,7 +235,9 @@ extension DiskCache {
             // caller holds the directory lock, so no live writer owns one.
             for entry in try io.listDirectory(layout.root)
             where entry.isDirectory != true
-                && (entry.name.hasPrefix(DiskLayout.metadataName + ".tmp-") || entry.name.hasPrefix(DiskLayout.snapshotName + ".tmp-"))
+                && [DiskLayout.metadataName, DiskLayout.snapshotName, DiskLayout.outboxName].contains(where: {
+                    entry.name.hasPrefix($0 + ".tmp-")
+                })
             {
                 _ = try? io.unlink(layout.root + "/" + entry.name)
             }

@@ -35,7 +35,8 @@ public enum FolderLayout: String, Sendable, Hashable, CaseIterable, CustomString
 /// layout (SPTPersistentCache's "directory separation"; names shorter than a shard sit at the
 /// root), `<root>/<file name>` in the ``FolderLayout/flat`` one; and Larder's own files, all
 /// hidden: the metadata `.larder`, the lock `.larder.lock`, the index snapshot `.larder-index`
-/// and its journal `.larder-journal`, and temporary files in `.larder-tmp/`.
+/// and its journal `.larder-journal`, the remote tier's outbox `.larder-outbox`, and temporary
+/// files in `.larder-tmp/`.
 package struct DiskLayout: Sendable {
     /// The root folder's path, without a trailing slash.
     package let root: String
@@ -46,6 +47,8 @@ package struct DiskLayout: Sendable {
     package static let lockName = ".larder.lock"
     package static let snapshotName = ".larder-index"
     package static let journalName = ".larder-journal"
+    /// The remote tier's writes not yet taken by the shared store (``RemoteOutbox``).
+    package static let outboxName = ".larder-outbox"
     package static let temporaryFolderName = ".larder-tmp"
 
     /// `root` and a slash, the prefix of every path.
@@ -66,6 +69,7 @@ package struct DiskLayout: Sendable {
     package var lockPath: String { root + "/" + Self.lockName }
     package var snapshotPath: String { root + "/" + Self.snapshotName }
     package var journalPath: String { root + "/" + Self.journalName }
+    package var outboxPath: String { root + "/" + Self.outboxName }
     package var temporaryFolder: String { root + "/" + Self.temporaryFolderName }
 
     /// The shard folder name for a file name under SPTPersistentCache's rule: its first two UTF-16

@@ -14,9 +14,10 @@ package enum FolderContents: Sendable, Equatable {
 
 extension DiskLayout {
     /// Whether a name at the root is one of the files Larder itself writes there: the metadata,
-    /// lock, index snapshot and journal, the temporary folder, and the temporary files of
-    /// metadata and snapshot writes (`.larder`, `.larder.lock`, `.larder-index`,
-    /// `.larder-journal`, `.larder-tmp`, `.larder.tmp-…`, `.larder-index.tmp-…`).
+    /// lock, index snapshot and journal, the remote tier's outbox, the temporary folder, and the
+    /// temporary files of metadata, snapshot and outbox writes (`.larder`, `.larder.lock`,
+    /// `.larder-index`, `.larder-journal`, `.larder-outbox`, `.larder-tmp`, `.larder.tmp-…`,
+    /// `.larder-index.tmp-…`, `.larder-outbox.tmp-…`).
     package static func isLarderFile(_ name: String) -> Bool {
         name == metadataName || name.hasPrefix(metadataName + ".") || name.hasPrefix(metadataName + "-")
     }

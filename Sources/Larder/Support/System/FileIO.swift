@@ -249,8 +249,8 @@ package struct FileIO: Sendable {
 
     /// Creates a new file (`O_CREAT | O_EXCL`, so never an existing file or a link's target),
     /// open for writing.
-    package func createExclusively(_ path: String) throws(Errno) -> Int32 {
-        try open(path, O_WRONLY | O_CREAT | O_EXCL)
+    package func createExclusively(_ path: String, mode: UInt16? = nil) throws(Errno) -> Int32 {
+        try open(path, O_WRONLY | O_CREAT | O_EXCL, mode: mode)
     }
 
     /// Opens a folder (for `fsync` or listing). A folder directly beneath a root with a
@@ -535,15 +535,18 @@ package struct FileIO: Sendable {
     /// - Parameter sync: Whether the file must survive a power loss once this returns: the
     ///   temporary file is synced before the rename (else the rename may reach the disk before
     ///   the bytes, leaving an empty or torn file under `path`) and its folder after.
-    package func writeFileAtomically(_ path: String, _ bytes: [UInt8], sync: Bool = false) throws(Errno) {
-        try writeFileAtomically(path, sync: sync) { _ in bytes }
+    /// - Parameter mode: The new file's mode (default ``fileMode``).
+    package func writeFileAtomically(_ path: String, _ bytes: [UInt8], sync: Bool = false, mode: UInt16? = nil) throws(Errno) {
+        try writeFileAtomically(path, sync: sync, mode: mode) { _ in bytes }
     }
 
-    /// ``writeFileAtomically(_:_:sync:)`` with bytes made once the temporary file exists, from
+    /// ``writeFileAtomically(_:_:sync:mode:)`` with bytes made once the temporary file exists, from
     /// what `fstat` says of it: its times are the file system's clock before `bytes` runs.
-    package func writeFileAtomically(_ path: String, sync: Bool = false, _ bytes: (_ created: FileInfo) -> [UInt8]) throws(Errno) {
+    package func writeFileAtomically(
+        _ path: String, sync: Bool = false, mode: UInt16? = nil, _ bytes: (_ created: FileInfo) -> [UInt8]
+    ) throws(Errno) {
         let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0 ... .max))"
-        let fd = try createExclusively(temporary)
+        let fd = try createExclusively(temporary, mode: mode)
         var isOpen = true
         do {
             let bytes = bytes(try info(fd))
