@@ -97,8 +97,9 @@ public struct DiskCacheOptions: Sendable {
     /// ``CacheStatistics/expirations``, since nothing was dropped), and a collection removes an
     /// expired record only once it has been expired this long. A ``HybridCache`` serves such a
     /// record as a stale value (``StaleWindows``), and raises its disk's retention to its longest
-    /// window. A removal, a store under the key, `removeAll()` and the limits still end the
-    /// record at once; `contains(_:)` and `keys(withPrefix:)` count it as expired, since a plain
+    /// window. A removal, a store under the key and `removeAll()` still end the record at once,
+    /// and the size, count and free-space limits evict it as any other record (least recently
+    /// used first); `contains(_:)` and `keys(withPrefix:)` count it as expired, since a plain
     /// read misses it. Must be finite and not negative; ``spt(directory:)`` keeps 0.
     public var staleRetention: TimeInterval = 0
     /// How keys become file names (``KeyEncoding/sha256``).
