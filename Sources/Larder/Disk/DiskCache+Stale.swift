@@ -1,10 +1,33 @@
 import Foundation
 
 // Stale reads, for the hybrid's stale-while-revalidate and stale-if-error: the payload of a
-// record that expired a short while ago. `record(forKey:)` treats such a record as a miss and
-// removes it; this read returns it as it is, without counting it as a use (a use would slide a
-// default-expiry record's anchor and make it fresh again) and without removing it.
+// record that expired a short while ago. `record(forKey:)` treats such a record as a miss, and
+// leaves it in place while it expired less than the stale retention ago (else removes it); this
+// read returns it as it is, without counting it as a use (a use would slide a default-expiry
+// record's anchor and make it fresh again) and without removing it.
 extension DiskCache {
+    /// Seconds an expired, unlocked record stays on disk for stale reads: a read within it is a
+    /// miss that leaves the record, and a collection removes an expired record only once it has
+    /// been expired this long. ``DiskCacheOptions/staleRetention``, or more when a
+    /// ``HybridCache`` in front of this cache has a longer stale window (its longest window,
+    /// ``StaleWindows/whileRevalidate`` or ``StaleWindows/ifError``).
+    public var staleRetention: TimeInterval { state.withLock { $0.staleRetention } }
+
+    /// Raises ``staleRetention`` to `seconds` when it is lower; never lowers it (a cache may
+    /// have several hybrids in front, each relying on its own windows).
+    func retainStale(for seconds: TimeInterval) {
+        guard seconds.isFinite, seconds > 0 else { return }
+        state.withLock { s in s.staleRetention = max(s.staleRetention, seconds) }
+    }
+
+    /// Whether an expired, unlocked record with these fields stays for stale reads at `now`:
+    /// it expired less than `retention` seconds ago, as ``staleRecord(forKey:within:)`` measures
+    /// it, so that a read keeps every record a stale read within `retention` may return.
+    func isRetained(ttl: UInt64, anchor: UInt64, now: Double, retention: Double) -> Bool {
+        guard retention > 0 else { return false }
+        return now - (Double(anchor) + expiryRule.threshold(ttl: ttl)) < retention
+    }
+
     /// The record stored under `key` if it has expired less than `window` seconds ago (measured
     /// from its ``CacheRecord/expirationTime``), read without a use and left in place.
     ///

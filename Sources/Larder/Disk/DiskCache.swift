@@ -95,7 +95,9 @@ public final class DiskCache: Sendable {
         self.records = RecordFile(io: io, maximumPayloadSize: options.maximumRecordSize, descriptors: descriptors)
         self.blockSize = max(512, rootInfo?.blockSize ?? 4096)
         self.expiryRule = ExpiryRule(defaultExpiration: options.effectiveDefaultExpiration)
-        self.state = LarderMutex(State())
+        var initialState = State()
+        initialState.staleRetention = options.staleRetention
+        self.state = LarderMutex(initialState)
         self.snapshotGate = LarderMutex(SnapshotState(isOnDisk: !options.isReadOnly))
         self.ioQueue = WorkQueue(
             label: "\(options.name).disk", qualities: options.workQualityOfService,
@@ -132,8 +134,11 @@ public final class DiskCache: Sendable {
     /// directory; a record copied in behind its back appears at the next open, unless it was
     /// copied while the cache was open into a folder the cache changed meanwhile: see
     /// <doc:OnDiskFormat>, "Index snapshot").
-    /// - Returns: The record, or `nil` when it is absent, expired (and unlocked) or corrupt. A
-    ///   corrupt record's file is removed and reported as ``CacheEvent/corruptRecordRemoved(key:file:reason:)``.
+    /// - Returns: The record, or `nil` when it is absent, expired (and unlocked) or corrupt. An
+    ///   expired record's file is removed, unless it expired less than ``staleRetention`` ago
+    ///   (then it stays for stale reads until a collection past the retention, a removal or a
+    ///   store ends it). A corrupt record's file is removed and reported as
+    ///   ``CacheEvent/corruptRecordRemoved(key:file:reason:)``.
     /// - Throws: ``CacheError/Code/invalidKey``, ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
     public func record(forKey key: String) throws(CacheError) -> CacheRecord? {
         try timed(.read, key) { () throws(CacheError) in try readRecord(forKey: key) }
@@ -237,6 +242,10 @@ public final class DiskCache: Sendable {
     /// Whether a live (unexpired or locked) record is stored under `key`. Not a use: the record
     /// keeps its place and its expiry, and no statistic changes. An invalid key, or a failure
     /// to read the record, answers `false`.
+    ///
+    /// It answers what `record(forKey:)` would: `false` for an expired record, also one kept for
+    /// stale reads (``staleRetention``), which a plain read misses though a hybrid's
+    /// load-through read may serve it as a stale value.
     public func contains(_ key: String) -> Bool {
         guard let name = try? options.keyEncoding.fileName(for: key) else { return false }
         return containsLiveRecord(named: name)
@@ -532,7 +541,8 @@ public final class DiskCache: Sendable {
     }
 
     /// Records a use of a valid record read under its key lock; returns the record, or `nil`
-    /// when it has expired (removing it unless read-only). Expects the key lock of `name` held.
+    /// when it has expired (removing it, unless read-only or expired less than the stale
+    /// retention ago: ``staleRetention``). Expects the key lock of `name` held.
     /// `path` is computed only when the record has expired. `slot`, where the caller's lookup
     /// found the name's entry, spares a second lookup while it still holds that entry. The
     /// payload moves from `contents` into the record returned, and the state lock's closure
@@ -548,7 +558,7 @@ public final class DiskCache: Sendable {
         let nowSeconds = Self.seconds(now)
         let nowMs = Self.milliseconds(now)
         let tracksAccess = !options.isReadOnly
-        let outcome: (expired: Bool, anchor: UInt64) = state.withLock { s in
+        let outcome: (expired: Bool, retained: Bool, anchor: UInt64) = state.withLock { s in
             // One lookup of the name for the anchor and the use (each costs a hash of the name),
             // none when the caller's slot still holds it (a comparison of the 32 bytes of a hashed
             // name as the slot held them at the caller's lookup, or of the name), and the update
@@ -557,11 +567,14 @@ public final class DiskCache: Sendable {
             let anchor = expiryRule.anchor(
                 ttl: header.ttl, headerUpdateTime: header.updateTimeSec, indexedUpdateTime: slot.map { s.index.updateTime(atSlot: $0) })
             if expiryRule.isExpired(lockCount: header.refCount, ttl: header.ttl, anchor: anchor, now: now) {
+                // Within the stale retention the record stays for stale reads: a miss, and no
+                // expiration, since nothing is dropped.
+                let retained = isRetained(ttl: header.ttl, anchor: anchor, now: now, retention: s.staleRetention)
                 if countsAsRead {
                     s.counters.misses += 1
-                    s.counters.expirations += 1
+                    if !retained { s.counters.expirations += 1 }
                 }
-                return (true, anchor)
+                return (true, retained, anchor)
             }
             // A use slides a default-expiry record's anchor to now.
             let newAnchor = header.ttl == 0 ? max(anchor, nowSeconds) : header.updateTimeSec
@@ -575,8 +588,9 @@ public final class DiskCache: Sendable {
                     key: storedKey ?? key, diskSize: charged, updateTime: newAnchor, lastAccessMs: nowMs, ttl: header.ttl,
                     lockCount: header.refCount),
                 vouching: vouch, tracksAccess: tracksAccess, slot: .some(slot))
-            return (false, newAnchor)
+            return (false, false, newAnchor)
         }
+        if outcome.retained { return nil }
         if outcome.expired {
             let name = name.string
             changingRecords(name: name) {

@@ -89,6 +89,19 @@ public struct DiskCacheOptions: Sendable {
     /// The floor of ``defaultExpiration`` (0: none; SPTPersistentCache's is 60 s,
     /// `SPTPersistentCacheMinimumExpirationLimit`).
     public var minimumExpiration: TimeInterval = 0
+    /// Seconds an expired, unlocked record stays on disk for stale reads (0: none).
+    ///
+    /// A read of an expired record is a miss either way. With 0, the read also removes the
+    /// record, as SPTPersistentCache does; with a retention, a record that expired less than this
+    /// long ago stays where it is (the miss counts in ``CacheStatistics/misses``, not in
+    /// ``CacheStatistics/expirations``, since nothing was dropped), and a collection removes an
+    /// expired record only once it has been expired this long. A ``HybridCache`` serves such a
+    /// record as a stale value (``StaleWindows``), and raises its disk's retention to its longest
+    /// window. A removal, a store under the key and `removeAll()` still end the record at once,
+    /// and the size, count and free-space limits evict it as any other record (least recently
+    /// used first); `contains(_:)` and `keys(withPrefix:)` count it as expired, since a plain
+    /// read misses it. Must be finite and not negative; ``spt(directory:)`` keeps 0.
+    public var staleRetention: TimeInterval = 0
     /// How keys become file names (``KeyEncoding/sha256``).
     public var keyEncoding: KeyEncoding = .sha256
     /// Whether loads check each payload against its CRC-32 (`true`).
@@ -303,6 +316,9 @@ public struct DiskCacheOptions: Sendable {
         guard maximumRecordSize >= 0 else { throw fail("maximumRecordSize must not be negative, not \(maximumRecordSize)") }
         guard minimumExpiration.isFinite, minimumExpiration >= 0 else {
             throw fail("minimumExpiration must be 0 or a positive number of seconds, not \(minimumExpiration)")
+        }
+        guard staleRetention.isFinite, staleRetention >= 0 else {
+            throw fail("staleRetention must be 0 or a positive number of seconds, not \(staleRetention)")
         }
         guard minimumGarbageCollectionInterval.isFinite, minimumGarbageCollectionInterval >= 0 else {
             throw fail(

@@ -91,7 +91,8 @@ public final class HybridCache: Sendable {
     ///   - disk: The disk tier.
     ///   - coder: The coder for typed values (``CacheCoder/json``).
     ///   - staleWindows: The load-through reads' default stale windows (``StaleWindows/none``);
-    ///     each finite and not negative.
+    ///     each finite and not negative. The disk's ``DiskCache/staleRetention`` is raised to the
+    ///     longer window, so that reads and collections leave what a stale read may return.
     ///   - loadEventHandler: Called with what load-through reads do (`nil`).
     /// - Throws: ``CacheError/Code/invalidOptions`` naming a stale window that is not finite and
     ///   at least 0.
@@ -100,6 +101,8 @@ public final class HybridCache: Sendable {
         loadEventHandler: (@Sendable (LoadEvent) -> Void)? = nil
     ) throws(CacheError) {
         if let problem = staleWindows.problem { throw CacheError(.invalidOptions, problem, path: disk.options.directory.path) }
+        // The disk keeps what a stale read within these windows returns.
+        disk.retainStale(for: staleWindows.longest)
         self.init(
             memory: memory, disk: disk, coder: coder, preloaded: nil, report: nil, staleWindows: staleWindows,
             loadEventHandler: loadEventHandler, remote: nil, typedMemories: TypedMemories())
@@ -131,6 +134,8 @@ public final class HybridCache: Sendable {
         var diskOptions = options.disk
         // The memory tier in front keeps payloads already.
         diskOptions.maximumPayloadMemory = 0
+        // The disk keeps what a stale read within the cache's windows returns.
+        diskOptions.staleRetention = max(diskOptions.staleRetention, options.staleWindows.longest)
         let handler = diskOptions.eventHandler
         let typedMemories = TypedMemories()
         // Records the disk drops on its own must not live on in memory.
@@ -268,6 +273,10 @@ public final class HybridCache: Sendable {
 
     /// Whether a live value is stored under `key` in memory or on disk. Not a use: nothing is
     /// promoted, no statistic changes. Read-through preloaded entries not yet read are not counted.
+    ///
+    /// It answers what `value(forKey:from:)` would: `false` for an expired value, also one the
+    /// disk keeps for stale reads (``staleWindows``), which a load-through read may still serve
+    /// as a stale value while it refreshes it.
     /// - Parameter key: The key.
     public func contains(_ key: String) -> Bool {
         memory.contains(key) || disk.contains(key)

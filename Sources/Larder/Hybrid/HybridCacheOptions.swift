@@ -31,7 +31,9 @@ public struct HybridCacheOptions: Sendable {
     public var coder: CacheCoder = .json
     /// How long past their expiry load-through reads may serve values: while one load refreshes
     /// them, and instead of a loader's error (``StaleWindows/none``). A call can give its own.
-    /// Each window finite and not negative.
+    /// Each window finite and not negative. The disk keeps expired records for the longer
+    /// window (its ``DiskCacheOptions/staleRetention`` is raised to it), so that a plain read or
+    /// a collection leaves what a stale read may return.
     public var staleWindows: StaleWindows = .none
     /// Called with what load-through reads do: loads, loader failures, stale values served, and
     /// stores that failed (`nil`). See ``LoadEvent``.

@@ -180,4 +180,118 @@ import Testing
         await eventually("the refresh finished") { log.loadedKeys == ["k"] && cache.loads.count == 0 }
         #expect(try await cache.value(forKey: "k") == v2 && log.staleServes.first?.expiredFor == 10)
     }
+
+    // MARK: - What keeps a stale value on disk
+
+    /// A plain read of the expired record (memory, then disk; or the disk's own `record(forKey:)`)
+    /// misses and leaves it, so the load-through read that follows serves it while its refresh
+    /// still waits at the gate.
+    @Test(arguments: [true, false])
+    func aPlainReadAfterExpiryLeavesTheStaleValueForTheNextLoadThroughRead(throughTheDisk: Bool) async throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let log = LoadEventLog()
+        let (cache, _) = try makeCache(temporary, windows: StaleWindows(whileRevalidate: 30), log: log)
+        #expect(cache.disk.staleRetention == 30 && cache.disk.options.staleRetention == 30)
+        if throughTheDisk {
+            #expect(try await cache.disk.record(forKey: "k") == nil)
+        } else {
+            #expect(try await cache.value(forKey: "k") == nil)
+        }
+        #expect(!cache.contains("k") && recordFiles(in: temporary.url).count == 1)
+        let gate = Gate()
+        let loader = CountingLoader(gate: gate) { _ in bytes("v2") }
+        // Returns while the loader is held at the gate: the stale value came first.
+        #expect(try await cache.value(forKey: "k", expiry: .seconds(60), orLoad: loader.load) == v1)
+        #expect(cache.statistics.staleServes == 1 && log.staleServes.first?.expiredFor == 10)
+        gate.open()
+        await eventually("the refresh finished") { log.loadedKeys == ["k"] && cache.loads.count == 0 }
+        #expect(try await cache.value(forKey: "k") == v2 && loader.count == 1)
+    }
+
+    @Test func aCollectionInsideTheWindowKeepsTheStaleValueAndOnePastItRemovesIt() async throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let log = LoadEventLog()
+        let (cache, clock) = try makeCache(temporary, windows: StaleWindows(ifError: 30), log: log)
+        let failing = CountingLoader(failure: LoaderFailure())
+        // Expired 10 s ago: kept, and served in place of the loader's error.
+        #expect(try await cache.collectGarbage().removed.isEmpty)
+        #expect(try await cache.value(forKey: "k", orLoad: failing.load) == v1)
+        // Expired 29 s ago: still inside the window.
+        clock.advance(by: 19)
+        #expect(try await cache.collectGarbage().removed.isEmpty)
+        #expect(try await cache.value(forKey: "k", orLoad: failing.load) == v1)
+        // Expired 31 s ago: past it, the collection removes the record, and the error comes through.
+        clock.advance(by: 2)
+        #expect(try await cache.collectGarbage().removed.map(\.key) == ["k"])
+        #expect(recordFiles(in: temporary.url).isEmpty)
+        #expect(
+            await asyncErrorCode { () async throws(CacheError) in try await cache.value(forKey: "k", orLoad: failing.load) }
+                == .loadFailed)
+        #expect(failing.count == 3 && cache.statistics.staleServes == 2)
+    }
+
+    @Test func aRemovalOrAReplacementEndsAStaleValueAtOnce() async throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let log = LoadEventLog()
+        let (cache, clock) = try makeCache(temporary, windows: StaleWindows(whileRevalidate: 1_000, ifError: 1_000), log: log)
+        try await cache.store(v1, forKey: "other", expiry: .seconds(1))
+        clock.advance(by: 5)
+        #expect(try await cache.value(forKey: "k") == nil)
+        #expect(try await cache.value(forKey: "other") == nil)
+        #expect(recordFiles(in: temporary.url).count == 2)
+        try await cache.remove(forKey: "k")
+        let loader = CountingLoader { _ in bytes("loaded") }
+        // Removed: nothing stale; the caller waits for the load.
+        #expect(try await cache.value(forKey: "k", orLoad: loader.load) == bytes("loaded") && loader.count == 1)
+        // Replaced: the new value, with no load.
+        try await cache.store(v2, forKey: "k", expiry: .seconds(60))
+        #expect(try await cache.value(forKey: "k", orLoad: loader.load) == v2 && loader.count == 1)
+        // removeAll ends the stale "other" too.
+        try await cache.removeAll()
+        #expect(try await cache.value(forKey: "other", orLoad: loader.load) == bytes("loaded") && loader.count == 2)
+        #expect(cache.statistics.staleServes == 0 && log.staleServes.isEmpty)
+    }
+
+    /// A call's windows longer than the cache's read only what the disk still holds: the plain read
+    /// removed the record once it had been expired as long as the cache's window (10 s, not less).
+    @Test func aCallsLongerWindowCannotBringBackWhatTheCachesWindowLetGo() async throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let log = LoadEventLog()
+        let (cache, _) = try makeCache(temporary, windows: StaleWindows(whileRevalidate: 10), log: log)
+        #expect(try await cache.value(forKey: "k") == nil)
+        #expect(recordFiles(in: temporary.url).isEmpty)
+        let loader = CountingLoader { _ in bytes("v2") }
+        let call = try await cache.value(forKey: "k", staleWindows: StaleWindows(whileRevalidate: 60), orLoad: loader.load)
+        #expect(call == v2 && loader.count == 1 && cache.statistics.staleServes == 0)
+    }
+
+    /// A hybrid over an open disk raises the disk's retention to its longer window, and never
+    /// lowers it; options' retention longer than the windows is kept.
+    @Test func theHybridRaisesItsDisksRetentionToItsLongestWindow() throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let clock = ManualClock(now: 1_700_000_000)
+        let disk = try DiskCache(options: testOptions(temporary.url, clock: clock))
+        #expect(disk.staleRetention == 0)
+        let memory = try MemoryCache<String, Data>(clock: clock)
+        _ = try HybridCache(memory: memory, disk: disk, staleWindows: StaleWindows(whileRevalidate: 20, ifError: 50))
+        #expect(disk.staleRetention == 50 && disk.options.staleRetention == 0)
+        _ = try HybridCache(memory: memory, disk: disk, staleWindows: StaleWindows(whileRevalidate: 5))
+        #expect(disk.staleRetention == 50)
+        // The raised retention keeps an expired record from a read of the disk itself.
+        try disk.store(v1, forKey: "k", expiry: .seconds(60))
+        clock.advance(by: 100)
+        #expect(try disk.record(forKey: "k") == nil && disk.count == 1)
+
+        let other = TemporaryDirectory()
+        defer { other.remove() }
+        var options = hybridOptions(other.url)
+        options.disk.staleRetention = 90
+        options.staleWindows = StaleWindows(whileRevalidate: 30)
+        #expect(try HybridCache(options: options).disk.staleRetention == 90)
+    }
 }

@@ -34,9 +34,9 @@ extension DiskCache {
     /// Runs one collection now: removes the corrupt records found when the index was built or
     /// met on the way (counted in ``CacheStatistics/corruptRecordsRemoved`` and reported as
     /// ``CacheEvent/corruptRecordRemoved(key:file:reason:)``, not in the report), expired
-    /// unlocked records, then, while the cache is over its effective limits, the least recently
-    /// used unlocked records; if locked records alone still exceed the size limit, the least
-    /// recently used locked records too.
+    /// unlocked records (with a ``staleRetention``, those expired longer ago than it), then,
+    /// while the cache is over its effective limits, the least recently used unlocked records; if
+    /// locked records alone still exceed the size limit, the least recently used locked records too.
     ///
     /// The pass takes the cache's lock a batch at a time, so loads and stores of other keys go on
     /// meanwhile. A batch of 16 removals or more is split in two by shard folder and removed on
@@ -297,9 +297,11 @@ extension DiskCache {
     /// Removes expired, unlocked records, a batch at a time, taking them from the index's
     /// expiry order (so the pass costs what it removes, not what the index holds); those a use
     /// renewed since they were taken, or whose headers say otherwise, are kept and queued again.
-    /// Expects the collection gate held.
+    /// With a ``staleRetention``, only records that expired longer ago than it go: the pass asks
+    /// the expiry rule at `now - retention`, so it never removes a record a stale read within the
+    /// retention may still return. Expects the collection gate held.
     func removeExpired(in pass: inout CollectionPass) {
-        let now = options.clock.now
+        let now = options.clock.now - state.withLock { $0.staleRetention }
         var kept: [String] = []
         while true {
             let candidates = state.withLock { s in s.takeExpired(by: expiryRule, now: now, limit: Self.collectionBatch) }

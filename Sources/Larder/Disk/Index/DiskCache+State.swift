@@ -34,6 +34,9 @@ extension DiskCache {
         var timer: (any DispatchSourceTimer)?
         /// The volume's size and free space when last asked, for the free-space floor.
         var freeSpace: (checkedAt: Double, volumeSize: Int, available: Int)?
+        /// Seconds an expired record stays for stale reads (``DiskCache/staleRetention``): the
+        /// options' value, raised by a ``HybridCache`` in front with longer stale windows.
+        var staleRetention: Double = 0
 
         // MARK: Answers
 

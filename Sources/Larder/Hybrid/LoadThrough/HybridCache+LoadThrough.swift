@@ -39,7 +39,10 @@ extension HybridCache {
     ///   get a value that expired less than `ifError` seconds ago instead of the error. Either way
     ///   ``LoadEvent/servedStale(key:expiredFor:reason:)`` reports it. Locked records never
     ///   expire, so they are never stale. The call that starts a load decides how far back a
-    ///   stale record is read (its longer window).
+    ///   stale record is read (its longer window). The disk keeps expired records for the
+    ///   cache's longer window (``DiskCache/staleRetention``): a plain read or a collection
+    ///   within it leaves them. A call's windows longer than the cache's find only what the disk
+    ///   still holds.
     ///
     /// Statistics: ``HybridCacheStatistics/loads``, ``HybridCacheStatistics/coalescedWaits``,
     /// ``HybridCacheStatistics/staleServes``, ``HybridCacheStatistics/loaderFailures``.

@@ -11,8 +11,16 @@ import Foundation
 ///
 /// A value is stale once its disk record has expired; it is "expired less than `window` ago"
 /// while `now - expirationTime < window` (``CacheRecord/expirationTime``). Locked records never
-/// expire, so they are never stale. A stale value is read from its disk record, which must still
-/// be there: a plain read (`value(forKey:from:)`) or a collection removes an expired record.
+/// expire, so they are never stale.
+///
+/// A stale value is read from its disk record, which the disk keeps for the cache's longer
+/// window (``DiskCache/staleRetention``, raised to it when the hybrid is made): a plain read
+/// (`value(forKey:from:)`) of such a record is a miss that leaves it in place, and a collection
+/// removes it only once it has been expired longer than the window. A removal, a store under the
+/// key and `removeAll()` end it at once; the disk's limits evict it as any other record. A
+/// call's own windows (`value(forKey:expiry:staleWindows:orLoad:)`) longer than the cache's read
+/// only what the disk still holds: a record a read or a collection removed past the cache's
+/// windows is gone. A value stored in memory only has no record, so it is never served stale.
 public struct StaleWindows: Sendable, Hashable {
     /// Seconds past its expiry during which a value is returned at once while one background load
     /// refreshes it; 0 turns it off (0).
