@@ -40,6 +40,10 @@ import Testing
             options.durability = .fsync
             options.clock = clock
             cache = try DiskCache(options: options, systemCalls: injector.calls)
+            // The index is built before the stores: a store made while the build still runs can
+            // leave its record unvouched for, and the operations' system calls would then depend
+            // on how fast the build went (a removal reads an unvouched record's header first).
+            cache.waitForIndex()
             try cache.store(FaultInjectionTests.old, forKey: FaultInjectionTests.key)
             try cache.store(FaultInjectionTests.other, forKey: FaultInjectionTests.bystander)
             try cache.store(Data("gone soon".utf8), forKey: FaultInjectionTests.expired, expiry: .seconds(1))
