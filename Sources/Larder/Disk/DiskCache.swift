@@ -94,7 +94,8 @@ public final class DiskCache: Sendable {
         self.io = io
         self.records = RecordFile(io: io, maximumPayloadSize: options.maximumRecordSize, descriptors: descriptors)
         self.blockSize = max(512, rootInfo?.blockSize ?? 4096)
-        self.expiryRule = ExpiryRule(defaultExpiration: options.effectiveDefaultExpiration)
+        self.expiryRule = ExpiryRule(
+            defaultExpiration: options.effectiveDefaultExpiration, roundsToNearestSecond: options.roundsTimeToNearestSecond)
         self.state = LarderMutex(State())
         self.snapshotGate = LarderMutex(SnapshotState(isOnDisk: !options.isReadOnly))
         self.ioQueue = WorkQueue(
@@ -179,7 +180,7 @@ public final class DiskCache: Sendable {
         }
         let now = options.clock.now
         let header = RecordHeader(
-            refCount: locked ? 1 : 0, ttl: ttl, updateTimeSec: Self.seconds(now), payloadSizeBytes: UInt64(data.count),
+            refCount: locked ? 1 : 0, ttl: ttl, updateTimeSec: expiryRule.headerSeconds(now), payloadSizeBytes: UInt64(data.count),
             payloadChecksum: data.withUnsafeBytes { CRC32.checksum($0) }, lastAccessMilliseconds: Self.milliseconds(now),
             storedKey: keyBytes)
         let path = layout.path(for: name)
@@ -734,7 +735,7 @@ public final class DiskCache: Sendable {
         let storedKey = contents.storedKey
         let vouch = contents.vouch
         let charged = diskSize(contents.fileSize)
-        let nowSeconds = Self.seconds(now)
+        let nowSeconds = expiryRule.headerSeconds(now)
         let nowMs = Self.milliseconds(now)
         let tracksAccess = !options.isReadOnly
         let outcome: (expired: Bool, anchor: UInt64) = state.withLock { s in
@@ -805,8 +806,15 @@ public final class DiskCache: Sendable {
             guard let contents = try _readValidHeader(name: name, key: key, path: path, events: &events) else { return false }
             var header = contents.header
             if delta > 0 {
-                // Locking an expired, unlocked record fails for that key (SPT).
+                // Locking an expired, unlocked record fails for that key; under
+                // `refusesLockingElapsedRecords` so does locking a locked one whose time has run
+                // out (SPT asks `isDataExpiredWithHeader:`, which ignores the lock count).
                 if isExpired(header, name: name, now: now) { return false }
+                if options.refusesLockingElapsedRecords,
+                    expiryRule.hasElapsed(ttl: header.ttl, anchor: anchor(of: header, name: name), now: now)
+                {
+                    return false
+                }
                 guard header.refCount < UInt32.max else { return false }
                 header.refCount += 1
             } else {
