@@ -70,11 +70,14 @@ package struct RecordInspector: Sendable {
     private let records: RecordFile
 
     /// An inspector of the directory `layout` describes, reading through `io` (rooted at the
-    /// directory, so that no read leaves it).
-    package init(layout: DiskLayout, keyEncoding: KeyEncoding?, defaultExpiration: Double, io: FileIO) {
+    /// directory, so that no read leaves it); `roundsTimeToNearestSecond` judges expiry as
+    /// ``DiskCacheOptions/roundsTimeToNearestSecond`` does.
+    package init(
+        layout: DiskLayout, keyEncoding: KeyEncoding?, defaultExpiration: Double, roundsTimeToNearestSecond: Bool = false, io: FileIO
+    ) {
         self.layout = layout
         self.keyEncoding = keyEncoding
-        self.expiryRule = ExpiryRule(defaultExpiration: defaultExpiration)
+        self.expiryRule = ExpiryRule(defaultExpiration: defaultExpiration, roundsToNearestSecond: roundsTimeToNearestSecond)
         self.records = RecordFile(io: io)
     }
 

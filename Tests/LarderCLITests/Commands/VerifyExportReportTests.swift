@@ -71,6 +71,24 @@ import Testing
         #expect(larder(["cat", "--dir", dir, "alpha"]).stdout == "first payload")
     }
 
+    /// A folder without Larder's metadata is SPT's, and the tool judges expiry as SPT does:
+    /// the time rounded to the nearest second. Stored at 1000 and seen at 1600.6 with 600 s,
+    /// the record has expired (1601 - 1000 > 600); at 1600.4 it has not.
+    @Test func anSPTFolderIsJudgedWithSPTsRounding() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let dir = temp.path("spt")
+        let payload = Array("payload".utf8)
+        let header = RecordHeader(updateTimeSec: 1000, payloadSizeBytes: UInt64(payload.count))
+        try FileManager.default.createDirectory(atPath: dir + "/ke", withIntermediateDirectories: true)
+        try Data(header.encoded() + payload).write(to: URL(fileURLWithPath: dir + "/ke/key"))
+        for (now, status) in [("1600.6", "expired"), ("1600.4", "ok")] {
+            let ls = larder(["ls", "--dir", dir, "--json", "--now", now, "--default-expiration", "600"])
+            let entries = try #require(try parseJSON(ls.stdout) as? [[String: Any]], "\(ls.stdout)")
+            #expect(entries.first?["status"] as? String == status, "at \(now)")
+        }
+    }
+
     @Test func verifyOnTheSPTFixtureListsEachPlantedCorruption() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
