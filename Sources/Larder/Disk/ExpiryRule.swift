@@ -4,9 +4,9 @@
 /// A record expires when it is unlocked and `now - anchor > threshold`, strictly, in whole
 /// seconds: `now` rounded down, or to the nearest second with halves to even as SPT's `llrint`
 /// does (``roundsToNearestSecond``). The threshold is the header's `ttl` when above 0, else the
-/// cache's default expiration (rounded down to whole seconds, as SPT's integer conversion does). The anchor is the header's update time; for `ttl` 0
-/// records it slides with every use, so the index may hold a later one than the header shows.
-/// Locked records never expire.
+/// cache's default expiration (rounded down to whole seconds, as SPT's integer conversion does).
+/// The anchor is the header's update time; for `ttl` 0 records it slides with every use, so the
+/// index may hold a later one than the header shows. Locked records never expire.
 package struct ExpiryRule: Sendable, Hashable {
     /// The cache's default expiration, in seconds (``DiskCacheOptions/defaultExpiration``).
     package var defaultExpiration: Double
