@@ -90,8 +90,10 @@ import Testing
     }
 
     /// SPTPersistentCacheGarbageCollectorTests.m:100. A live timer, firing every
-    /// `garbageCollectionInterval` (363 s) seconds.
-    @Test func testScheduleGarbageCollection() async throws {
+    /// `garbageCollectionInterval` (363 s) seconds. A dispatch timer does not tell its interval
+    /// (SPT reads `timer.timeInterval`), so the timer is also seen to fire: a cache whose
+    /// interval is 10 ms, without the floor, reports a collection it did not run itself.
+    @Test(.timeLimit(.minutes(1))) func testScheduleGarbageCollection() async throws {
         try await Self.withCache { cache in
             cache.scheduleGarbageCollection()
             let timer = cache.state.withLock { $0.timer }
@@ -100,6 +102,20 @@ import Testing
             #expect(cache.options.effectiveGarbageCollectionInterval == cache.options.garbageCollectionInterval)
             #expect(cache.options.effectiveGarbageCollectionInterval == 363)
         }
+        let dir = TemporaryDirectory("spt-gc-timer")
+        defer { dir.remove() }
+        let (collections, collected) = AsyncStream<Void>.makeStream()
+        var options = DiskCacheOptions.spt(directory: dir.url)
+        options.minimumGarbageCollectionInterval = 0
+        options.garbageCollectionInterval = 0.01
+        options.eventHandler = { event in
+            if case .collectionFinished = event { collected.yield() }
+        }
+        let cache = try DiskCache(options: options)
+        defer { cache.close() }
+        cache.scheduleGarbageCollection()
+        var next = collections.makeAsyncIterator()
+        #expect(await next.next() != nil)
     }
 
     /// SPTPersistentCacheGarbageCollectorTests.m:108. Scheduling twice keeps the first timer.

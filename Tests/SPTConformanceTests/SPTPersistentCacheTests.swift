@@ -49,7 +49,7 @@ import Testing
         // "No expiration": SPT passes `timeIntervalSinceReferenceDate` (~7.9e8 s) as both the time
         // and the default expiration, so ttl-0 records written at 1488 live; unlocked records
         // with a ttl (kTTL3, kTTL4) have expired, and SPT's test takes their NotFound.
-        let reference = Date.timeIntervalSinceReferenceDate.rounded(.down)
+        let reference = SPTTestData.referenceTime
         let events = EventLog()
         let cache = try folder.makeCache(clock: ManualClock(now: reference), expiration: reference, events: events)
         let tally = LoadTally(await folder.loadAll(cache))
@@ -86,16 +86,20 @@ import Testing
             if SPTTestData.params[i].ttl > 0 {
                 #expect(header.updateTimeSec == UInt64(SPTTestData.testEpochTime), "Time must not be altered for records with TTL > 0")
             } else {
-                #expect(header.updateTimeSec == UInt64(reference), "Time must be altered since cache was accessed")
+                // `llrint`: the nearest second, not the one below.
+                #expect(
+                    header.updateTimeSec == UInt64(reference.rounded(.toNearestOrEven)), "Time must be altered since cache was accessed")
             }
         }
     }
 
-    /// SPTPersistentCacheTests.m:326
-    @Test func testLoadWithPrefixesSuccess() async throws {
-        let folder = try await SPTImageFolder.make()
+    /// SPTPersistentCacheTests.m:326. Run over several seeds: with the default one no corrupt
+    /// record shares the tested prefix; with 11, 12, 18 and 88 one does, and the cache's index
+    /// (from the snapshot of setUp's cache, taken before the corruption) still lists it.
+    @Test(arguments: [SPTTestData.seed, 11, 12, 18, 88]) func testLoadWithPrefixesSuccess(seed: UInt64) async throws {
+        let folder = try await SPTImageFolder.make(seed: seed)
         defer { folder.remove() }
-        let reference = Date.timeIntervalSinceReferenceDate.rounded(.down)
+        let reference = SPTTestData.referenceTime
         let cache = try folder.makeCache(clock: ManualClock(now: reference), expiration: reference)
         defer { cache.close() }
         // "That hardcode logic: 10th element should be safe to get" (ttl 0, unlocked).
@@ -126,7 +130,7 @@ import Testing
     @Test func testLoadWithPrefixesFail() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let reference = Date.timeIntervalSinceReferenceDate.rounded(.down)
+        let reference = SPTTestData.referenceTime
         let cache = try folder.makeCache(clock: ManualClock(now: reference), expiration: reference)
         defer { cache.close() }
         let prefix = String(folder.imageNames[9].prefix(2))

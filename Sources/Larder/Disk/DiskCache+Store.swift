@@ -79,7 +79,7 @@ extension DiskCache {
         }
         let now = options.clock.now
         let header = RecordHeader(
-            refCount: locked ? 1 : 0, ttl: ttl, updateTimeSec: Self.seconds(now), payloadSizeBytes: UInt64(data.count),
+            refCount: locked ? 1 : 0, ttl: ttl, updateTimeSec: expiryRule.headerSeconds(now), payloadSizeBytes: UInt64(data.count),
             payloadChecksum: data.withUnsafeBytes { CRC32.checksum($0) }, lastAccessMilliseconds: Self.milliseconds(now),
             storedKey: keyBytes)
         var pending = PendingRecord(name: name, key: key, path: layout.path(for: name), data: data, keyBytes: keyBytes, header: header)

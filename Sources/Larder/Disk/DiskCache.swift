@@ -94,7 +94,8 @@ public final class DiskCache: Sendable {
         self.io = io
         self.records = RecordFile(io: io, maximumPayloadSize: options.maximumRecordSize, descriptors: descriptors)
         self.blockSize = max(512, rootInfo?.blockSize ?? 4096)
-        self.expiryRule = ExpiryRule(defaultExpiration: options.effectiveDefaultExpiration)
+        self.expiryRule = ExpiryRule(
+            defaultExpiration: options.effectiveDefaultExpiration, roundsToNearestSecond: options.roundsTimeToNearestSecond)
         var initialState = State()
         initialState.staleRetention = options.staleRetention
         self.state = LarderMutex(initialState)
@@ -555,7 +556,7 @@ public final class DiskCache: Sendable {
         let storedKey = contents.storedKey
         let vouch = contents.vouch
         let charged = diskSize(contents.fileSize)
-        let nowSeconds = Self.seconds(now)
+        let nowSeconds = expiryRule.headerSeconds(now)
         let nowMs = Self.milliseconds(now)
         let tracksAccess = !options.isReadOnly
         let outcome: (expired: Bool, retained: Bool, anchor: UInt64) = state.withLock { s in
@@ -630,8 +631,15 @@ public final class DiskCache: Sendable {
             guard let contents = try _readValidHeader(name: name, key: key, path: path, events: &events) else { return false }
             var header = contents.header
             if delta > 0 {
-                // Locking an expired, unlocked record fails for that key (SPT).
+                // Locking an expired, unlocked record fails for that key; under
+                // `refusesLockingElapsedRecords` so does locking a locked one whose time has run
+                // out (SPT asks `isDataExpiredWithHeader:`, which ignores the lock count).
                 if isExpired(header, name: name, now: now) { return false }
+                if options.refusesLockingElapsedRecords,
+                    expiryRule.hasElapsed(ttl: header.ttl, anchor: anchor(of: header, name: name), now: now)
+                {
+                    return false
+                }
                 guard header.refCount < UInt32.max else { return false }
                 header.refCount += 1
             } else {

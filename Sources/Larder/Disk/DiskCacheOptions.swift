@@ -272,8 +272,11 @@ public struct DiskCacheOptions: Sendable {
     /// Options with SPTPersistentCache's defaults (`SPTPersistentCacheOptions`, version 1.2),
     /// for a folder shared with it or migrated from it: verbatim keys (file name = key), shard
     /// folders, 10 minutes' default expiration, a collection every 363 s, 60 s floors on both,
-    /// 10 % of the volume kept free once a ``sizeLimit`` is set, and the name `persistent.cache`.
-    /// Files stay owner-only (``CacheSharing/ownerOnly``) unless you say otherwise.
+    /// 10 % of the volume kept free once a ``sizeLimit`` is set, the name `persistent.cache`,
+    /// and SPT's time rules: the current time rounded to the nearest second
+    /// (``roundsTimeToNearestSecond``), and no lock taken on a record whose time has run out
+    /// (``refusesLockingElapsedRecords``). Files stay owner-only (``CacheSharing/ownerOnly``)
+    /// unless you say otherwise.
     public static func spt(directory: URL) -> DiskCacheOptions {
         var options = DiskCacheOptions(directory: directory)
         options.name = "persistent.cache"
@@ -285,8 +288,28 @@ public struct DiskCacheOptions: Sendable {
         options.minimumGarbageCollectionInterval = 60
         options.minimumFreeDiskSpace = .fraction(0.1)
         options.minimumFreeSpaceNeedsSizeLimit = true
+        options.roundsTimeToNearestSecond = true
+        options.refusesLockingElapsedRecords = true
         return options
     }
+
+    /// Whether the current time is rounded to the nearest second (halves to even, as C's
+    /// `llrint` rounds) for the update times a store or use writes and for expiry checks,
+    /// rather than down, as SPTPersistentCache rounds it (`false`; `true` in ``spt(directory:)``).
+    ///
+    /// Stored at 1000.4 and checked at 1600.6 with a 600 s expiration, a record has expired when
+    /// rounding to the nearest second (1601 - 1000 > 600) and not when rounding down
+    /// (1600 - 1000). Both rules measure whole seconds; they differ by at most one.
+    public var roundsTimeToNearestSecond: Bool = false
+
+    /// Whether locking a record whose time has run out is refused even while it is locked
+    /// (`false`; `true` in ``spt(directory:)``).
+    ///
+    /// A locked record never expires, so by default a lock on a locked record is taken whatever
+    /// its age. SPTPersistentCache checks the record's age alone before it locks, and refuses
+    /// (`NotFound`) once the time has run out, locked or not; this follows it. Loads and
+    /// collections are unchanged: a locked record is still served and kept.
+    public var refusesLockingElapsedRecords: Bool = false
 
     /// Whether ``minimumFreeDiskSpace`` applies only once a ``sizeLimit`` is set, as in
     /// SPTPersistentCache (set by ``spt(directory:)``; `false`).

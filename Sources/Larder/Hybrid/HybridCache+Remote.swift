@@ -90,7 +90,7 @@ extension HybridCache {
         if let time = record.expirationTime { return time }
         guard let ttl = try? ExpiryRule.headerTTL(for: record.expiry, key: nil) else { return nil }
         let anchor = ttl == 0 ? max(record.updateTime, record.lastAccessTime) : record.updateTime
-        return disk.expiryRule.expirationTime(lockCount: 0, ttl: ttl, anchor: DiskCache.seconds(anchor))
+        return disk.expiryRule.expirationTime(lockCount: 0, ttl: ttl, anchor: disk.expiryRule.headerSeconds(anchor))
     }
 
     /// Subscribes to the invalidations of the other instances sharing the remote tier.

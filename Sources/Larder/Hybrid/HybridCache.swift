@@ -585,6 +585,6 @@ public final class HybridCache: Sendable {
     /// rule (``ExpiryRule``); `nil` while locked. A lower bound: the disk reads its clock after `now`.
     func storeExpiration(_ expiry: Expiry, locked: Bool, now: Double) -> Double? {
         guard let ttl = try? ExpiryRule.headerTTL(for: expiry, key: nil) else { return nil }
-        return disk.expiryRule.expirationTime(lockCount: locked ? 1 : 0, ttl: ttl, anchor: DiskCache.seconds(now))
+        return disk.expiryRule.expirationTime(lockCount: locked ? 1 : 0, ttl: ttl, anchor: disk.expiryRule.headerSeconds(now))
     }
 }

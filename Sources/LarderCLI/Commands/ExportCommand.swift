@@ -42,6 +42,10 @@ enum ExportCommand: Subcommand {
             defer { progress.update(i + 1, of: names.count) }
             // A file that is not a record is no payload of the cache's.
             guard let entry = inspector.entry(named: name, readPayload: true), entry.status != .foreign else { continue }
+            guard entry.status != .unsupported else {
+                skipped.append("\(entry.displayKey): unsupported (its header sets flags this version does not read)")
+                continue
+            }
             guard entry.corruption == nil, let payload = entry.payload else {
                 skipped.append("\(entry.displayKey): corrupt (\(entry.corruption?.rawValue ?? "unreadable"))")
                 continue

@@ -111,7 +111,8 @@ enum CatCommand: Subcommand {
             and the payload is not plain UTF-8 text (binary, or text with escape sequences or other
             control characters, which a terminal would act on), nothing is written and the exit
             code is 2, unless --force is given. Expired records are written too, with a note on
-            standard error. Corrupt records are not (exit 1).
+            standard error. Corrupt records are not (exit 1), nor are records whose flags this
+            version does not read (exit 1).
             """)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
@@ -122,6 +123,10 @@ enum CatCommand: Subcommand {
         }
         if let corruption = entry.corruption {
             throw CommandFailure(.failure, "the record for '\(key)' is corrupt (\(corruption)); 'larder verify --repair' removes it")
+        }
+        if entry.status == .unsupported {
+            throw CommandFailure(
+                .failure, "the record for '\(key)' sets flags this version does not read (a newer Larder wrote it); it is left as it is")
         }
         let payload = entry.payload ?? Data()
         // A payload from a crafted cache could set the clipboard or rewrite the screen; people who

@@ -36,6 +36,9 @@ struct CacheContext {
     let defaultExpiration: Double
     /// Where ``defaultExpiration`` comes from, for `larder stats`.
     let defaultExpirationSource: String
+    /// Whether expiry is judged with the current time rounded to the nearest second, as
+    /// SPTPersistentCache rounds it: for a folder without Larder metadata, taken for SPT's.
+    let roundsTimeToNearestSecond: Bool
     let io: CommandIO
     /// File access rooted at the directory (see `FileIO`): no path the tool reads, writes or
     /// removes can lead outside it through a link, and no FIFO blocks it. Unrooted when the
@@ -169,6 +172,7 @@ struct CacheContext {
             defaultExpiration = DiskCacheOptions(directory: directory).defaultExpiration
             defaultExpirationSource = "Larder's default"
         }
+        roundsTimeToNearestSecond = metadata == nil && holdsRecords
 
         let requested = arguments.value("keys")
         if let requested, requested != "verbatim", requested != "sha256" {

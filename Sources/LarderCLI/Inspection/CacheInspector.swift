@@ -17,7 +17,8 @@ struct CacheInspector {
     init(_ context: CacheContext) {
         self.context = context
         self.inspector = RecordInspector(
-            layout: context.layout, keyEncoding: context.keyEncoding, defaultExpiration: context.defaultExpiration, io: context.files)
+            layout: context.layout, keyEncoding: context.keyEncoding, defaultExpiration: context.defaultExpiration,
+            roundsTimeToNearestSecond: context.roundsTimeToNearestSecond, io: context.files)
     }
 
     /// The file names of every record, sorted, found the way `DiskCache` finds them.

@@ -43,6 +43,52 @@ import Testing
         #expect(clean.stdout.contains("2 sound, 0 corrupt"))
     }
 
+    /// A record whose header sets a flag this version does not know (a newer writer's) is
+    /// listed as unsupported, is not corrupt to `verify`, and stays through `--repair`.
+    @Test func aRecordWithUnknownFlagsIsListedAsUnsupportedAndKept() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let dir = temp.path("f")
+        for (key, value) in [("alpha", "first payload"), ("beta", "second payload")] {
+            #expect(larder(["put", "--dir", dir, key], input: Data(value.utf8)).code == 0)
+        }
+        let path = DiskLayout(root: dir).path(for: SHA256Hash.hex(of: "beta"))
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        var header = try RecordHeader.decode(Array(bytes.prefix(RecordHeader.size)))
+        header.flags = RecordFlags(rawValue: header.flags.rawValue | 1 << 20)
+        bytes.replaceSubrange(0 ..< RecordHeader.size, with: header.encoded())
+        try bytes.write(to: URL(fileURLWithPath: path))
+
+        let ls = larder(["ls", "--dir", dir])
+        #expect(ls.stdout.contains("unsupported"), "\(ls.stdout)")
+        let verify = larder(["verify", "--dir", dir, "--json"])
+        let report = try #require(try parseJSON(verify.stdout) as? [String: Any])
+        #expect((report["corrupt"] as? [[String: Any]])?.isEmpty == true)
+        _ = larder(["verify", "--dir", dir, "--repair"])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes)
+        let cat = larder(["cat", "--dir", dir, "beta"])
+        #expect(cat.code == 1 && cat.stdout.isEmpty)
+        #expect(larder(["cat", "--dir", dir, "alpha"]).stdout == "first payload")
+    }
+
+    /// A folder without Larder's metadata is SPT's, and the tool judges expiry as SPT does:
+    /// the time rounded to the nearest second. Stored at 1000 and seen at 1600.6 with 600 s,
+    /// the record has expired (1601 - 1000 > 600); at 1600.4 it has not.
+    @Test func anSPTFolderIsJudgedWithSPTsRounding() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let dir = temp.path("spt")
+        let payload = Array("payload".utf8)
+        let header = RecordHeader(updateTimeSec: 1000, payloadSizeBytes: UInt64(payload.count))
+        try FileManager.default.createDirectory(atPath: dir + "/ke", withIntermediateDirectories: true)
+        try Data(header.encoded() + payload).write(to: URL(fileURLWithPath: dir + "/ke/key"))
+        for (now, status) in [("1600.6", "expired"), ("1600.4", "ok")] {
+            let ls = larder(["ls", "--dir", dir, "--json", "--now", now, "--default-expiration", "600"])
+            let entries = try #require(try parseJSON(ls.stdout) as? [[String: Any]], "\(ls.stdout)")
+            #expect(entries.first?["status"] as? String == status, "at \(now)")
+        }
+    }
+
     @Test func verifyOnTheSPTFixtureListsEachPlantedCorruption() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }

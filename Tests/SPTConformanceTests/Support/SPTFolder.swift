@@ -42,9 +42,10 @@ struct SPTFolder {
         var corruption: Corruption?
 
         /// SPT's rule (`isDataCanBeReturnedWithHeader:`, SPTPersistentCache.m:816-836): expired
-        /// when unlocked and `now - updateTime > (ttl > 0 ? ttl : defaultExpiration)`.
+        /// when unlocked and `llrint(now) - updateTime > (ttl > 0 ? ttl : defaultExpiration)`,
+        /// `llrint` rounding to the nearest second, halves to even.
         func isExpired(now: Double, defaultExpiration: Double) -> Bool {
-            refCount == 0 && Int64(now.rounded(.down)) - Int64(updateTime) > Int64(ttl > 0 ? Double(ttl) : defaultExpiration)
+            refCount == 0 && Int64(now.rounded(.toNearestOrEven)) - Int64(updateTime) > Int64(ttl > 0 ? Double(ttl) : defaultExpiration)
         }
     }
 

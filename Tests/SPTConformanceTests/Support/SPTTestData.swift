@@ -83,6 +83,11 @@ enum SPTTestData {
         ProcessInfo.processInfo.environment["LARDER_SPT_SEED"].flatMap { UInt64($0) } ?? 1_417_002_282
     }
 
+    /// What SPT's tests read from `[NSDate timeIntervalSinceReferenceDate]` for "no expiration"
+    /// (SPTPersistentCacheTests.m:254), fixed so that runs repeat, with a fraction above a half
+    /// so that SPT's `llrint` (SPTPersistentCache.m:249) rounds it up where rounding down would not.
+    static let referenceTime: Double = 786_297_600.6
+
     /// The bytes of an image (`[self.thisBundle pathForResource:name ofType:@"dat"]`).
     static func imageData(_ name: String) throws -> Data {
         try Data(contentsOf: Fixtures.root.appendingPathComponent("spt-images/\(name).dat"))

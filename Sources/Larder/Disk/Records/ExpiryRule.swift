@@ -2,17 +2,33 @@
 /// command all ask it.
 ///
 /// A record expires when it is unlocked and `now - anchor > threshold`, strictly, in whole
-/// seconds. The threshold is the header's `ttl` when above 0, else the cache's default
-/// expiration (rounded down to whole seconds). The anchor is the header's update time; for `ttl` 0
-/// records it slides with every use, so the index may hold a later one than the header shows.
-/// Locked records never expire.
+/// seconds: `now` rounded down, or to the nearest second with halves to even as SPT's `llrint`
+/// does (``roundsToNearestSecond``). The threshold is the header's `ttl` when above 0, else the
+/// cache's default expiration (rounded down to whole seconds, as SPT's integer conversion does).
+/// The anchor is the header's update time; for `ttl` 0 records it slides with every use, so the
+/// index may hold a later one than the header shows. Locked records never expire.
 package struct ExpiryRule: Sendable, Hashable {
     /// The cache's default expiration, in seconds (``DiskCacheOptions/defaultExpiration``).
     package var defaultExpiration: Double
+    /// Whether the current time is rounded to the nearest second, halves to even, as SPT's
+    /// `llrint` rounds it (``DiskCacheOptions/roundsTimeToNearestSecond``), rather than down.
+    package var roundsToNearestSecond: Bool
 
-    /// A rule with the given default expiration.
-    package init(defaultExpiration: Double) {
+    /// A rule with the given default expiration and rounding of the current time.
+    package init(defaultExpiration: Double, roundsToNearestSecond: Bool = false) {
         self.defaultExpiration = defaultExpiration
+        self.roundsToNearestSecond = roundsToNearestSecond
+    }
+
+    /// `now` (seconds since the epoch) in whole seconds, as this rule rounds it.
+    package func wholeSeconds(_ now: Double) -> Double {
+        now.rounded(roundsToNearestSecond ? .toNearestOrEven : .down)
+    }
+
+    /// `now` in whole seconds for a header's update time, as this rule rounds it and clamped to
+    /// `0 ... RecordHeader.maximumTimestamp` (a NaN is 0).
+    package func headerSeconds(_ now: Double) -> UInt64 {
+        DiskCache.seconds(wholeSeconds(now))
     }
 
     /// The header `ttl` that stores `expiry`: 0 for ``Expiry/default``, else the seconds rounded
@@ -37,14 +53,20 @@ package struct ExpiryRule: Sendable, Hashable {
     /// Whether a record with these fields has expired at `now` (seconds since the epoch).
     package func isExpired(lockCount: UInt32, ttl: UInt64, anchor: UInt64, now: Double) -> Bool {
         guard lockCount == 0 else { return false }
-        return now.rounded(.down) - Double(anchor) > threshold(ttl: ttl)
+        return wholeSeconds(now) - Double(anchor) > threshold(ttl: ttl)
     }
 
     /// Whether an unlocked record with a `ttl` of its own and `deadline` (its anchor plus its
     /// `ttl`) has expired at `now`: ``isExpired(lockCount:ttl:anchor:now:)`` with the sum taken
     /// first, for the index's expiry order.
     package func isPast(deadline: UInt64, now: Double) -> Bool {
-        now.rounded(.down) - Double(deadline) > 0
+        wholeSeconds(now) - Double(deadline) > 0
+    }
+
+    /// Whether a record's time has run out at `now`, whatever its lock count: what SPT asks
+    /// before it locks a record (`isDataExpiredWithHeader:`, which ignores `refCount`).
+    package func hasElapsed(ttl: UInt64, anchor: UInt64, now: Double) -> Bool {
+        wholeSeconds(now) - Double(anchor) > threshold(ttl: ttl)
     }
 
     /// When a record with these fields expires, in seconds since the epoch; `nil` while locked.

@@ -47,10 +47,11 @@ package enum RecordReadResult: Sendable {
     case missing
     /// The file failed validation.
     case corrupt(CorruptionReason)
-    /// What sits there is not a record Larder or SPTPersistentCache could have written: not a
-    /// regular file (a folder, a link, a FIFO, a socket), or a file that does not start with the
-    /// record magic "SPTF" (shorter than it, or other bytes). A cache never removes it
-    /// (see ``DiskCache`` and `docs/SECURITY.md`): a miss, left where it is.
+    /// What sits there is not a record this version reads: not a regular file (a folder, a
+    /// link, a FIFO, a socket), a file that does not start with the record magic "SPTF" (shorter
+    /// than it, or other bytes), or a record whose header sets flags this version does not know
+    /// (``CorruptionReason/unsupportedFlags``). A cache never removes it (see ``DiskCache`` and
+    /// `docs/SECURITY.md`): a miss, left where it is.
     case foreign
     /// The record.
     case record(RecordContents)
@@ -103,6 +104,31 @@ package final class RecordFile: Sendable {
         case .tooManySymbolicLinks, .notARegularFile, .noSuchDeviceOrAddress, .isADirectory:
             return .foreign
         default: throw error
+        }
+    }
+
+    /// What a header that fails validation makes of its file: no record at all without the
+    /// magic; a record this version does not read when it sets flags it does not know (a newer
+    /// Larder's, whose payload may not be what the bytes say) or SPT's stream-incomplete flag,
+    /// which is left as a file without the magic is; else a corrupt record.
+    static func refused(_ error: CorruptionReason) -> RecordReadResult {
+        error == .badMagic || error == .unsupportedFlags ? .foreign : .corrupt(error)
+    }
+
+    /// Whether the file at `path` starts with a sound header whose flags this version does not
+    /// read (``CorruptionReason/unsupportedFlags``): what `larder ls` and `verify` list as
+    /// unsupported rather than foreign.
+    package func hasUnsupportedFlags(_ path: String) -> Bool {
+        guard let (fd, _) = try? io.openForReading(path) else { return false }
+        defer { io.close(fd) }
+        var head = [UInt8](repeating: 0, count: RecordHeader.size)
+        let got = head.withUnsafeMutableBytes { b in (try? io.pread(fd, into: b, at: 0)) ?? 0 }
+        guard got == head.count else { return false }
+        do {
+            _ = try RecordHeader.decode(head)
+            return false
+        } catch {
+            return error == .unsupportedFlags
         }
     }
 
@@ -313,7 +339,7 @@ package final class RecordFile: Sendable {
                 try header.validate(fileSize: UInt64(fileSize))
                 guard header.payloadSizeBytes <= UInt64(maximumPayloadSize) else { return .corrupt(.tooLarge) }
             } catch {
-                return error == .badMagic ? .foreign : .corrupt(error)
+                return Self.refused(error)
             }
         }
         // A valid header may still describe a file larger than memory: fail the read with
@@ -364,7 +390,7 @@ package final class RecordFile: Sendable {
             try header.validate(fileSize: UInt64(fileSize))
         } catch {
             // No magic: not a damaged record but a file that never was one.
-            return error == .badMagic ? .foreign : .corrupt(error)
+            return Self.refused(error)
         }
         guard header.payloadSizeBytes <= UInt64(maximumPayloadSize) else { return .corrupt(.tooLarge) }
         // A key region with a hole in it (in a file of a length the cache did not write or read

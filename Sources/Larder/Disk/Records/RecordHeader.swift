@@ -9,7 +9,7 @@ package struct RecordFlags: OptionSet, Sendable, Hashable {
     package init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// SPT's "stream incomplete" flag: the payload was still being written. Larder never sets it
-    /// and reads such a record as corrupt.
+    /// and does not read such a record (a miss, the file left where it is).
     package static let streamIncomplete = RecordFlags(rawValue: 1 << 0)
     /// `reserved1` holds the CRC-32 of the payload.
     package static let payloadChecksum = RecordFlags(rawValue: 1 << 8)
@@ -41,7 +41,10 @@ public enum CorruptionReason: String, Sendable, Hashable, CaseIterable, CustomSt
     case badPayloadChecksum = "payload-crc"
     /// The stored key's length or CRC-32 is wrong, or it does not match the file name.
     case badStoredKey = "stored-key"
-    /// The header sets flag bits this version does not know, or SPT's stream-incomplete flag.
+    /// The header sets flag bits this version does not know (a newer Larder's, which may
+    /// change what the payload bytes mean), or SPT's stream-incomplete flag. A cache never
+    /// removes such a record: a load, lock or touch is a miss, and collections, wipes and limits
+    /// leave the file where it is; `larder ls` and `verify` list it as unsupported.
     case unsupportedFlags = "flags"
     /// Something other than a regular file (a folder, a symbolic link, a FIFO) sits where a
     /// record should. A cache never reports a file for it: such a file is foreign, and left
@@ -224,7 +227,8 @@ package struct RecordHeader: Sendable, Hashable {
             payloadSizeBytes: u64(32), flags: flags, reserved1: u32(12),
             reserved2: flags.contains(.accessTime) ? min(u64(40), maximumTimestamp * 1000) : u64(40),
             reserved3: u32(48), reserved4: u32(52))
-        // SPT ignores unknown bits; Larder refuses bits that could change how the bytes are laid out.
+        // SPT ignores unknown bits; Larder does not read bits that could change how the bytes
+        // are laid out (``RecordFile/refused(_:)`` leaves such a file alone).
         guard header.flags.isSubset(of: .known), !header.flags.contains(.streamIncomplete) else {
             throw .unsupportedFlags
         }

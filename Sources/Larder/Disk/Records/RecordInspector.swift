@@ -3,11 +3,13 @@ import Foundation
 /// What one record file says, read without the directory's lock and without changing anything,
 /// judged by the disk tier's own validation and expiry rules.
 package struct InspectedRecord: Sendable {
-    /// `ok`, `expired`, `corrupt`, or `foreign`: a file at a record's place that is no record
-    /// Larder or SPTPersistentCache could have written (``RecordReadResult/foreign``), which
-    /// a cache leaves alone.
+    /// `ok`, `expired`, `corrupt`, `unsupported`: a record whose header sets flags this version
+    /// does not read (``CorruptionReason/unsupportedFlags``), which a cache neither serves nor
+    /// removes; or `foreign`: a file at a record's place that is no record Larder or
+    /// SPTPersistentCache could have written (``RecordReadResult/foreign``), which a cache
+    /// leaves alone.
     package enum Status: String, Sendable, Comparable {
-        case ok, expired, corrupt, foreign
+        case ok, expired, corrupt, unsupported, foreign
         package static func < (a: Status, b: Status) -> Bool { a.rawValue < b.rawValue }
     }
 
@@ -68,11 +70,14 @@ package struct RecordInspector: Sendable {
     private let records: RecordFile
 
     /// An inspector of the directory `layout` describes, reading through `io` (rooted at the
-    /// directory, so that no read leaves it).
-    package init(layout: DiskLayout, keyEncoding: KeyEncoding?, defaultExpiration: Double, io: FileIO) {
+    /// directory, so that no read leaves it); `roundsTimeToNearestSecond` judges expiry as
+    /// ``DiskCacheOptions/roundsTimeToNearestSecond`` does.
+    package init(
+        layout: DiskLayout, keyEncoding: KeyEncoding?, defaultExpiration: Double, roundsTimeToNearestSecond: Bool = false, io: FileIO
+    ) {
         self.layout = layout
         self.keyEncoding = keyEncoding
-        self.expiryRule = ExpiryRule(defaultExpiration: defaultExpiration)
+        self.expiryRule = ExpiryRule(defaultExpiration: defaultExpiration, roundsToNearestSecond: roundsTimeToNearestSecond)
         self.records = RecordFile(io: io)
     }
 
@@ -122,9 +127,13 @@ package struct RecordInspector: Sendable {
         case .missing:
             return nil
         case .foreign:
-            record.key = nil
-            record.status = .foreign
             record.fileSize = ((try? records.io.lstat(path)) ?? nil).map { Int($0.st_size) } ?? 0
+            guard records.hasUnsupportedFlags(path) else {
+                record.key = nil
+                record.status = .foreign
+                return record
+            }
+            record.status = .unsupported
         case .corrupt(let reason):
             record.corruption = reason
             record.status = .corrupt

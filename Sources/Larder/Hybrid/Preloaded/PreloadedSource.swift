@@ -137,7 +137,7 @@ final class PreloadedSource: Sendable {
                 report.failures.append(.init(path: path, reason: "\(reason)"))
             case .entry(let entry):
                 do {
-                    let updateTime = DiskCache.seconds(disk.options.clock.now)
+                    let updateTime = disk.expiryRule.headerSeconds(disk.options.clock.now)
                     if try disk.storeUnkeyedRecord(entry.payload, name: name, updateTime: updateTime, ttl: ttl) {
                         report.imported.append(name)
                     } else {
