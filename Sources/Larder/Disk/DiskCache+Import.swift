@@ -101,7 +101,7 @@ extension DiskCache {
     package func containsLiveRecord(named name: String) -> Bool {
         let now = options.clock.now
         let known: Bool? = state.withLock { s in
-            guard s.isIndexReady, !isClosed.load(ordering: .acquiring) else { return nil }
+            guard s.isIndexReady, !isClosed.isSet else { return nil }
             guard let entry = s.index[name] else { return false }
             return !isExpired(entry, now: now)
         }
@@ -159,30 +159,13 @@ extension DiskCache {
                 let fileSize = try records.write(
                     header: header, keyBytes: [], payload: payload, temporaryPath: nextTemporaryPath(), path: path,
                     folder: layout.folder(for: name), sync: options.durability == .fsync)
-                let entry = IndexEntry(
-                    name: name, key: nil, diskSize: diskSize(fileSize), fileSize: fileSize, updateTime: header.updateTimeSec,
-                    lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: 0)
-                state.withLock { $0.recordStore(entry, bytes: payload.count) }
+                _indexWrittenRecord(name, key: nil, header: header, fileSize: fileSize, payloadBytes: payload.count)
                 return true
             }
         } catch {
             emit(events)
             throw error
         }
-        guard stored else {
-            emit(events)
-            return false
-        }
-        if options.durability == .fsync {
-            do throws(Errno) { try records.syncFolder(layout.folder(for: name)) } catch {
-                emit(events)
-                throw CacheError(
-                    .ioFailure, "the record was stored, but its folder could not be synced, so it may not survive a power loss",
-                    path: path, errno: error.rawValue)
-            }
-        }
-        events += enforceLimits(excluding: name)
-        emit(events)
-        return true
+        return try finishStore(name, key: nil, path: path, stored: stored, events: events)
     }
 }

@@ -291,12 +291,17 @@ final class RemoteTier: Sendable {
 
     /// Cancels the subscription and waits for the background writes.
     func close() {
+        cancelSubscription()
+        drainWrites()
+    }
+
+    /// Cancels the subscription. Harmless when there is none.
+    func cancelSubscription() {
         let current = subscription.withLock { s -> (any RemoteSubscription)? in
             defer { s = nil }
             return s
         }
         current?.cancel()
-        drainWrites()
     }
 
     func report(_ event: RemoteEvent) {

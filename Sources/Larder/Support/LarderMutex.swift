@@ -53,3 +53,55 @@ final class LarderMutex<Value: ~Copyable>: @unchecked Sendable {
 @usableFromInline
 typealias LarderMutex<Value: ~Copyable> = Mutex<Value>
 #endif
+
+/// A ``LarderMutex`` held by reference, so that several objects share one lock and its value (a
+/// ``DiskCache``'s handles on one cache: the owner's and its background work's).
+final class SharedMutex<Value: ~Copyable>: Sendable {
+    let mutex: LarderMutex<Value>
+
+    init(_ initialValue: consuming sending Value) {
+        mutex = LarderMutex(initialValue)
+    }
+
+    #if LARDER_SANITIZE_THREADS
+    /// Runs `body` with the value, holding the lock.
+    @inline(__always)
+    func withLock<Result: ~Copyable, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
+        try mutex.withLock(body)
+    }
+    #else
+    /// Runs `body` with the value, holding the lock.
+    @inline(__always)
+    func withLock<Result: ~Copyable, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result {
+        try mutex.withLock(body)
+    }
+    #endif
+}
+
+/// An atomic Boolean held by reference, so that several objects share it (see ``SharedMutex``).
+final class SharedFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    /// Whether it is set (an acquiring load: what was written before ``set()`` is seen after).
+    @inline(__always)
+    var isSet: Bool {
+        value.load(ordering: .acquiring)
+    }
+
+    /// Sets it, and returns whether it was set already.
+    @inline(__always)
+    func set() -> Bool {
+        value.exchange(true, ordering: .acquiringAndReleasing)
+    }
+}
+
+/// An atomic counter held by reference, so that several objects share it (see ``SharedMutex``).
+final class SharedCounter: Sendable {
+    private let value = Atomic<UInt64>(0)
+
+    /// The count before this call, which adds one (wrapping).
+    @inline(__always)
+    func next() -> UInt64 {
+        value.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+}
