@@ -172,8 +172,8 @@ struct DiskIndex: Sendable {
 
     /// A slot found by a lookup and the name it held then, so that a later check that it still
     /// holds that name (`slot(_:holds:)` with the mark) compares 32 bytes instead of spelling a
-    /// hashed name out in hex: that check cost about a tenth of a hit on a kept record
-    /// (`larder-bench disk`, `load-4k-zipf`, issue 18).
+    /// hashed name out in hex, which costs about a tenth of a hit on a kept record
+    /// (`larder-bench disk`, `load-4k-zipf`).
     struct SlotMark: Sendable {
         /// The slot.
         var slot: Int32
@@ -993,8 +993,8 @@ struct PackedName {
     }
 
     /// Calls `body` with `name` packed. Always inlined: a specialization that takes `body`'s
-    /// context as arguments copied the whole ``DiskIndex`` (retaining each of its buffers) on
-    /// every lookup by name (`larder-bench gc`, issue 18).
+    /// context as arguments copies the whole ``DiskIndex`` (retaining each of its buffers) on
+    /// every lookup by name (`larder-bench gc`).
     @inline(__always)
     static func with<T>(_ name: String, _ body: (PackedName) -> T) -> T {
         var name = name
@@ -1020,7 +1020,7 @@ struct PackedName {
 
     /// Writes the 32 bytes 64 lowercase hex digits spell; `false` for anything else. Eight
     /// digits at a time (`unhexWord`): a lookup by name unpacks its name first, once a load and
-    /// once a removal (`larder-bench gc`, issue 18).
+    /// once a removal (`larder-bench gc`).
     static func unhex(_ text: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
         guard text.count == 64 else { return false }
         for i in 0 ..< 8 {
