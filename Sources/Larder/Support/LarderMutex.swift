@@ -16,7 +16,7 @@ import Darwin
 /// the sanitizer run with `-DLARDER_SANITIZE_THREADS` so that the races it reports are real ones.
 /// The same `withLock` shape as `Mutex`, so code compiles unchanged against either.
 @usableFromInline
-final class LarderMutex<Value: ~Copyable>: @unchecked Sendable {
+package final class LarderMutex<Value: ~Copyable>: @unchecked Sendable {
     // @unchecked: `value` is only touched between pthread_mutex_lock and pthread_mutex_unlock.
     // It lives in its own allocation: stored inline, an empty value (`Void`, for key stripes)
     // would share its address with the object's header, and the sanitizer would mistake the
@@ -25,7 +25,7 @@ final class LarderMutex<Value: ~Copyable>: @unchecked Sendable {
     @usableFromInline let value: UnsafeMutablePointer<Value>
 
     @usableFromInline
-    init(_ initialValue: consuming Value) {
+    package init(_ initialValue: consuming Value) {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -41,7 +41,7 @@ final class LarderMutex<Value: ~Copyable>: @unchecked Sendable {
     }
 
     @inlinable
-    func withLock<Result: ~Copyable, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
+    package func withLock<Result: ~Copyable, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value.pointee)
@@ -51,7 +51,7 @@ final class LarderMutex<Value: ~Copyable>: @unchecked Sendable {
 /// The lock around every cache's state: `Synchronization.Mutex`. (Thread Sanitizer builds swap
 /// in a pthread mutex the sanitizer understands; see `.ci/run`.)
 @usableFromInline
-typealias LarderMutex<Value: ~Copyable> = Mutex<Value>
+package typealias LarderMutex<Value: ~Copyable> = Mutex<Value>
 #endif
 
 /// A ``LarderMutex`` held by reference, so that several objects share one lock and its value (a
