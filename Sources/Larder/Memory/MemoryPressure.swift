@@ -59,7 +59,12 @@ public final class MemoryPressureMonitor: Sendable {
         source.activate()
         self.source = LarderMutex(source)
         #else
-        watcher = PressureStallWatcher.start(paths: paths, handler: handler)
+        watcher = PressureStallWatcher.start(paths: paths) { stall in
+            switch stall {
+            case .some: handler(.warning)
+            case .full: handler(.critical)
+            }
+        }
         #endif
     }
 

@@ -9,8 +9,16 @@ import Dispatch
 import Foundation
 
 #if !canImport(Darwin)
-/// The Linux side of ``MemoryPressureMonitor``: PSI trigger descriptors polled for `POLLPRI` by a
-/// dedicated thread, and a pipe whose other end wakes the thread to stop.
+/// A memory pressure-stall (PSI) event: which trigger fired.
+enum PressureStall: Sendable {
+    /// Some tasks stalled on memory past the ``PressureStallWatcher/warningTriggers`` threshold.
+    case some
+    /// All tasks stalled on memory past the ``PressureStallWatcher/criticalTriggers`` threshold.
+    case full
+}
+
+/// PSI trigger descriptors polled for `POLLPRI` by a dedicated thread, and a pipe whose other end
+/// wakes the thread to stop: the Linux source of ``MemoryPressureMonitor``'s events.
 final class PressureStallWatcher: Sendable {
     private struct State {
         /// The pipe's write end, or -1 once the thread has exited and closed it.
@@ -36,16 +44,16 @@ final class PressureStallWatcher: Sendable {
         state.withLock { $0.wakeFD >= 0 && !$0.stopRequested }
     }
 
-    /// The `.warning` triggers to try in turn: 150 ms of "some" stall per 1 s window, then the
+    /// The ``PressureStall/some`` triggers to try in turn: 150 ms of "some" stall per 1 s window, then the
     /// two-second form that unprivileged processes may use.
     static let warningTriggers = ["some 150000 1000000", "some 300000 2000000"]
-    /// The `.critical` triggers to try in turn: 500 ms of "full" stall per 1 s window, then the
+    /// The ``PressureStall/full`` triggers to try in turn: 500 ms of "full" stall per 1 s window, then the
     /// two-second form.
     static let criticalTriggers = ["full 500000 1000000", "full 1000000 2000000"]
 
     /// Installs the triggers and starts the thread; `nil` when no path accepts a trigger.
     static func start(
-        paths: [String], calls: SystemCalls = .live, handler: @escaping @Sendable (MemoryPressureLevel) -> Void
+        paths: [String], calls: SystemCalls = .live, handler: @escaping @Sendable (PressureStall) -> Void
     ) -> PressureStallWatcher? {
         for path in paths {
             guard let warningFD = openTrigger(path: path, triggers: warningTriggers, calls: calls) else { continue }
@@ -86,7 +94,7 @@ final class PressureStallWatcher: Sendable {
     /// The thread's body: waits for trigger events or the wake pipe, then closes every descriptor.
     private func run(
         warningFD: Int32, criticalFD: Int32, wakeReadFD: Int32,
-        handler: @Sendable (MemoryPressureLevel) -> Void
+        handler: @Sendable (PressureStall) -> Void
     ) {
         state.withLock { $0.thread = pthread_self() }
         var fds = [
@@ -105,9 +113,9 @@ final class PressureStallWatcher: Sendable {
             // POLLERR means the trigger is gone (for example, its cgroup was removed).
             if (fds[1].revents | fds[2].revents) & Int16(POLLERR | POLLNVAL) != 0 { break watching }
             if fds[2].revents & Int16(POLLPRI) != 0 {
-                handler(.critical)
+                handler(.full)
             } else if fds[1].revents & Int16(POLLPRI) != 0 {
-                handler(.warning)
+                handler(.some)
             }
         }
         _ = calls.close(warningFD)

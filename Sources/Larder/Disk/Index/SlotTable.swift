@@ -1,0 +1,109 @@
+/// An open-addressing table of slot numbers (linear probing, tombstones), hashed and compared
+/// by its owner (``DiskIndex``), which keeps the names and keys: 4 bytes a bucket (5 tagged), at
+/// most 3/4 of the buckets in use.
+///
+/// A tagged table keeps, beside each bucket's slot, 8 bits of its hash (the top ones: the low
+/// ones pick the bucket), so that `matches` is asked about only 1 in 256 of the other slots a
+/// probe passes by. Without tags, each of those cost a hit two more cache misses (its slot, then
+/// its key's bytes when the keys have one length): about 0.8 of each a hit at the tables' usual
+/// fill. The tags are an array of their own, read beside the buckets, not after them. The key
+/// table, which every read probes, is tagged; the name table is not (see ``DiskIndex``).
+struct SlotTable: Sendable {
+    static let empty: Int32 = -1
+    static let tombstone: Int32 = -2
+
+    /// What ``find(hash:matches:)`` found: the slot `matches` accepted, or the bucket to insert
+    /// into and the tag to file there.
+    typealias Probe = (slot: Int32?, bucket: Int, tag: UInt8)
+
+    private var buckets: [Int32]
+    /// Each bucket's tag (``tag(_:)``), meaningful where the bucket holds a slot; empty in an
+    /// untagged table.
+    private var tags: [UInt8]
+    /// Whether the table keeps tags.
+    let isTagged: Bool
+    private(set) var count = 0
+    private var used = 0  // entries and tombstones
+
+    init(capacity: Int = 0, tagged: Bool) {
+        buckets = capacity == 0 ? [] : [Int32](repeating: Self.empty, count: capacity)
+        isTagged = tagged
+        tags = tagged ? [UInt8](repeating: 0, count: capacity) : []
+    }
+
+    /// The slots filed, in bucket order.
+    var slots: some Sequence<Int32> { buckets.lazy.filter { $0 >= 0 } }
+
+    /// The power of two that holds `count` entries at most 3/4 full (8 at least).
+    static func capacity(for count: Int) -> Int {
+        var capacity = 8
+        while capacity / 4 * 3 <= count { capacity *= 2 }
+        return capacity
+    }
+
+    /// A hash's tag: its top 8 bits.
+    @inline(__always)
+    static func tag(_ hash: Int) -> UInt8 { UInt8(truncatingIfNeeded: UInt(bitPattern: hash) >> (UInt.bitWidth - 8)) }
+
+    var needsGrowth: Bool { buckets.isEmpty || used + 1 > buckets.count / 4 * 3 }
+
+    /// The slot `matches` accepts among those filed under `hash` (in a tagged table, only those
+    /// whose tag is `hash`'s are asked), with its bucket; else `nil` and the bucket to insert
+    /// into (the first tombstone on the way, or the empty bucket that ended the search; -1 in an
+    /// empty table).
+    func find(hash: Int, matches: (Int32) -> Bool) -> Probe {
+        let tag = Self.tag(hash)
+        guard !buckets.isEmpty else { return (nil, -1, tag) }
+        let mask = buckets.count - 1
+        var bucket = hash & mask
+        var insertion = -1
+        let isTagged = isTagged
+        return buckets.withUnsafeBufferPointer { buckets in
+            tags.withUnsafeBufferPointer { tags in
+                while true {
+                    let slot = buckets[bucket]
+                    if slot == Self.empty { return (nil, insertion >= 0 ? insertion : bucket, tag) }
+                    if slot == Self.tombstone {
+                        if insertion < 0 { insertion = bucket }
+                    } else if !isTagged || tags[bucket] == tag, matches(slot) {
+                        return (slot, bucket, tag)
+                    }
+                    bucket = (bucket + 1) & mask
+                }
+            }
+        }
+    }
+
+    /// Files `slot` in the bucket a ``find(hash:matches:)`` that found nothing returned.
+    mutating func insert(_ slot: Int32, at probe: Probe) {
+        let bucket = probe.bucket
+        precondition(buckets[bucket] < 0, "insertion into a used bucket")
+        if buckets[bucket] == Self.empty { used += 1 }
+        buckets[bucket] = slot
+        if isTagged { tags[bucket] = probe.tag }
+        count += 1
+    }
+
+    /// Files a slot known absent (rebuilding).
+    mutating func insertNew(_ slot: Int32, hash: Int) {
+        let mask = buckets.count - 1
+        var bucket = hash & mask
+        while buckets[bucket] != Self.empty { bucket = (bucket + 1) & mask }
+        buckets[bucket] = slot
+        if isTagged { tags[bucket] = Self.tag(hash) }
+        count += 1
+        used += 1
+    }
+
+    mutating func remove(at bucket: Int) {
+        let mask = buckets.count - 1
+        count -= 1
+        // A tombstone only where the probe sequence goes on.
+        if buckets[(bucket + 1) & mask] == Self.empty {
+            buckets[bucket] = Self.empty
+            used -= 1
+        } else {
+            buckets[bucket] = Self.tombstone
+        }
+    }
+}
