@@ -94,18 +94,19 @@ extension DiskCache {
             return s.timer
         }
         timer?.cancel()
-        // A build that has not begun never will (it checks under the same lock). One under way is
-        // waited for, or abandoned: it then changes nothing on disk (its withdrawal of the
-        // snapshot and its trim check the close under the locks the close takes below), and an
-        // index not complete writes no snapshot.
-        let buildBegan = state.withLock { s in
-            defer {
+        // The index build runs to its end for `close()`, begun or not. For the owner's release, a
+        // build that has not begun never will (it checks under the same lock), and one under way
+        // is abandoned: it then changes nothing on disk (its withdrawal of the snapshot and its
+        // trim check the close under the locks the close takes below), and an index not complete
+        // writes no snapshot.
+        if waitingForIndexBuild {
+            waitForIndex()
+        } else {
+            state.withLock { s in
                 s.indexBuildIsSettled = true
-                s.indexBuildIsAbandoned = !waitingForIndexBuild
+                s.indexBuildIsAbandoned = true
             }
-            return s.indexBuildIsSettled
         }
-        if buildBegan, waitingForIndexBuild { waitForIndex() }
         // Changes begun on other threads before the flag was set finish before the directory
         // lock goes; later ones are refused. Else a new cache could open the folder meanwhile,
         // clear their temporary files (the store failed with ENOENT) and be changed behind its back.

@@ -101,11 +101,11 @@ public final class DiskCache: Sendable {
         let background = backgroundHandle
         ioQueue.async(.read) {
             defer { background.indexBuild.leave() }
-            // A cache closed before its build began (the queue was busy) builds nothing: its close
-            // did not wait, and may have let another cache open the folder.
+            // A cache its owner let go of before its build began (the queue was busy) builds
+            // nothing: its close did not wait, and may have let another cache open the folder.
             let begins = background.state.withLock { s in
                 defer { s.indexBuildIsSettled = true }
-                return !s.indexBuildIsSettled && !background.isClosed.isSet
+                return !s.indexBuildIsSettled
             }
             if begins { background.buildIndex() }
         }

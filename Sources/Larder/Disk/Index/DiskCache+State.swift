@@ -32,8 +32,8 @@ extension DiskCache {
         var counters = StatisticsCounters()
         /// The scheduled collection's timer.
         var timer: (any DispatchSourceTimer)?
-        /// Whether the index build began (a close waits for one that did) or will never begin
-        /// (the cache closed first).
+        /// Whether the index build began, or will never begin (its owner let go of the cache
+        /// first).
         var indexBuildIsSettled = false
         /// Whether the owner let go of the cache while its index was being built: the build
         /// stops at its next step, and writes nothing.
