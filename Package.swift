@@ -40,9 +40,9 @@ let package = Package(
         // A second process for the Redis tests' cross-process invalidation.
         .executableTarget(name: "larder-redis-peer", dependencies: ["Larder", "LarderRedis"]),
         .executableTarget(name: "larder-stress", dependencies: ["Larder", "LarderTestSupport"]),
-        // Seeded randomness, self-verifying payloads, temporary folders and fixtures, shared by
-        // the tests, the stress helper and the benchmarks. Not a product.
-        .target(name: "LarderTestSupport"),
+        // Seeded randomness, self-verifying payloads, temporary folders, fixtures and the fault
+        // injector, shared by the tests, the stress helper and the benchmarks. Not a product.
+        .target(name: "LarderTestSupport", dependencies: ["Larder"]),
 
         .testTarget(name: "LarderTests", dependencies: ["Larder", "LarderTestSupport", "larder-stress"]),
         .testTarget(name: "LarderRedisTests", dependencies: ["Larder", "LarderRedis", "LarderTestSupport", "larder-redis-peer"]),

@@ -14,29 +14,20 @@ public struct TemporaryDirectory: Sendable {
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
-    /// Removes the directory and everything in it.
-    ///
-    /// A cache a test let go of without `close()` closes when its last reference goes, and work
-    /// of its own (the index build at open) can hold one a moment longer; its close writes the
-    /// index, which may land in a folder being removed. So the removal is tried again, with the
-    /// folders made writable (a test may have made some read-only), until the directory is gone
-    /// or a second has passed.
+    /// Removes the directory and everything in it, with its folders made writable first (a test
+    /// may have made some read-only). A cache a test let go of has closed by then: a cache closes
+    /// when its owner's last reference goes, whatever its own background work is doing.
     public func remove() {
-        let files = FileManager.default
-        for attempt in 0 ..< 100 {
-            if attempt > 0 { usleep(10_000) }
-            makeFoldersWritable(descending: attempt > 0)
-            try? files.removeItem(at: url)
-            if !files.fileExists(atPath: path) { return }
-        }
+        makeFoldersWritable()
+        try? FileManager.default.removeItem(at: url)
     }
 
-    /// Gives the owner full access to the directory, and with `descending` to every folder
-    /// beneath it, so that their entries can be removed.
-    private func makeFoldersWritable(descending: Bool) {
+    /// Gives the owner full access to the directory and to every folder beneath it, so that
+    /// their entries can be removed.
+    private func makeFoldersWritable() {
         let files = FileManager.default
         _ = try? files.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
-        guard descending, let entries = files.enumerator(atPath: path) else { return }
+        guard let entries = files.enumerator(atPath: path) else { return }
         for case let entry as String in entries {
             let inner = url.appendingPathComponent(entry).path
             guard (try? files.attributesOfItem(atPath: inner)[.type] as? FileAttributeType) == .typeDirectory else { continue }

@@ -11,8 +11,8 @@ import LarderTestSupport
 // `read-beside-writer`: loads of the first half of the keys on one thread while a second thread
 // overwrites keys of the other half without pause; ns_per_op is per load. The keys differ, so a
 // load waits for the writer only where the cache makes it wait: larder's loads and stores share 64
-// key-lock stripes, and until issue 15 a store held its stripe while it wrote the file, so a load
-// whose record fell in that stripe waited for the write. Stores now hold it for the rename only.
+// key-lock stripes, and a store holds its stripe for the rename only, not while it writes the
+// file: a load whose record falls in that stripe does not wait for the write.
 
 func runConcurrencySuite(_ context: BenchContext) throws {
     let keyCount = 10_000

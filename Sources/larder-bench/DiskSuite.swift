@@ -26,7 +26,7 @@ func runDiskSuite(_ context: BenchContext) throws {
     let repeats = context.quick ? 3 : 5
     // 256 KiB payloads use fewer keys so that a round writes 512 MiB rather than 5 GiB.
     // `LARDER_BENCH_DISK_4K=1` runs the 4 KiB loads alone (one unmeasured store round, no 256 KiB
-    // cases, no growth): the hit-path experiments of issue 18, in a minute instead of many.
+    // cases, no growth): the hit path alone, in a minute instead of many.
     let only4k = ProcessInfo.processInfo.environment["LARDER_BENCH_DISK_4K"] == "1"
     let sizes: [(label: String, bytes: Int, n: Int)] =
         [("4k", 4096, context.quick ? 2_000 : 20_000)] + (only4k ? [] : [("256k", 256 * 1024, context.quick ? 200 : 2_000)])

@@ -8,8 +8,7 @@ import LarderTestSupport
 // - `get-hit-memory`: every key is in memory. `hybrid` = `HybridCache.value(forKey:)` with
 //   default options (memory policy `.recommended`, TinyLFU); `memory-only` =
 //   `MemoryCache.value(forKey:)` on the same keys, with the same policy. `hybrid-lru` and
-//   `memory-only-lru`: the same pair under LRU (the `MemoryCache` default, and the pair measured
-//   before issue 13 made TinyLFU the hybrid's default). The hybrid's entries carry the disk's
+//   `memory-only-lru`: the same pair under LRU (the `MemoryCache` default). The hybrid's entries carry the disk's
 //   expiry, the plain cache's none.
 // - `get-hit-memory-typed`: every key is in a typed view's memory (`try HybridCache.typed(_:)`),
 //   values of a small Codable struct holding a 4 KiB payload. `typed` = `TypedCache.value(forKey:)`;

@@ -12,7 +12,7 @@ import Testing
 
 // SPTPersistentCacheTests.m:1245-1688: the tests that swizzle Foundation, mock NSFileManager or
 // SPT's POSIX wrapper, or call with nil callbacks. Their Swift meaning: failures injected
-// through Larder's system-call seam (`SystemCallFaults`), and the non-optional completions of
+// through Larder's system-call seam (`FaultInjector`), and the non-optional completions of
 // the callback forms.
 extension SPTPersistentCacheTests {
     /// The key whose record file's path ends a path the fault filters see.
@@ -21,7 +21,7 @@ extension SPTPersistentCacheTests {
     /// A cache on `folder` at `kTestEpochTime` with SPT's default expiration: SPT's `self.cache`.
     static func setUpCache(
         _ folder: SPTImageFolder, clock: ManualClock = ManualClock(now: SPTTestData.testEpochTime), events: EventLog? = nil,
-        faults: SystemCallFaults? = nil, configure: (inout DiskCacheOptions) -> Void = { _ in }
+        faults: FaultInjector? = nil, configure: (inout DiskCacheOptions) -> Void = { _ in }
     ) throws -> DiskCache {
         let cache = try folder.makeCache(clock: clock, events: events, systemCalls: faults?.calls ?? .live, configure: configure)
         _ = cache.count  // the index is built: faults armed from here hit the calls under test only
@@ -35,8 +35,8 @@ extension SPTPersistentCacheTests {
         defer { directory.remove() }
         var options = DiskCacheOptions.spt(directory: directory.appending("com.spotify.temppersistent.image.cache"))
         options.name = "test"
-        let faults = SystemCallFaults()
-        faults.arm(.mkdir, .fail(EACCES))
+        let faults = FaultInjector()
+        faults.arm(every: .mkdir, .fail(EACCES))
         do {
             _ = try DiskCache(options: options, systemCalls: faults.calls)
             Issue.record("The cache should not open if it could not create the directory")
@@ -101,9 +101,9 @@ extension SPTPersistentCacheTests {
         // As SPT's folder, without Larder's index snapshot: its folder stamps would vouch for
         // the shard folders and spare their listing (a real `chmod` would change their stamps).
         unlink(folder.path + "/.larder-index")
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         // The shard folders (two-letter names) cannot be listed; the root can.
-        faults.arm(.listDirectory, .fail(EACCES), onlyPaths: { lastPathComponent($0).count == 2 })
+        faults.arm(every: .listDirectory, .fail(EACCES), onlyPaths: { lastPathComponent($0).count == 2 })
         let cache = try folder.makeCache(clock: ManualClock(now: SPTTestData.testEpochTime), systemCalls: faults.calls)
         defer { cache.close() }
         #expect(cache.count == 0)
@@ -274,8 +274,8 @@ extension SPTPersistentCacheTests {
         // As SPT's folder, without Larder's index snapshot, whose folder stamps would spare the
         // listing of unchanged shard folders (and then their locked sizes count).
         unlink(folder.path + "/.larder-index")
-        let faults = SystemCallFaults()
-        faults.arm(.listDirectory, .fail(EIO), onlyPaths: { lastPathComponent($0).count == 2 })
+        let faults = FaultInjector()
+        faults.arm(every: .listDirectory, .fail(EIO), onlyPaths: { lastPathComponent($0).count == 2 })
         let cache = try folder.makeCache(clock: ManualClock(now: SPTTestData.testEpochTime), systemCalls: faults.calls)
         defer { cache.close() }
         #expect(cache.lockedSize == 0)
@@ -287,11 +287,11 @@ extension SPTPersistentCacheTests {
     @Test func testErrorWhenCannotReadFile() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let cache = try Self.setUpCache(folder, faults: faults)
         defer { cache.close() }
         let key = folder.imageNames[0]
-        faults.arm(.pread, .fail(EIO), onlyPaths: Self.isRecord(key))
+        faults.arm(every: .pread, .fail(EIO), onlyPaths: Self.isRecord(key))
         let response = await callback { cache.record(forKey: key, queue: $0, completion: $1) }
         #expect(response.error?.code == .ioFailure && response.error?.errno == EIO)
         faults.disarm()
@@ -315,13 +315,13 @@ extension SPTPersistentCacheTests {
     @Test func testWriteToHeaderFailed() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let events = EventLog()
         // One second after the stores, so that the access moves the record's update time.
         let cache = try Self.setUpCache(folder, clock: ManualClock(now: SPTTestData.testEpochTime + 1), events: events, faults: faults)
         defer { cache.close() }
         let key = folder.imageNames[0]
-        faults.arm(.pwrite, .fail(EIO), onlyPaths: Self.isRecord(key))
+        faults.arm(every: .pwrite, .fail(EIO), onlyPaths: Self.isRecord(key))
         let response = await callback { cache.record(forKey: key, queue: $0, completion: $1) }
         try folder.checkRecord(response, index: 0)
         #expect(faults.fired == 0)
@@ -336,10 +336,10 @@ extension SPTPersistentCacheTests {
     @Test func testWriteFailedOnStoreData() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let cache = try Self.setUpCache(folder, faults: faults)
         defer { cache.close() }
-        faults.arm(.write, .fail(EIO))
+        faults.arm(every: .write, .fail(EIO))
         let response = await callback { cache.store(Data("TEST".utf8), forKey: "TEST", queue: $0, completion: $1) }
         #expect(response.error?.code == .ioFailure && response.error?.errno == EIO)
         let key = folder.imageNames[2]
@@ -356,11 +356,11 @@ extension SPTPersistentCacheTests {
     @Test func testOpenFailure() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let cache = try Self.setUpCache(folder, faults: faults)
         defer { cache.close() }
         let key = folder.imageNames[0]
-        faults.arm(.open, .fail(EACCES), onlyPaths: Self.isRecord(key))
+        faults.arm(every: .open, .fail(EACCES), onlyPaths: Self.isRecord(key))
         let failed = await callback { cache.touch(forKey: key, queue: $0, completion: $1) }
         #expect(failed.error?.code == .ioFailure && failed.error?.errno == EACCES)
         faults.disarm()
@@ -375,11 +375,11 @@ extension SPTPersistentCacheTests {
     @Test func testCloseFailure() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let cache = try Self.setUpCache(folder, faults: faults)
         defer { cache.close() }
         let key = folder.imageNames[0]
-        faults.arm(.close, .fail(EIO), onlyPaths: Self.isRecord(key))
+        faults.arm(every: .close, .fail(EIO), onlyPaths: Self.isRecord(key))
         let response = await callback { cache.touch(forKey: key, queue: $0, completion: $1) }
         #expect(faults.fired > 0)
         #expect(response.value == true)
@@ -389,11 +389,11 @@ extension SPTPersistentCacheTests {
     @Test func testReadFailure() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let cache = try Self.setUpCache(folder, faults: faults)
         defer { cache.close() }
         let key = folder.imageNames[0]
-        faults.arm(.pread, .fail(EIO), onlyPaths: Self.isRecord(key))
+        faults.arm(every: .pread, .fail(EIO), onlyPaths: Self.isRecord(key))
         let response = await callback { cache.touch(forKey: key, queue: $0, completion: $1) }
         #expect(response.error?.code == .ioFailure && response.error?.errno == EIO)
     }
@@ -412,15 +412,15 @@ extension SPTPersistentCacheTests {
     }
 
     /// A touch at `kTestEpochTime * 10`, whose header write-back then fails with `fault`.
-    static func headerWriteBackFails(_ fault: SystemCallFaults.Fault) async throws {
+    static func headerWriteBackFails(_ fault: FaultInjector.Fault) async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let events = EventLog()
         let cache = try setUpCache(folder, clock: ManualClock(now: SPTTestData.testEpochTime * 10), events: events, faults: faults)
         defer { cache.close() }
         let key = folder.imageNames[0]  // kParams[0]: ttl 0, locked, so the touch moves its update time
-        faults.arm(.pwrite, fault, onlyPaths: isRecord(key))
+        faults.arm(every: .pwrite, fault, onlyPaths: isRecord(key))
         let response = await callback { cache.touch(forKey: key, queue: $0, completion: $1) }
         #expect(response.value == true)
         _ = try await cache.collectGarbage()
@@ -436,13 +436,13 @@ extension SPTPersistentCacheTests {
     @Test func testFsyncFailure() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let cache = try Self.setUpCache(folder, clock: ManualClock(now: SPTTestData.testEpochTime * 10), faults: faults) {
             $0.durability = .fsync
         }
         defer { cache.close() }
         let key = folder.imageNames[0]
-        faults.arm(.fsync, .fail(EIO), onlyPaths: Self.isRecord(key))
+        faults.arm(every: .fsync, .fail(EIO), onlyPaths: Self.isRecord(key))
         #expect(await callback { cache.touch(forKey: key, queue: $0, completion: $1) }.value == true)
         let locked = await callback { cache.lock(forKeys: [key], queue: $0, completion: $1) }
         #expect(locked.error?.code == .ioFailure && locked.error?.errno == EIO)
@@ -495,12 +495,12 @@ extension SPTPersistentCacheTests {
     @Test func testURLAttributeFailure() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let events = EventLog()
         let cache = try Self.setUpCache(folder, events: events, faults: faults)
         defer { cache.close() }
         #expect(cache.count > 0)
-        faults.arm(.listDirectory, .fail(EIO))
+        faults.arm(every: .listDirectory, .fail(EIO))
         await #expect(throws: CacheError.self) { try await cache.removeAll() }
         #expect(faults.fired > 0)
         #expect(events.ioErrors.contains { $0.operation == "list" })
@@ -513,10 +513,10 @@ extension SPTPersistentCacheTests {
     @Test func testPruneBySizeOnUnconstrainedCache() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let cache = try Self.setUpCache(folder, faults: faults)
         defer { cache.close() }
-        faults.arm(.statvfs, .fail(EIO))
+        faults.arm(every: .statvfs, .fail(EIO))
         let report = try await cache.collectGarbage()
         #expect(report.effectiveSizeLimit == 0)
         #expect(report.count(for: .sizeLimit) == 0)
@@ -526,7 +526,7 @@ extension SPTPersistentCacheTests {
     /// A cache over `folder` whose size limit is what it holds, so that one more record puts it
     /// over: the Swift meaning of SPT setting `sizeConstraintBytes = 1` on a live cache.
     static func cacheAtItsSizeLimit(
-        _ folder: SPTImageFolder, events: EventLog, faults: SystemCallFaults
+        _ folder: SPTImageFolder, events: EventLog, faults: FaultInjector
     ) throws -> (cache: DiskCache, limit: Int) {
         let probe = try setUpCache(folder)
         let limit = probe.totalSize
@@ -541,11 +541,11 @@ extension SPTPersistentCacheTests {
     @Test func testPruneBySizeRemoveFileFailure() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let events = EventLog()
         let (cache, _) = try Self.cacheAtItsSizeLimit(folder, events: events, faults: faults)
         defer { cache.close() }
-        faults.arm(.unlink, .fail(EACCES), onlyPaths: { !$0.contains("/.larder") })
+        faults.arm(every: .unlink, .fail(EACCES), onlyPaths: { !$0.contains("/.larder") })
         let stored = await callback { cache.store(Data("TEST".utf8), forKey: "TEST", locked: true, queue: $0, completion: $1) }
         #expect(stored.value != nil)
         #expect(faults.fired > 0)
@@ -558,15 +558,15 @@ extension SPTPersistentCacheTests {
 
     /// SPTPersistentCacheTests.m:1640. SPT's `stat` of a record fails while pruning by size, and
     /// SPT says so through `debugOutput` and skips the file; Larder reports an `ioError` event and
-    /// keeps the record.
+    /// keeps the record. SPT's `stat` takes a path: Larder's `fstatat` (`.lstat`) is the same fault.
     @Test func testStatFailure() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let events = EventLog()
         let (cache, _) = try Self.cacheAtItsSizeLimit(folder, events: events, faults: faults)
         defer { cache.close() }
-        faults.arm(.fstat, .fail(EIO), onlyPaths: { !$0.contains("/.larder") })
+        faults.arm(every: .lstat, .fail(EIO), onlyPaths: { !$0.contains("/.larder") })
         let stored = await callback { cache.store(Data("TEST".utf8), forKey: "TEST", locked: true, queue: $0, completion: $1) }
         #expect(stored.value != nil)
         #expect(faults.fired > 0)
@@ -584,11 +584,11 @@ extension SPTPersistentCacheTests {
     @Test func testResourceInfoURLFailure() async throws {
         let folder = try await SPTImageFolder.make()
         defer { folder.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let events = EventLog()
         let (cache, limit) = try Self.cacheAtItsSizeLimit(folder, events: events, faults: faults)
         defer { cache.close() }
-        faults.arm(.listDirectory, .fail(EIO))
+        faults.arm(every: .listDirectory, .fail(EIO))
         let stored = await callback { cache.store(Data("TEST".utf8), forKey: "TEST", locked: true, queue: $0, completion: $1) }
         #expect(stored.value != nil)
         #expect(cache.totalSize <= limit)

@@ -71,30 +71,45 @@ extension DiskCache {
     /// the directory while they run); calls that would change a record after that throw
     /// ``CacheError/Code/closed``, as do later calls. Closing twice is harmless.
     ///
-    /// The cache also closes when it goes away, but its own work in progress (the index build
-    /// every open starts, a scheduled collection) holds it until that work ends, and the close
-    /// then runs on the work's thread. Close it yourself before opening its folder again as a
-    /// writer or removing the folder (see <doc:Lifecycle>).
+    /// The cache also closes when its owner lets go of it: the last release of the `DiskCache`
+    /// returned by ``init(options:)`` closes it on the releasing thread, before the release
+    /// returns, so its folder can be opened again at once (see <doc:Lifecycle>). The cache's own
+    /// work in progress (the index build every open starts, a scheduled collection, a
+    /// compaction) does not keep it open: it finds the cache closed and stops.
     public func close() {
-        closeNow()
+        closeNow(waitingForIndexBuild: true)
     }
 
-    func closeNow() {
+    /// Closes the cache: for ``close()``, after an index build under way ends (so that the
+    /// snapshot written holds every record, and the next open starts from it); for the owner's
+    /// release, at once, the build abandoned (the next open lists the folder again).
+    func closeNow(waitingForIndexBuild: Bool) {
         // The first caller closes; later ones (and `deinit` after `close()`) return at once.
         // The flag is set before the timer is taken, so a concurrent schedule either sees it or
         // installs a timer that is taken here.
-        guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard !isClosed.set() else { return }
         lifecycle.stop()
         let timer: (any DispatchSourceTimer)? = state.withLock { s in
             defer { s.timer = nil }
             return s.timer
         }
         timer?.cancel()
-        waitForIndex()
+        // The index build runs to its end for `close()`, begun or not. For the owner's release, a
+        // build that has not begun never will (it checks under the same lock), and one under way
+        // is abandoned: it then changes nothing on disk (its withdrawal of the snapshot and its
+        // trim check the close under the locks the close takes below), and an index not complete
+        // writes no snapshot.
+        if waitingForIndexBuild {
+            waitForIndex()
+        } else {
+            state.withLock { s in
+                s.indexBuildIsSettled = true
+                s.indexBuildIsAbandoned = true
+            }
+        }
         // Changes begun on other threads before the flag was set finish before the directory
         // lock goes; later ones are refused. Else a new cache could open the folder meanwhile,
-        // clear their temporary files (the store failed with ENOENT) and be changed behind its
-        // back (found by `larder-stress soak`, which reopens its disk cache under load).
+        // clear their temporary files (the store failed with ENOENT) and be changed behind its back.
         finishChanges()
         // Reads still under way close what they use when they give it back.
         records.descriptors?.retireAll(closing: true)

@@ -102,11 +102,8 @@ extension DiskCache {
                 admitted = try changingRecord(pending.name) { [pending] () throws(Errno) in
                     try records.moveIntoPlace(
                         pending.temporaryPath, path: pending.path, folder: layout.folder(for: pending.name), sync: sync)
-                    let entry = IndexEntry(
-                        name: pending.name, key: pending.key, diskSize: diskSize(pending.fileSize), fileSize: pending.fileSize,
-                        updateTime: pending.header.updateTimeSec, lastAccessMs: pending.header.reserved2, ttl: pending.header.ttl,
-                        lockCount: pending.header.refCount)
-                    state.withLock { $0.recordStore(entry, bytes: pending.data.count) }
+                    _indexWrittenRecord(
+                        pending.name, key: pending.key, header: pending.header, fileSize: pending.fileSize, payloadBytes: pending.data.count)
                 }
             } catch let error where error == .noSuchFileOrDirectory && attempt == 0 {
                 _ = try? io.unlink(pending.temporaryPath)
@@ -143,6 +140,17 @@ extension DiskCache {
         events += enforceLimits(excluding: stored.name)
         emit(events)
     }
+
+    /// Indexes the record `name` just written with `header` (its file `fileSize` bytes long, with
+    /// `payloadBytes` of payload): the commit of a store or an import. Expects the key lock of
+    /// `name` held.
+    func _indexWrittenRecord(_ name: String, key: String?, header: RecordHeader, fileSize: Int, payloadBytes: Int) {
+        let entry = IndexEntry(
+            name: name, key: key, diskSize: diskSize(fileSize), fileSize: fileSize, updateTime: header.updateTimeSec,
+            lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: header.refCount)
+        state.withLock { $0.recordStore(entry, bytes: payloadBytes) }
+    }
+
 
     /// Ends a prepared store without putting it in place: removes the temporary file and emits
     /// what the store reported.

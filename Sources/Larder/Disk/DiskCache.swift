@@ -31,27 +31,30 @@ public final class DiskCache: Sendable {
     let blockSize: Int
     /// SPT's expiry rule with this cache's default expiration.
     let expiryRule: ExpiryRule
-    let state: LarderMutex<State>
+    let state: SharedMutex<State>
     /// Entered at open, left when the background index build ends.
-    let indexBuild = DispatchGroup()
+    let indexBuild: DispatchGroup
     /// The cache's own threads for blocking work: the index build, collections, async calls.
     package let ioQueue: WorkQueue
     /// Held for the duration of a collection or a limit-enforcing trim.
-    let collectionGate = LarderMutex(())
+    let collectionGate: SharedMutex<Void>
     /// Whether the index snapshot on disk is exact, and how many changes to records are under way.
-    let snapshotGate: LarderMutex<SnapshotState>
+    let snapshotGate: SharedMutex<SnapshotState>
     /// One lock per record file name (striped), held across each change to a record.
-    private let keyLocks = StripedLock()
+    private let keyLocks: StripedLock
     /// The directory's write lock (`nil` when read-only or closed); replaced when the cache makes
     /// its deleted folder again, and held across that (`DiskCache+Recovery.swift`).
-    let directoryLock: LarderMutex<DirectoryLock?>
+    let directoryLock: SharedMutex<DirectoryLock?>
     /// Flushes the cache when the app moves to the background or exits (Apple platforms).
-    let lifecycle = LifecycleFlusher()
-    private let temporaryCounter = Atomic<UInt64>(0)
+    let lifecycle: LifecycleFlusher
+    private let temporaryCounter: SharedCounter
     /// This process's id, part of every temporary file's name.
-    private let processID = ProcessIdentity.processID
+    private let processID: Int32
     /// Whether ``close()`` has run; read without a lock on every call.
-    let isClosed = Atomic<Bool>(false)
+    let isClosed: SharedFlag
+    /// Whether this is the handle the cache's owner holds, whose last release closes the cache,
+    /// rather than the cache's own background work's (``backgroundHandle``).
+    private let isOwner: Bool
 
     /// The folder's layout: the one its metadata records, or the one its files show, else
     /// ``DiskCacheOptions/layout``.
@@ -67,7 +70,7 @@ public final class DiskCache: Sendable {
     }
 
     /// Opens the cache with a table of system calls of the caller's choosing (fault injection in tests).
-    package init(options: DiskCacheOptions, systemCalls: SystemCalls) throws(CacheError) {
+    package convenience init(options: DiskCacheOptions, systemCalls: SystemCalls) throws(CacheError) {
         try options.validate()
         // Every path below resolves beneath a descriptor of the root (see `FileIO`).
         var (layout, io) = try Self.openFolder(options: options, systemCalls: systemCalls)
@@ -89,32 +92,88 @@ public final class DiskCache: Sendable {
                 limit: options.maximumOpenFiles, payloadCapacity: options.maximumPayloadMemory,
                 recheckInterval: options.keptFileRecheckInterval, calls: systemCalls)
         if let descriptors { io.relievesDescriptorExhaustion = { descriptors.relieve() } }
-        self.options = options
-        self.layout = layout.with(folder.layout)
-        self.io = io
-        self.records = RecordFile(io: io, maximumPayloadSize: options.maximumRecordSize, descriptors: descriptors)
-        self.blockSize = max(512, rootInfo?.blockSize ?? 4096)
-        self.expiryRule = ExpiryRule(
-            defaultExpiration: options.effectiveDefaultExpiration, roundsToNearestSecond: options.roundsTimeToNearestSecond)
-        var initialState = State()
-        initialState.staleRetention = options.staleRetention
-        self.state = LarderMutex(initialState)
-        self.snapshotGate = LarderMutex(SnapshotState(isOnDisk: !options.isReadOnly))
-        self.ioQueue = WorkQueue(
-            label: "\(options.name).disk", qualities: options.workQualityOfService,
-            maximumConcurrent: options.maximumConcurrentOperations, measuresWaits: options.timingHandler != nil)
-        self.directoryLock = LarderMutex(lock)
+        self.init(
+            options: options, layout: layout.with(folder.layout), io: io,
+            records: RecordFile(io: io, maximumPayloadSize: options.maximumRecordSize, descriptors: descriptors),
+            blockSize: max(512, rootInfo?.blockSize ?? 4096), directoryLock: lock)
         emit([.opened(name: options.name, layout: folder.layout, layoutWasDetected: folder.wasDetected)])
         indexBuild.enter()
-        ioQueue.async(.read) { [self] in
-            buildIndex()
-            indexBuild.leave()
+        let background = backgroundHandle
+        ioQueue.async(.read) {
+            defer { background.indexBuild.leave() }
+            // A cache its owner let go of before its build began (the queue was busy) builds
+            // nothing: its close did not wait, and may have let another cache open the folder.
+            let begins = background.state.withLock { s in
+                defer { s.indexBuildIsSettled = true }
+                return !s.indexBuildIsSettled
+            }
+            if begins { background.buildIndex() }
         }
         if options.flushesOnBackground, !options.isReadOnly { lifecycle.start(flushing: self) }
     }
 
+    /// The owner's handle on a cache just opened.
+    private init(
+        options: DiskCacheOptions, layout: DiskLayout, io: FileIO, records: RecordFile, blockSize: Int, directoryLock: DirectoryLock?
+    ) {
+        self.options = options
+        self.layout = layout
+        self.io = io
+        self.records = records
+        self.blockSize = blockSize
+        self.expiryRule = ExpiryRule(
+            defaultExpiration: options.effectiveDefaultExpiration, roundsToNearestSecond: options.roundsTimeToNearestSecond)
+        var initialState = State()
+        initialState.staleRetention = options.staleRetention
+        self.state = SharedMutex(initialState)
+        self.indexBuild = DispatchGroup()
+        self.ioQueue = WorkQueue(
+            label: "\(options.name).disk", qualities: options.workQualityOfService,
+            maximumConcurrent: options.maximumConcurrentOperations, measuresWaits: options.timingHandler != nil)
+        self.collectionGate = SharedMutex(())
+        self.snapshotGate = SharedMutex(SnapshotState(isOnDisk: !options.isReadOnly))
+        self.keyLocks = StripedLock()
+        self.directoryLock = SharedMutex(directoryLock)
+        self.lifecycle = LifecycleFlusher()
+        self.temporaryCounter = SharedCounter()
+        self.processID = ProcessIdentity.processID
+        self.isClosed = SharedFlag()
+        self.isOwner = true
+    }
+
+    /// A handle on `owner`'s cache that does not own it: every lock, queue and piece of state is
+    /// the owner's own (shared, not copied), but its release closes nothing.
+    private init(sharingWith owner: DiskCache) {
+        options = owner.options
+        layout = owner.layout
+        io = owner.io
+        records = owner.records
+        blockSize = owner.blockSize
+        expiryRule = owner.expiryRule
+        state = owner.state
+        indexBuild = owner.indexBuild
+        ioQueue = owner.ioQueue
+        collectionGate = owner.collectionGate
+        snapshotGate = owner.snapshotGate
+        keyLocks = owner.keyLocks
+        directoryLock = owner.directoryLock
+        lifecycle = owner.lifecycle
+        temporaryCounter = owner.temporaryCounter
+        processID = owner.processID
+        isClosed = owner.isClosed
+        isOwner = false
+    }
+
+    /// The handle the cache's own background work (the index build, scheduled collections,
+    /// compactions) and a ``HybridCache``'s queued disk writes hold: it shares the cache with
+    /// the owner's handle but does not keep it open. The owner's last release closes the cache
+    /// at once, whatever work is under way; that work then finds it closed and stops.
+    var backgroundHandle: DiskCache {
+        isOwner ? DiskCache(sharingWith: self) : self
+    }
+
     deinit {
-        closeNow()
+        if isOwner { closeNow(waitingForIndexBuild: false) }
     }
 
     // MARK: - Records
@@ -324,8 +383,8 @@ public final class DiskCache: Sendable {
         guard let removedLive else { throw closedError(key: key) }
         // Without this sync a power loss could bring back a record removed under `.fsync`; it
         // runs even when the file was already gone, since what removed it (an eviction, whose
-        // unlink is not synced) may not have reached the disk either (both found by the
-        // power-loss tests, docs/RELIABILITY.md).
+        // unlink is not synced) may not have reached the disk either (the power-loss tests
+        // check both, docs/RELIABILITY.md).
         try syncFoldersAfterRemoval([layout.folder(for: name)], key: key)
         return removedLive
     }
@@ -458,7 +517,7 @@ public final class DiskCache: Sendable {
     }
 
     func nextTemporaryPath() -> String {
-        let n = temporaryCounter.wrappingAdd(1, ordering: .relaxed).oldValue
+        let n = temporaryCounter.next()
         return layout.temporaryFolder + "/\(processID)-\(n)"
     }
 
@@ -468,9 +527,7 @@ public final class DiskCache: Sendable {
     }
 
     func checkOpen(key: String?) throws(CacheError) {
-        if isClosed.load(ordering: .acquiring) {
-            throw CacheError(.closed, "the cache was closed", key: key, path: layout.root)
-        }
+        if isClosed.isSet { throw closedError(key: key) }
     }
 
     func checkWritable(key: String?) throws(CacheError) {

@@ -184,13 +184,9 @@ public struct DiskCacheOptions: Sendable {
     ///
     /// The default, ``defaultMaximumOpenFiles``, is an eighth of the process's descriptor limit
     /// (`RLIMIT_NOFILE`'s soft limit), at most 4,096, so that a cache never takes much of what
-    /// the application may open: 128 under Linux's usual limit of 1,024, 32 under the 256 of an
-    /// app on Apple platforms, 4,096 from a limit of 32,768 up. An open file costs the kernel
-    /// about 200 bytes (`struct file`) and keeps its inode and dentry in memory (about 1.3 KiB on
-    /// ext4), and the cache about 150 bytes of its own: some 7 MiB at 4,096. Under Zipf(0.9)
-    /// reads of 20,000 records, 43 % of reads find a kept file at a bound of 256 and 78 % at
-    /// 2,500 (the bound a limit of 20,000 gives). Should opens fail with `EMFILE` or `ENFILE`
-    /// all the same, the cache closes the descriptors it keeps, halves its bound (growing it back
+    /// the application may open. A kept file costs its descriptor and a little memory, the
+    /// kernel's and the cache's; what each bound buys in hits is on the benchmarks page
+    /// (`larder-bench disk`). Should opens fail with `EMFILE` or `ENFILE` all the same, the cache closes the descriptors it keeps, halves its bound (growing it back
     /// slowly) and opens again, so that a full descriptor table never fails a call the cache
     /// would otherwise answer.
     ///
@@ -243,15 +239,11 @@ public struct DiskCacheOptions: Sendable {
     /// a kept record still `fstat` it (see ``maximumOpenFiles``).
     public var maximumPayloadMemory: Int = DiskCacheOptions.defaultMaximumPayloadMemory
 
-    /// The default of ``maximumPayloadMemory``: 4 MiB (4,194,304 bytes). SQLite keeps a page
-    /// cache of 2,000 KiB per connection by default, of which a cache's hot reads take their
-    /// share the same way; twice that here, because the admission (a record is kept only in
-    /// place of ones read less often, from its third read lately) keeps one-off reads out, so
-    /// the bound holds hot records only. ``HybridCache`` sets 0 for its disk tier. Measured
-    /// (`larder-bench disk`, `load-4k-zipf`: Zipf(0.9) reads over 20,000 records of 4 KiB,
-    /// thread CPU time, two runs each on a loaded machine): 0.70 to 0.74 × SQLite at 2 MiB,
-    /// 0.61 to 0.64 × at 4 MiB, 0.60 to 0.61 × at 8 MiB; 8 MiB buys little more for twice the
-    /// memory.
+    /// The default of ``maximumPayloadMemory``: 4 MiB (4,194,304 bytes), about twice SQLite's
+    /// default page cache (2,000 KiB per connection), because the admission (a record is kept
+    /// only in place of ones read less often, from its third read lately) keeps one-off reads
+    /// out, so the bound holds hot records only. ``HybridCache`` sets 0 for its disk tier. The
+    /// benchmarks page (`larder-bench disk`, `load-4k-zipf`) shows what the bound buys.
     public static let defaultMaximumPayloadMemory = 4 << 20
 
     /// The most ``defaultMaximumOpenFiles`` gives: 4,096.

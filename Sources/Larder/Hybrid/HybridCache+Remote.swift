@@ -56,7 +56,11 @@ extension HybridCache {
             }
         }
         guard tiers.contains(.disk) else { return nil }
-        return { [self] in
+        // The job holds the disk tier's background handle, never the hybrid: a queued copy
+        // does not keep the cache, or its folder, open past its owner's release.
+        let disk = disk.backgroundHandle
+        let keyLocks = keyLocks
+        return {
             // A copy already out of date is not written at all; the check that decides is the
             // one under the key lock.
             guard remote.generations.allows(generation) else { return }
@@ -95,7 +99,11 @@ extension HybridCache {
 
     /// Subscribes to the invalidations of the other instances sharing the remote tier.
     func startRemoteSubscription() {
-        remote?.subscribe { [weak self] event in self?.handleRemote(event) }
+        // The background handle: handling an event never holds the owner's handle, so its
+        // release closes the cache at once. The subscription (and with it this handle) goes
+        // with the owner's release or `close()`.
+        let background = backgroundHandle
+        remote?.subscribe { event in background.handleRemote(event) }
     }
 
     /// Applies what the subscription reports.

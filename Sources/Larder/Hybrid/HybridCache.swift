@@ -60,10 +60,10 @@ public final class HybridCache: Sendable {
     /// One lock per key (striped), held across both tiers by every call that reads the disk or
     /// changes a tier. 64 stripes: `removeAll()` holds every one at once, and the thread
     /// sanitizer's deadlock detector fails past 128 locks held by one thread (CI runs it).
-    let keyLocks = StripedLock()
-    @usableFromInline let counters = Counters()
+    let keyLocks: StripedLock
+    @usableFromInline let counters: Counters
     /// The load-through reads in flight, one per key.
-    let loads = LoadFlights()
+    let loads: LoadFlights
     /// Where load-through events go (``HybridCacheOptions/loadEventHandler``).
     let loadEventHandler: (@Sendable (LoadEvent) -> Void)?
     /// The shared remote tier (``HybridCacheOptions/remote``), if any.
@@ -71,6 +71,10 @@ public final class HybridCache: Sendable {
     /// The memory tiers of the typed views (`typed(_:coder:countLimit:totalCostLimit:)`), which
     /// lose a key's copy whenever this cache changes it.
     let typedMemories: TypedMemories
+    /// Whether this is the handle the cache's owner holds, whose last release stops the remote
+    /// subscription and lets go of the disk tier, rather than the one the subscription's
+    /// handler holds (``backgroundHandle``).
+    private let isOwner: Bool
 
     /// The hybrid's own counters: which tier served each read, and the stores through it.
     @usableFromInline
@@ -186,6 +190,42 @@ public final class HybridCache: Sendable {
         self.preloadReport = report
         self.staleWindows = staleWindows
         self.loadEventHandler = loadEventHandler
+        self.keyLocks = StripedLock()
+        self.counters = Counters()
+        self.loads = LoadFlights()
+        self.isOwner = true
+    }
+
+    /// A handle on `owner`'s tiers that does not own them: the same memory tier, key locks and
+    /// remote tier, and the disk tier's ``DiskCache/backgroundHandle``, which does not keep the
+    /// disk open.
+    private init(sharingWith owner: HybridCache) {
+        typedMemories = owner.typedMemories
+        remote = owner.remote
+        memory = owner.memory
+        disk = owner.disk.backgroundHandle
+        coder = owner.coder
+        preloaded = owner.preloaded
+        preloadReport = owner.preloadReport
+        staleWindows = owner.staleWindows
+        loadEventHandler = owner.loadEventHandler
+        keyLocks = owner.keyLocks
+        counters = owner.counters
+        loads = owner.loads
+        isOwner = false
+    }
+
+    /// What the remote subscription's handler holds: the owner's last release closes the cache
+    /// at once (the subscription stops, and the disk tier closes unless someone else holds it),
+    /// whatever the handler is doing.
+    var backgroundHandle: HybridCache {
+        isOwner ? HybridCache(sharingWith: self) : self
+    }
+
+    deinit {
+        // Queued copies and remote writes are not waited for: the copies find the disk tier
+        // closed, the writes hold only the remote tier.
+        if isOwner { remote?.cancelSubscription() }
     }
 
     // MARK: - Reading
@@ -203,8 +243,8 @@ public final class HybridCache: Sendable {
     ///   ``CacheError/Code/ioFailure``, ``CacheError/Code/closed``.
     @inlinable
     public func value(forKey key: String, from tiers: CacheTiers = .all) throws(CacheError) -> Data? {
-        // Inlinable, so that a memory hit costs the caller no call of its own (issue 18: a hit
-        // through the hybrid within 1.2 x a `MemoryCache` hit).
+        // Inlinable, so that a memory hit costs the caller no call of its own (a hit through the
+        // hybrid within 1.2 x a `MemoryCache` hit).
         if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: true, countingOwnerHit: true) {
             return hit
         }

@@ -461,14 +461,19 @@ final class RemoteTier: Sendable {
     /// left for the next open) and waits for the background writes.
     func close() {
         background.withLock { $0.isClosed = true }
+        cancelSubscription()
+        drainWrites()
+        // A probe or replay running now ends within its timeouts; none starts after.
+        recovery.sync {}
+    }
+
+    /// Cancels the subscription. Harmless when there is none.
+    func cancelSubscription() {
         let current = subscription.withLock { s -> (any RemoteSubscription)? in
             defer { s = nil }
             return s
         }
         current?.cancel()
-        drainWrites()
-        // A probe or replay running now ends within its timeouts; none starts after.
-        recovery.sync {}
     }
 
     func report(_ event: RemoteEvent) {

@@ -27,7 +27,7 @@ public struct SystemClock: CacheClock {
     ///
     /// A memory hit on an entry with a lifetime (every entry a ``HybridCache`` promotes: the disk
     /// gives each one) asks this. Reading the precise time costs about half of such a hit
-    /// (`larder-bench hybrid`, issue 18); on Linux the kernel's coarse clock
+    /// (`larder-bench hybrid`); on Linux the kernel's coarse clock
     /// (`CLOCK_REALTIME_COARSE`, the same clock updated once per tick, read from the vDSO without
     /// reading the time stamp counter) answers first. It lags the precise clock by at most one
     /// tick (1 to 10 ms), so a deadline more than two seconds past its whole second has surely not been reached;

@@ -6,7 +6,8 @@ import Testing
 
 /// `close()` while another thread changes a record: the directory lock must outlive the change,
 /// else a new cache opens the folder, clears the change's temporary file and is changed behind
-/// its back (found by `larder-stress soak`, which reopens its disk cache under load).
+/// its back (`larder-stress soak` reopens its disk cache under load, and would see it). And the
+/// owner's release of a cache whose index is being built, which closes it at once.
 @Suite struct DiskCloseTests {
     /// A table of live calls whose first rename out of the temporary folder waits until released.
     final class PausedRename: Sendable {
@@ -52,7 +53,7 @@ import Testing
             cache.close()
             closeDone.signal()
         }
-        while !cache.isClosed.load(ordering: .acquiring) { usleep(1000) }
+        while !cache.isClosed.isSet { usleep(1000) }
         // Closing has begun, and the store is still under way: the folder is still locked.
         #expect {
             try DiskCache(options: options)
@@ -75,6 +76,8 @@ import Testing
     final class PausedBuild: Sendable {
         let paused = DispatchSemaphore(value: 0)
         let resume = DispatchSemaphore(value: 0)
+        /// Signalled once the paused listing has returned.
+        let listed = DispatchSemaphore(value: 0)
         private let armed = Atomic<Bool>(true)
         private let opener = ObjectIdentifier(Thread.current)
 
@@ -82,44 +85,47 @@ import Testing
             var calls = SystemCalls.live
             let live = SystemCalls.live
             calls.listDirectory = { [self] directory in
-                if ObjectIdentifier(Thread.current) != opener, armed.exchange(false, ordering: .acquiringAndReleasing) {
-                    paused.signal()
-                    resume.wait()
+                guard ObjectIdentifier(Thread.current) != opener, armed.exchange(false, ordering: .acquiringAndReleasing) else {
+                    return live.listDirectory(directory)
                 }
+                paused.signal()
+                resume.wait()
+                defer { listed.signal() }
                 return live.listDirectory(directory)
             }
             return calls
         }
     }
 
-    /// A cache its owner lets go of while its index is being built closes when the build ends,
-    /// on the build's thread (as `close()` documents): until then the folder is still taken, and
-    /// the error says by this process; then the folder is free.
-    @Test func aCacheLetGoOfDuringItsIndexBuildClosesWhenTheBuildEnds() throws {
+    /// A cache its owner lets go of while its index is being built closes at once, on the
+    /// releasing thread: the build does not keep it open, so the folder can be opened again
+    /// before the build resumes; the abandoned build then writes nothing beside the new owner.
+    @Test func aCacheLetGoOfDuringItsIndexBuildClosesAtOnce() throws {
         let dir = TemporaryDirectory("larder-close")
         defer { dir.remove() }
         let options = testOptions(dir.url)
+        do {
+            // A record, and a snapshot the paused build has withdrawn by the time it lists.
+            let first = try DiskCache(options: options)
+            try first.store(Data("payload".utf8), forKey: "k")
+            first.close()
+        }
         let pause = PausedBuild()
         var cache: DiskCache? = try DiskCache(options: options, systemCalls: pause.calls)
         pause.paused.wait()  // the build is listing the folder
         weak let watched = cache
         cache = nil
-        #expect(watched != nil, "the build holds the cache")
-        #expect {
-            try DiskCache(options: options)
-        } throws: { error in
-            guard let error = error as? CacheError else { return false }
-            return error.code == .directoryInUse && error.message.contains("another cache of this process")
-        }
-        pause.resume.signal()
-        // The build ends, and with it the cache, whose close frees the folder. At most a minute.
+        #expect(watched == nil, "the build does not hold the owner's handle")
         var reopened: DiskCache?
-        for _ in 0 ..< 6_000 where reopened == nil {
-            reopened = try? DiskCache(options: options)
-            if reopened == nil { usleep(10_000) }
-        }
-        #expect(reopened != nil, "the folder was never freed")
-        #expect(watched == nil)
-        reopened?.close()
+        #expect(throws: Never.self) { reopened = try DiskCache(options: options) }
+        pause.resume.signal()
+        pause.listed.wait()  // the abandoned build goes on from its listing
+        let cache2 = try #require(reopened)
+        #expect(try cache2.value(forKey: "k") == Data("payload".utf8))
+        try cache2.store(Data("second".utf8), forKey: "k2")
+        cache2.close()
+        let third = try DiskCache(options: options)
+        defer { third.close() }
+        #expect(try third.keys().sorted() == ["k", "k2"])
     }
 }

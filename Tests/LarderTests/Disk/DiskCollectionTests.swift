@@ -402,7 +402,7 @@ import Testing
         #expect(try cache.keys().sorted() == (4 ..< 12).map { "k\($0)" }.sorted())
         #expect(opens.load(ordering: .relaxed) == 0, "the stores' collections opened a record")
         // Folder stamps vouch only for folders last changed a tick before the snapshot.
-        Thread.sleep(forTimeInterval: 0.05)
+        try waitForFolderStampsToSettle(cache)
         cache.close()
 
         // From its own snapshot, every folder unchanged: the opening collection opens nothing.
@@ -411,7 +411,7 @@ import Testing
         #expect(try cache.keys() == (6 ..< 12).map { "k\($0)" })
         #expect(cache.statistics.evictions[.sizeLimit] == 2)
         #expect(opens.load(ordering: .relaxed) == 0, "a collection read headers its snapshot vouched for")
-        Thread.sleep(forTimeInterval: 0.05)
+        try waitForFolderStampsToSettle(cache)
         cache.close()
 
         // Another program locks k6 (the least recently used) in place: its folder is unchanged.

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 @testable import Larder
 
 /// Options for a test cache in `directory` with a manual clock.
@@ -68,5 +69,24 @@ final class RecordedCloses: Sendable {
             return performing ? SystemCalls.live.close(fd) : 0
         }
         return calls
+    }
+}
+
+/// Returns once the file system's clock reads later than the last change to any of `cache`'s
+/// shard folders, as a probe file written in a folder of its own shows: a snapshot written from
+/// then on vouches for every folder (its stamps trust only folders changed before it was made).
+/// It waits for the clock's next tick, seen on the disk, not for a guessed time.
+func waitForFolderStampsToSettle(_ cache: DiskCache) throws {
+    let io = FileIO()
+    let stamps = try cache.layout.shardStamps(io: io)
+    guard let latest = stamps.values.map({ max($0.modification, $0.change) }).max() else { return }
+    let probe = TemporaryDirectory("larder-clock")
+    defer { probe.remove() }
+    let path = probe.path("probe")
+    while true {
+        #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+        let written = try #require(try io.info(atPath: path))
+        if written.modification > latest { return }
+        try FileManager.default.removeItem(atPath: path)
     }
 }

@@ -78,10 +78,20 @@ private final class OperationLog: Sendable {
 /// A clock stuck at one time that sometimes pauses the thread reading it: the cache reads the
 /// clock between loading a record and promoting it, so the pauses widen the windows in which a
 /// missing per-key lock would let a store or remove slip in. Not a timing assertion: nothing
-/// depends on how long the pauses last.
-private struct JitteryClock: CacheClock {
+/// depends on how long the pauses last. Which reads pause, and for how long, follows from the
+/// seed and the read's place in the sequence of reads.
+private final class JitteryClock: CacheClock, Sendable {
+    private let seed: UInt64
+    private let reads = Atomic<UInt64>(0)
+
+    init(seed: UInt64) {
+        self.seed = seed
+    }
+
     var now: Double {
-        if UInt8.random(in: 0 ..< 4) == 0 { usleep(UInt32.random(in: 0 ..< 300)) }
+        var random = SplitMix64(seed: seed &+ reads.wrappingAdd(1, ordering: .relaxed).oldValue)
+        let roll = random.next()
+        if roll % 4 == 0 { usleep(UInt32((roll >> 8) % 300)) }
         return 1_700_000_000
     }
 }
@@ -92,7 +102,7 @@ private struct JitteryClock: CacheClock {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         var options = hybridOptions(dir.url)
-        options.disk.clock = JitteryClock()
+        options.disk.clock = JitteryClock(seed: seed)
         let cache = try HybridCache(options: options)
         let log = OperationLog()
         let threads = 4

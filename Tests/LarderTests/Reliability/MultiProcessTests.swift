@@ -46,7 +46,8 @@ import Testing
             // The message says the holder is this process, and what to do about it.
             guard let error = error as? CacheError else { return false }
             return error.code == .directoryInUse && error.holderPID == getpid()
-                && error.message.contains("another cache of this process (\(getpid()))") && error.message.contains("close() it first")
+                && error.message.contains("another cache of this process (\(getpid()))")
+                && error.message.contains("close() it, or let go of it, first")
         }
         first.close()
         let second = try DiskCache(options: DiskCacheOptions(directory: dir.url))
@@ -56,10 +57,19 @@ import Testing
     @Test func readOnlyReadersSeeConsistentRecordsWhileTheWriterChurns() throws {
         let dir = TemporaryDirectory("larder-mp")
         defer { dir.remove() }
+        // Records for the readers to find from the start, in the writer's own form (it verifies
+        // what it reads): the durable keys locked, as the writer stores them.
+        do {
+            let seeded = try DiskCache(options: DiskCacheOptions(directory: dir.url))
+            for (index, key) in ((0 ..< 12).map({ "c\($0)" }) + (0 ..< 16).map({ "d\($0)" })).enumerated() {
+                let payload = Data(StampedPayload.make(key: key, version: UInt64(index + 1), length: 100 + index))
+                try seeded.store(payload, forKey: key, locked: key.hasPrefix("d"))
+            }
+            seeded.close()
+        }
         let writer = try HelperProcess("larder-stress", ["churn", "--dir", dir.path, "--seed", "99", "--keys", "12"])
         defer { writer.kill() }
         #expect(writer.waitUntilReady() == writer.pid)
-        usleep(100_000)  // let it store something
         // A reader in another process...
         let reader = try HelperProcess("larder-stress", ["read", "--dir", dir.path, "--keys", "12", "--count", "3000"])
         // ...and one in this process.

@@ -4,7 +4,7 @@
 /// A removal by path resolves the path beneath the root each time: an `openat` of the shard
 /// folder, the `unlinkat`, a `close`, three system calls a file. A 1 % prune of 100,000 records
 /// removes 1,000 files from at most 256 shard folders, so most removals find their folder open
-/// and cost the `unlinkat` alone (`larder-bench gc`, issue 18). The folders are opened as every
+/// and cost the `unlinkat` alone (`larder-bench gc`). The folders are opened as every
 /// path is, beneath the root with no link followed; a folder removed or replaced while the
 /// pass runs holds no record of the cache's any more, and a removal from it finds nothing, as
 /// a removal by path would have a moment earlier.

@@ -93,14 +93,17 @@ extension DiskCache {
     public func scheduleGarbageCollection() {
         guard !options.isReadOnly else { return }
         state.withLock { s in
-            guard s.timer == nil, !isClosed.load(ordering: .acquiring) else { return }
+            guard s.timer == nil, !isClosed.isSet else { return }
             let timer = DispatchSource.makeTimerSource(queue: ioQueue.queue)
             let interval = options.effectiveGarbageCollectionInterval
             timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
             // Each tick queues a collection as `.collection` work: its quality of service, and a
-            // place in line when the cache bounds its concurrent operations.
-            timer.setEventHandler { [weak self] in
-                self?.ioQueue.async(.collection) { [weak self] in _ = try? self?.collectGarbage() }
+            // place in line when the cache bounds its concurrent operations. The timer holds the
+            // background handle, never the owner's: the owner's release closes the cache (and
+            // cancels the timer), and a tick that comes after finds it closed.
+            let background = backgroundHandle
+            timer.setEventHandler {
+                background.ioQueue.async(.collection) { _ = try? background.collectGarbage() }
             }
             timer.resume()
             s.timer = timer
@@ -153,29 +156,21 @@ extension DiskCache {
         let listed = Set(names)
         names += state.withLock { s in s.index.entriesLeastRecentFirst.map(\.name) }.filter { !listed.contains($0) }
         for name in names {
-            let path = layout.path(for: name)
-            let ran: Void? = changingRecord(name) {
+            removeRecordFile(name, failure: &failure) { path in
                 // A file whose header this process read or wrote is a record; any other goes only
                 // if it starts as a record does (a damaged one), never if it is foreign.
-                if !holdsVerifiedHeader(name) {
-                    switch try? records.read(path, readPayload: false) {
-                    case .foreign?, .missing?:
-                        state.withLock { $0.forget(name) }
-                        return
-                    case nil:
-                        // Unreadable, so it cannot be told from a file Larder did not write: left.
-                        return
-                    case .record?, .corrupt?: break
-                    }
-                }
-                do throws(Errno) {
-                    try io.unlink(path)
+                if holdsVerifiedHeader(name) { return true }
+                switch try? records.read(path, readPayload: false) {
+                case .foreign?, .missing?:
                     state.withLock { $0.forget(name) }
-                } catch {
-                    failure = failure ?? CacheError(.ioFailure, "cannot remove a record", path: path, errno: error.rawValue)
+                    return false
+                case nil:
+                    // Unreadable, so it cannot be told from a file Larder did not write: left.
+                    return false
+                case .record?, .corrupt?:
+                    return true
                 }
             }
-            if ran == nil { failure = failure ?? closedError(key: nil) }
         }
         emit(events)
         if let failure { throw failure }
@@ -240,34 +235,44 @@ extension DiskCache {
         var failure: CacheError?
         var events: [CacheEvent] = []
         for name in names {
-            let path = layout.path(for: name)
-            let ran: Void? = changingRecord(name) {
+            removeRecordFile(name, failure: &failure) { path in
                 // The header is the truth for the lock count; the index may lag a snapshot.
                 switch try? records.read(path, readPayload: false) {
                 case .record(let contents)?:
-                    guard lockCountMatches(contents.header.refCount) else { return }
+                    return lockCountMatches(contents.header.refCount)
                 case .corrupt(let reason)?:
                     events.append(_removeCorrupt(name: name, key: nil, path: path, reason: reason))
-                    return
+                    return false
                 case .foreign?:
                     // Not a record: no longer indexed, and left where it is.
                     state.withLock { $0.forget(name) }
-                    return
+                    return false
                 default:
-                    break
-                }
-                do throws(Errno) {
-                    try io.unlink(path)
-                    state.withLock { $0.forget(name) }
-                } catch {
-                    failure = failure ?? CacheError(.ioFailure, "cannot remove a record", path: path, errno: error.rawValue)
+                    return true
                 }
             }
-            if ran == nil { failure = failure ?? closedError(key: nil) }
         }
         emit(events)
         if let failure { throw failure }
         if options.durability == .fsync { try syncFoldersAfterRemoval(recordFolders()) }
+    }
+
+    /// Removes the record file `name` as a change to it (``changingRecord(_:_:)``, under its key
+    /// lock) if `mayGo`, given its path, says so there: unlinked and forgotten by the index, or
+    /// the failure kept in `failure` unless one is there already (a change refused because the
+    /// cache closed is one too). The one removal of the `removeAll` family.
+    private func removeRecordFile(_ name: String, failure: inout CacheError?, if mayGo: (_ path: String) -> Bool) {
+        let path = layout.path(for: name)
+        let ran: Void? = changingRecord(name) {
+            guard mayGo(path) else { return }
+            do throws(Errno) {
+                try io.unlink(path)
+                state.withLock { $0.forget(name) }
+            } catch {
+                failure = failure ?? CacheError(.ioFailure, "cannot remove a record", path: path, errno: error.rawValue)
+            }
+        }
+        if ran == nil { failure = failure ?? closedError(key: nil) }
     }
 
     /// Removes the files the index build found corrupt (which it keeps out of the index, and
@@ -357,8 +362,8 @@ extension DiskCache {
     /// A batch of at least this many victims is removed in two lanes at once.
     ///
     /// On a volume mounted with `discard` (ext4's online discard), an `unlinkat` that frees a
-    /// record's blocks sleeps until the device has discarded them, and that wait was a third of a
-    /// prune's time on the disk (`larder-bench gc`, issue 18). Two lanes overlap those waits; a
+    /// record's blocks sleeps until the device has discarded them, and that wait is a third of a
+    /// prune's time on the disk (`larder-bench gc`). Two lanes overlap those waits; a
     /// smaller batch (a store's trim of a record or two) is not worth waking a second thread for.
     static let twoLaneBatch = 16
 
@@ -411,7 +416,7 @@ extension DiskCache {
     /// Whose word decides, the index's or the header's: a writable cache owns its folder (its
     /// ``DirectoryLock`` keeps other writers out), so the index holds what the headers say where
     /// the cache can vouch for an entry, and reading the header again would cost an `open`, a
-    /// `read` and a `close`, more than the removal itself (`larder-bench gc`, issue 18):
+    /// `read` and a `close`, more than the removal itself (`larder-bench gc`):
     /// - an entry whose header this process wrote or read (``DiskIndex/Flags/headerVerified``):
     ///   the index's word, no look at the file;
     /// - an entry the index image loaded at open describes, whose file's status last changed

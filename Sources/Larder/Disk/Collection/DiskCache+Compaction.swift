@@ -11,7 +11,8 @@ extension DiskCache {
     func scheduleCompaction(_ gate: inout SnapshotState) {
         guard !gate.isCompactionScheduled else { return }
         gate.isCompactionScheduled = true
-        let work: @Sendable () -> Void = { [weak self] in self?.compactJournal() }
+        let background = backgroundHandle
+        let work: @Sendable () -> Void = { background.compactJournal() }
         if let runner = gate.compactionRunner {
             runner(work)
         } else {
@@ -33,7 +34,7 @@ extension DiskCache {
             }
             // The close sets the flag before it takes the collection gate and releases the
             // directory after: checked here, under the gate, no base lands after the release.
-            guard isDue, !isClosed.load(ordering: .acquiring) else { return }
+            guard isDue, !isClosed.isSet else { return }
             if case .failed(let event) = writeSnapshot(sync: false, compacting: true) { events.append(event) }
         }
         emit(events)

@@ -63,8 +63,7 @@ package struct DirectoryLock: Sendable {
                 let pid = Int32(text)
                 let holder =
                     pid == ProcessIdentity.processID
-                    ? "another cache of this process (\(ProcessIdentity.processID)): close() it first (one let go of without close() closes"
-                        + " only once its own work under way ends, such as building its index at open)"
+                    ? "another cache of this process (\(ProcessIdentity.processID)): close() it, or let go of it, first"
                     : "process \(pid.map(String.init) ?? "unknown")"
                 throw CacheError(
                     .directoryInUse, "the cache directory is in use by \(holder); open it read-only to read it", path: path,

@@ -170,7 +170,7 @@ extension DiskCache {
             let data = try encoder.encode(metadata)
             // Synced whatever the durability: records follow, and a power loss that kept them
             // but not the metadata (or kept its name but not its bytes) would leave a folder
-            // that no longer opens (found by the power-loss tests, docs/RELIABILITY.md).
+            // that no longer opens (the power-loss tests check it, docs/RELIABILITY.md).
             try io.writeFileAtomically(layout.metadataPath, Array(data), sync: true)
         } catch let error as Errno {
             throw CacheError(.ioFailure, "cannot write the cache's metadata", path: layout.metadataPath, errno: error.rawValue)

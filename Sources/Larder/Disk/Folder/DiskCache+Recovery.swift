@@ -42,7 +42,7 @@ extension DiskCache {
         // event is rare.
         return directoryLock.withLock { (lock: inout DirectoryLock?) -> FolderRecovery in
             if root.fd != seen { return .recovered([]) }
-            guard lock != nil, !isClosed.load(ordering: .acquiring), root.isRemoved else { return .notRemoved }
+            guard lock != nil, !isClosed.isSet, root.isRemoved else { return .notRemoved }
             let fresh: FileIO
             do throws(Errno) {
                 fresh = try io.rooted(at: root.path, create: true)

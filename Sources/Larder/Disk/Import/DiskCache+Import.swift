@@ -101,7 +101,7 @@ extension DiskCache {
     package func containsLiveRecord(named name: String) -> Bool {
         let now = options.clock.now
         let known: Bool? = state.withLock { s in
-            guard s.isIndexReady, !isClosed.load(ordering: .acquiring) else { return nil }
+            guard s.isIndexReady, !isClosed.isSet else { return nil }
             guard let entry = s.index[name] else { return false }
             return !isExpired(entry, now: now)
         }
@@ -159,10 +159,7 @@ extension DiskCache {
                 let fileSize = try records.write(
                     header: header, keyBytes: [], payload: payload, temporaryPath: nextTemporaryPath(), path: path,
                     folder: layout.folder(for: name), sync: options.durability == .fsync)
-                let entry = IndexEntry(
-                    name: name, key: nil, diskSize: diskSize(fileSize), fileSize: fileSize, updateTime: header.updateTimeSec,
-                    lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: 0)
-                state.withLock { $0.recordStore(entry, bytes: payload.count) }
+                _indexWrittenRecord(name, key: nil, header: header, fileSize: fileSize, payloadBytes: payload.count)
                 return true
             }
         } catch {

@@ -26,8 +26,10 @@ extension DiskCache {
             stamps = loaded.stamps
             mustList = shardFolders(of: loaded.image.touched)
         }
+        if isAbandoned { return }
         // Taken, not copied: the image is released above, so the index is changed in place.
         var reconciled = reconcile(consume snapshot, stamps: stamps, mustList: mustList, events: &events)
+        if isAbandoned { return }
         if !options.isReadOnly {
             // Folders vouched for: the next base stamps them as they were, unless changed since.
             let vouched = stamps.byFolder.filter { reconciled.vouchedFolders.contains($0.key) }
@@ -41,11 +43,14 @@ extension DiskCache {
             return $0.finishBuild(loaded: reconciled.index, suspects: reconciled.suspects, listedEverything: reconciled.listedEverything)
         }
         events.append(.indexReady(recordCount: count))
-        if !options.isReadOnly, !isClosed.load(ordering: .acquiring), isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
+        if !options.isReadOnly, !isClosed.isSet, isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
             // Reopened over its limits (smaller limits, or files added behind its back): expired
             // records go first, as in a collection, before any live one.
             var pass = CollectionPass()
             collectionGate.withLock { _ in
+                // The close sets the flag before it takes the collection gate and releases the
+                // directory after: checked again under the gate, no trim runs after the release.
+                guard !isClosed.isSet else { return }
                 removeExpired(in: &pass)
                 prune(
                     sizeLimit: effectiveSizeLimit(forceRefresh: false), countLimit: options.countLimit, excluding: nil, reason: nil,
@@ -54,6 +59,12 @@ extension DiskCache {
             events += pass.events
         }
         emit(events)
+    }
+
+    /// Whether the owner let go of the cache while the index was being built (see
+    /// `State.indexBuildIsAbandoned`): the build stops, its index left incomplete.
+    private var isAbandoned: Bool {
+        state.withLock { $0.indexBuildIsAbandoned }
     }
 
     /// Index entries for the records `names` from their headers (in no order), and the names

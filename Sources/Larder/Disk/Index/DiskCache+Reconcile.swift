@@ -23,7 +23,7 @@ extension DiskCache {
     ///
     /// A shard folder whose stamp is the one `stamps` recorded, not racy, and not in
     /// `mustList` is not listed: the snapshot's entries for it are kept as they are. Every other
-    /// folder, and the root, is listed, as every folder was before stamps: each name is checked
+    /// folder, and the root, is listed: each name is checked
     /// off against the snapshot, files without an entry have their header read (unreadable
     /// ones become suspects), and entries without a file are dropped.
     /// - Parameters:

@@ -12,7 +12,7 @@ extension DiskCache {
         /// Whether the image on disk may read as exact, so the next change must withdraw it
         /// first. A writer starts with `true`: the image its last close wrote stays until the
         /// background build has read it, and a store made meanwhile must not leave it behind
-        /// for a crash to trust (found by the crash-consistency test under load).
+        /// for a crash to trust (the crash-consistency test under load checks it).
         var isOnDisk: Bool
         var changesInFlight = 0
         /// Whether the base was unlinked but the root not yet synced (``Durability/fsync``).
@@ -237,7 +237,8 @@ extension DiskCache {
                 // the image read here would then hold its change's absence as exact. Keeping the
                 // base would take reading both in `init`, and reading the journal only up to that
                 // length here (docs/FORMAT.md).
-                guard gate.isOnDisk else { return }
+                // A close under way (see `finishChanges()`) owns what is on disk from here.
+                guard gate.isOnDisk, !gate.isClosing else { return }
                 if let image {
                     gate.epoch = image.epoch
                     gate.baseLength = base.count
@@ -254,8 +255,8 @@ extension DiskCache {
     /// append fails, unlinks the base. Under ``Durability/fsync`` the withdrawal is made
     /// durable (the journal synced, or the root after the unlink) before the change: else a
     /// power loss could keep the image and the synced change both, and the next open would
-    /// trust sizes and lock counts that the files no longer have (found by the power-loss
-    /// tests). One sync per image written, so at most one per collection. When the withdrawal
+    /// trust sizes and lock counts that the files no longer have (the power-loss tests check
+    /// it). One sync per image written, so at most one per collection. When the withdrawal
     /// fails, the image counts as still on disk, and the next change tries again.
     func withdrawSnapshot(_ gate: inout SnapshotState) {
         if let epoch = gate.epoch {

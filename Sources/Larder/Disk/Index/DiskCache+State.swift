@@ -32,6 +32,12 @@ extension DiskCache {
         var counters = StatisticsCounters()
         /// The scheduled collection's timer.
         var timer: (any DispatchSourceTimer)?
+        /// Whether the index build began, or will never begin (its owner let go of the cache
+        /// first).
+        var indexBuildIsSettled = false
+        /// Whether the owner let go of the cache while its index was being built: the build
+        /// stops at its next step, and writes nothing.
+        var indexBuildIsAbandoned = false
         /// The volume's size and free space when last asked, for the free-space floor.
         var freeSpace: (checkedAt: Double, volumeSize: Int, available: Int)?
         /// Seconds an expired record stays for stale reads (``DiskCache/staleRetention``): the

@@ -136,8 +136,8 @@ struct DiskIndex: Sendable {
 
     /// A slot found by a lookup and the name it held then, so that a later check that it still
     /// holds that name (`slot(_:holds:)` with the mark) compares 32 bytes instead of spelling a
-    /// hashed name out in hex: that check cost about a tenth of a hit on a kept record
-    /// (`larder-bench disk`, `load-4k-zipf`, issue 18).
+    /// hashed name out in hex, which costs about a tenth of a hit on a kept record
+    /// (`larder-bench disk`, `load-4k-zipf`).
     struct SlotMark: Sendable {
         /// The slot.
         var slot: Int32

@@ -12,8 +12,8 @@ struct PackedName {
     }
 
     /// Calls `body` with `name` packed. Always inlined: a specialization that takes `body`'s
-    /// context as arguments copied the whole ``DiskIndex`` (retaining each of its buffers) on
-    /// every lookup by name (`larder-bench gc`, issue 18).
+    /// context as arguments copies the whole ``DiskIndex`` (retaining each of its buffers) on
+    /// every lookup by name (`larder-bench gc`).
     @inline(__always)
     static func with<T>(_ name: String, _ body: (PackedName) -> T) -> T {
         var name = name
@@ -39,7 +39,7 @@ struct PackedName {
 
     /// Writes the 32 bytes 64 lowercase hex digits spell; `false` for anything else. Eight
     /// digits at a time (`unhexWord`): a lookup by name unpacks its name first, once a load and
-    /// once a removal (`larder-bench gc`, issue 18).
+    /// once a removal (`larder-bench gc`).
     static func unhex(_ text: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
         guard text.count == 64 else { return false }
         for i in 0 ..< 8 {

@@ -11,7 +11,7 @@ package struct RecordContents: Sendable {
     /// The file's length in bytes.
     package var fileSize: Int
 
-    /// The length an index may hand back to ``RecordFile/read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:)``
+    /// The length an index may hand back to ``RecordFile/read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:beneath:keptAs:nameHash:)``
     /// as one it can vouch for (exempt from the sparse-file check): this read's length when it
     /// read the payload (which passed that check, or was vouched for itself) or when it equals
     /// `previous`, a vouched length; else 0, unknown.
@@ -93,9 +93,6 @@ package final class RecordFile: Sendable {
     /// Files up to this length are read with one `pread`, header and payload together.
     static let singleReadLimit = 64 * 1024
 
-    /// Opens a record file for reading and runs `body` on it; a missing file is `.missing`, and
-    /// anything but a regular file (a link, a FIFO, a socket, a folder) is `.foreign`.
-    /// The open never follows a link and never blocks.
     /// What a failed open of a record file means: no record, a corrupt one, or a real failure.
     private static func failedOpen(_ error: Errno) throws(Errno) -> RecordReadResult {
         switch error {
@@ -132,6 +129,9 @@ package final class RecordFile: Sendable {
         }
     }
 
+    /// Opens a record file for reading and runs `body` on it; a missing file is `.missing`, and
+    /// anything but a regular file (a link, a FIFO, a socket, a folder) is `.foreign`.
+    /// The open never follows a link and never blocks.
     private func withRecordFile(_ path: String, _ body: (Int32, FileInfo) throws(Errno) -> RecordReadResult) throws(Errno)
         -> RecordReadResult
     {
@@ -278,7 +278,7 @@ package final class RecordFile: Sendable {
         return result
     }
 
-    /// Checks a record file the way ``read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:)``
+    /// Checks a record file the way ``read(_:readPayload:verifyPayload:expectedKey:expectedFileSize:beneath:keptAs:nameHash:)``
     /// does with the payload verified, but streams the payload through CRC-32 in chunks of
     /// `chunkSize` bytes instead of reading it into memory (`larder verify`).
     /// - Returns: The record without its payload, `.missing`, or `.corrupt` with the reason.
@@ -532,7 +532,7 @@ package final class RecordFile: Sendable {
     package func moveIntoPlace(_ temporaryPath: String, path: String, folder: String, sync: Bool) throws(Errno) {
         // A shard folder made for this record: with `sync`, its parent is synced before the
         // rename, since syncing the shard folder afterwards keeps its entries but not the
-        // folder's own entry in the root (found by the power-loss tests).
+        // folder's own entry in the root (the power-loss tests check it).
         func makeFolder() throws(Errno) {
             if try io.mkdir(folder), sync { try io.syncFolder(FileIO.parentFolder(of: folder)) }
         }

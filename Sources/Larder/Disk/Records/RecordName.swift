@@ -7,7 +7,7 @@
 /// write-back of access times, which builds it outside the cache's lock) and on its rare paths
 /// (a missing or corrupt file, an expired record, a platform without `openat2`). Building the
 /// 64-character `String` of a hashed name on every read, then freeing it, cost a seventh of the
-/// instructions of a hit on a kept record (`larder-bench disk`, `load-4k-zipf`, issue 18). So a
+/// instructions of a hit on a kept record (`larder-bench disk`, `load-4k-zipf`). So a
 /// hashed name is spelled out on the stack where its bytes are needed, and as a `String` only
 /// where one is kept.
 package struct RecordName: Sendable {
