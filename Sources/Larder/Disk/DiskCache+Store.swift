@@ -103,7 +103,8 @@ extension DiskCache {
                     try records.moveIntoPlace(
                         pending.temporaryPath, path: pending.path, folder: layout.folder(for: pending.name), sync: sync)
                     _indexWrittenRecord(
-                        pending.name, key: pending.key, header: pending.header, fileSize: pending.fileSize, payloadBytes: pending.data.count)
+                        pending.name, key: pending.key, header: pending.header, fileSize: pending.fileSize, payloadBytes: pending.data.count
+                    )
                 }
             } catch let error where error == .noSuchFileOrDirectory && attempt == 0 {
                 _ = try? io.unlink(pending.temporaryPath)
@@ -150,7 +151,6 @@ extension DiskCache {
             lastAccessMs: header.reserved2, ttl: header.ttl, lockCount: header.refCount)
         state.withLock { $0.recordStore(entry, bytes: payloadBytes) }
     }
-
 
     /// Ends a prepared store without putting it in place: removes the temporary file and emits
     /// what the store reported.
