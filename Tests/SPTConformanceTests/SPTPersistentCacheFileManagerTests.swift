@@ -173,10 +173,10 @@ import Testing
         writer.close()
         // Without the snapshot, the next cache has not seen the file's length: a load examines it.
         unlink(dir.path + "/pcache/.larder-index")
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let cache = try DiskCache(options: options, systemCalls: faults.calls)
         defer { cache.close() }
-        faults.arm(.fstat, .fail(EIO))
+        faults.arm(every: .fstat, .fail(EIO))
         #expect(throws: CacheError.self) { try cache.record(forKey: "TEST") }
         #expect(faults.fired > 0)
         faults.disarm()
@@ -189,12 +189,12 @@ import Testing
     @Test func testTotalUsedSizeInBytesFailWithNSURLGetResourceValue() throws {
         let dir = TemporaryDirectory("spt-fm")
         defer { dir.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let cache = try DiskCache(options: .spt(directory: dir.url.appendingPathComponent("pcache")), systemCalls: faults.calls)
         defer { cache.close() }
         try cache.store(Data(count: 10), forKey: "AA")
         let total = cache.totalSize
-        faults.arm(.fstat, .fail(EIO))
+        faults.arm(every: .fstat, .fail(EIO))
         #expect(cache.totalSize == total && total == cache.blockSize)
     }
 
@@ -204,10 +204,10 @@ import Testing
     @Test func testOptimizedDiskSizeForCacheSizeFileManagerFail() throws {
         let dir = TemporaryDirectory("spt-fm")
         defer { dir.remove() }
-        let faults = SystemCallFaults()
+        let faults = FaultInjector()
         let cache = try Self.makeCache(dir, sizeLimit: 100, calls: faults.calls)
         defer { cache.close() }
-        faults.arm(.statvfs, .fail(EIO))
+        faults.arm(every: .statvfs, .fail(EIO))
         #expect(cache.effectiveSizeLimit(forceRefresh: true) == 100)
         #expect(faults.fired > 0)
     }
