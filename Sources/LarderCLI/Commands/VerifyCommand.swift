@@ -112,7 +112,7 @@ enum VerifyCommand: Subcommand {
                 do throws(Errno) {
                     try removeForeign(entry, files: context.files, layout: context.layout)
                     removedForeign.append(entry.relativePath)
-                } catch where error == .isADirectory || error == .notPermitted {
+                } catch  where error == .isADirectory || error == .notPermitted {
                     failures.append("\(entry.shownPath): a folder; remove it yourself if it is not wanted")
                 } catch {
                     failures.append("\(entry.shownPath): \(String(cString: strerror(error.rawValue)))")
@@ -161,7 +161,10 @@ enum VerifyCommand: Subcommand {
                 ])
                 for entry in corrupt {
                     table.append(
-                        shown: ["\(entry.key ?? "-")", entry.shownPath, "\(HumanFormat.size(entry.fileSize))", "\(entry.corruption?.rawValue ?? "?")"],
+                        shown: [
+                            "\(entry.key ?? "-")", entry.shownPath, "\(HumanFormat.size(entry.fileSize))",
+                            "\(entry.corruption?.rawValue ?? "?")",
+                        ],
                         colour: "31")
                 }
                 io.out(table.render(colour: LsCommand.useColour(io)))
@@ -169,7 +172,9 @@ enum VerifyCommand: Subcommand {
             if !foreign.isEmpty {
                 io.out(LsCommand.foreignSummary(foreign) + "\n")
                 var table = TextTable([.init(title: "FILE"), .init(title: "SIZE", alignment: .right)])
-                for entry in foreign { table.append(shown: [entry.shownPath, "\(entry.isDirectory ? "-" : HumanFormat.size(entry.fileSize))"]) }
+                for entry in foreign {
+                    table.append(shown: [entry.shownPath, "\(entry.isDirectory ? "-" : HumanFormat.size(entry.fileSize))"])
+                }
                 io.out(table.render(colour: LsCommand.useColour(io)))
             }
             if repair {
@@ -178,7 +183,9 @@ enum VerifyCommand: Subcommand {
                         + (removesForeign ? " and \(removedForeign.count) foreign file\(removedForeign.count == 1 ? "" : "s")" : "") + "\n")
             }
             for entry in kept {
-                io.err("larder verify: left \(entry.shownPath): larger than 1 GiB or sparse, which an application may allow; 'larder rm' removes it\n")
+                io.err(
+                    "larder verify: left \(entry.shownPath): larger than 1 GiB or sparse, which an application may allow; 'larder rm' removes it\n"
+                )
             }
             for failure in failures { io.err("larder verify: cannot remove \(failure)\n") }
         }
