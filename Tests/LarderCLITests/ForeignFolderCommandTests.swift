@@ -149,4 +149,38 @@ import Testing
         #expect(larder(["demo", "--dir", own]).code == 0)
         #expect(larder(["demo", "--dir", own]).code == 0)
     }
+
+    /// `put --adopt` and `import --adopt` make a cache in a folder of documents on purpose;
+    /// without the flag both refuse it. The documents stay byte for byte, listed as foreign,
+    /// through every command that removes records.
+    @Test func adoptMakesACacheBesideTheFilesAndKeepsThem() throws {
+        let temp = TemporaryDirectory("larder-cli-foreign")
+        defer { temp.remove() }
+        let root = temp.path("docs")
+        Self.makeDocuments(at: root)
+        let documents = SentinelTree.fingerprint(of: root).filter { !$0.key.isEmpty }
+        let source = temp.path("source")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+
+        #expect(larder(["put", "--dir", root, "k"], input: Data("v".utf8)).code == 3)
+        #expect(larder(["import", "--from", "cachehandler", source, "--dir", root]).code == 3)
+        #expect(!FileManager.default.fileExists(atPath: root + "/.larder"))
+        let imported = larder(["import", "--adopt", "--from", "cachehandler", source, "--dir", root])
+        #expect(imported.code == 0, "\(imported.stderr)")
+        let put = larder(["put", "--adopt", "--dir", root, "k"], input: Data("v".utf8))
+        #expect(put.code == 0, "\(put.stderr)")
+        #expect(FileManager.default.fileExists(atPath: root + "/.larder"))
+        #expect(larder(["cat", "--dir", root, "k"]).stdoutData == Data("v".utf8))
+
+        let ls = larder(["ls", "--dir", root])
+        #expect(ls.stdout.contains("1 record,"), "\(ls.stdout)")
+        #expect(ls.stdout.contains("4 foreign files"), "\(ls.stdout)")  // ab, notes.txt, sub/, thesis.txt
+        for arguments in [["put", "k2"], ["rm", "k2"], ["gc"], ["gc", "--size-limit", "1"], ["verify", "--repair"]] {
+            let result = larder(arguments + ["--dir", root], input: Data("w".utf8))
+            #expect(result.code == 0, "\(arguments): \(result.stderr)")
+        }
+        let after = SentinelTree.fingerprint(of: root)
+        for (path, print) in documents { #expect(after[path] == print, "\(path)") }
+        #expect(larder(["put", "--help"]).stdout.contains("--adopt"))
+    }
 }

@@ -253,11 +253,13 @@ struct DemoRun {
             guard metadata.name == cacheName else { throw CommandFailure(.cacheError, refusal) }
             return
         }
-        let entries: [(name: String, isDirectory: Bool?)]
+        let entries: [DirectoryEntry]
         do { entries = try files.listDirectory(layout.root) } catch {
             throw CommandFailure(.cacheError, "cannot read '\(layout.root)': \(String(cString: strerror(error.rawValue)))")
         }
-        if entries.contains(where: { !DiskLayout.isLarderFile($0.name) }) { throw CommandFailure(.cacheError, refusal) }
+        if entries.contains(where: { entry in entry.name.map { !DiskLayout.isLarderFile($0) } ?? true }) {
+            throw CommandFailure(.cacheError, refusal)
+        }
     }
 
     private func open(sizeLimit: Int) throws(CommandFailure) -> DiskCache {

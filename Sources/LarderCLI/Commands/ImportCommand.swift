@@ -16,6 +16,7 @@ enum ImportCommand: Subcommand {
         options: CacheContext.options + [
             .value("from", "cachehandler", "The source's format; CacheHandler's (required)."),
             .flag("json", "Print the result as a JSON object."),
+            CacheContext.adoptOption,
         ],
         discussion: """
             Each file of SOURCE named by the SHA-256 of its key and holding {"response": ...} is stored
@@ -25,7 +26,8 @@ enum ImportCommand: Subcommand {
             holds are skipped; so are files that are not entries (other names, not JSON, no "response",
             too large, unreadable, folders, links, FIFOs), each listed with its reason. SOURCE is only
             read. Exits 1 when a file was skipped for any reason but expiry or presence, 3 when SOURCE
-            cannot be read or the cache cannot be written.
+            cannot be read or the cache cannot be written. A cache folder that holds files but is not
+            a cache is refused unless --adopt is given (see 'larder put --help').
             """)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {

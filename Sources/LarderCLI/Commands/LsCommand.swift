@@ -19,9 +19,12 @@ enum LsCommand: Subcommand {
             not where the layout puts a record; a folder's name ends in /): listed after the
             records, counted apart, never removed by a cache ('larder verify --repair
             --remove-foreign' removes them). A folder that is not a cache at all is refused.
-            JSON fields: key (null when not stored), file, size (file bytes), payloadSize, lockCount,
-            ttl, updateTime, lastAccessTime, expirationTime (Unix seconds; null while locked),
-            status, corruption.
+            A file name that is not UTF-8 is never a record's: it is listed as foreign, each byte
+            that is not UTF-8 written as \\xHH.
+            JSON fields: key (null when not stored), file, fileBytes (the file's path in hex when
+            it is not UTF-8, and then file has \\xHH escapes; else null), size (file bytes),
+            payloadSize, lockCount, ttl, updateTime, lastAccessTime, expirationTime (Unix seconds;
+            null while locked), status, corruption.
             """)
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
@@ -87,17 +90,20 @@ enum LsCommand: Subcommand {
             } else {
                 expires = "never (locked)"
             }
+            let cells = [
+                HumanFormat.size(entry.fileSize),
+                entry.lockCount.map(String.init) ?? "-",
+                entry.ttl.map(HumanFormat.ttl) ?? "-",
+                entry.updateTime.map { HumanFormat.relative($0, now: now) } ?? "-",
+                entry.lastAccessTime.map { HumanFormat.relative($0, now: now) } ?? "-",
+                expires,
+                statusText(entry),
+            ]
+            // A foreign entry is shown by its path, from its exact bytes (each one that is not
+            // UTF-8 as \xHH), so two names that differ only there show apart.
+            let first: TerminalText = entry.status == .foreign ? entry.shownPath : "\(entry.displayKey)"
             table.append(
-                [
-                    entry.status == .foreign ? entry.relativePath : entry.displayKey,
-                    HumanFormat.size(entry.fileSize),
-                    entry.lockCount.map(String.init) ?? "-",
-                    entry.ttl.map(HumanFormat.ttl) ?? "-",
-                    entry.updateTime.map { HumanFormat.relative($0, now: now) } ?? "-",
-                    entry.lastAccessTime.map { HumanFormat.relative($0, now: now) } ?? "-",
-                    expires,
-                    statusText(entry),
-                ], colour: entry.status == .ok ? nil : entry.status == .expired ? "33" : "31")
+                shown: [first] + cells.map { "\($0)" }, colour: entry.status == .ok ? nil : entry.status == .expired ? "33" : "31")
         }
         return table
     }
@@ -105,7 +111,8 @@ enum LsCommand: Subcommand {
     static func json(_ entry: RecordEntry, context: CacheContext) -> JSONValue {
         .object([
             ("key", .text(entry.key)),
-            ("file", .string(entry.relativePath)),
+            ("file", .string(entry.jsonPath)),
+            ("fileBytes", .text(entry.undecodablePathHex)),
             ("size", .int(entry.fileSize)),
             ("payloadSize", .int(entry.corruption == nil ? entry.payloadSize : nil)),
             ("lockCount", .int(entry.lockCount)),

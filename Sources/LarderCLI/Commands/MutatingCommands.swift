@@ -109,9 +109,12 @@ enum PutCommand: Subcommand {
                 "ttl", "SECONDS",
                 "Expire this many seconds after the store (default 0: the default expiration, sliding with reads; at most 100 years)."),
             .flag("locked", "Store it locked (lock count 1), so it does not expire until unlocked."),
+            CacheContext.adoptOption,
         ],
         discussion:
             "Creates the directory when missing (with sha256 keys, or --keys). Fails with exit 3 while another process holds the directory."
+            + " A folder that holds files but is not a cache is refused unless --adopt is given; then the cache is made beside"
+            + " its files, which stay as they are, listed as foreign."
     )
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {

@@ -23,7 +23,7 @@ enum ShowCommand: Subcommand {
         let now = context.now
         var fields = FieldList()
         fields.add("key", entry.key ?? "(not stored)")
-        fields.add("file", entry.relativePath)
+        fields.add("file", shown: entry.shownPath)
         fields.add("path", entry.path)
         fields.add("file size", "\(entry.fileSize) bytes (\(HumanFormat.size(entry.fileSize)))")
         fields.add("status", LsCommand.statusText(entry))

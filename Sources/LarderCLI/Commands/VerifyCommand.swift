@@ -18,8 +18,23 @@ enum VerifyCommand: Subcommand {
             Exits 1 when any record is corrupt, also after --repair removed them, and 0 when all
             are sound (foreign files do not change it).
             JSON fields: directory, checked, corruptCount, corrupt (key, file, size, reason,
-            removed), foreignCount, foreign (file, size, folder, removed), removedCount.
+            removed), foreignCount, foreign (file, fileBytes, size, folder, removed), removedCount.
+            A file name that is not UTF-8 is never a record's: it is foreign, shown with each byte
+            that is not UTF-8 written as \\xHH, and --remove-foreign removes exactly that file
+            (JSON's fileBytes gives its path in hex; null for a UTF-8 path).
             """)
+
+    /// Removes a foreign file by its exact name: a misplaced one with one `unlinkat` in the
+    /// folder that holds it (its name may not be UTF-8), one at a record's place by its path.
+    private static func removeForeign(_ entry: RecordEntry, files: FileIO, layout: DiskLayout) throws(Errno) {
+        guard let misplaced = entry.misplaced else {
+            try files.unlink(entry.path)
+            return
+        }
+        let folder = try files.openDirectory(layout.folder(of: misplaced))
+        defer { files.close(folder) }
+        try files.unlink(misplaced.name, inFolder: folder)
+    }
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
         let repair = arguments.flag("repair")
@@ -51,15 +66,15 @@ enum VerifyCommand: Subcommand {
         foreign += try inspector.foreignEntries()
         foreign.sort { $0.relativePath < $1.relativePath }
 
-        var removed: [String] = []
-        var failures: [String] = []
-        var kept: [String] = []
+        var removed: [FileName] = []
+        var failures: [TerminalText] = []
+        var kept: [RecordEntry] = []
         if let cache {
             for entry in corrupt {
                 // The tool checks sizes against the library's default maximum (1 GiB); an app
                 // may allow more, so a record above it (or sparse) is reported, never removed.
                 if entry.corruption == .tooLarge {
-                    kept.append(entry.relativePath)
+                    kept.append(entry)
                     continue
                 }
                 do {
@@ -80,27 +95,27 @@ enum VerifyCommand: Subcommand {
                     }
                     removed.append(entry.relativePath)
                 } catch {
-                    failures.append("\(entry.relativePath): \(error)")
+                    failures.append("\(entry.shownPath): \(error)")
                 }
             }
         }
 
-        var removedForeign: [String] = []
+        var removedForeign: [FileName] = []
         if cache != nil, removesForeign {
             for entry in foreign {
                 // One unlink beneath the root: a file or a link goes, never a link's target; a
                 // folder stays (the tool never removes a folder it did not make, whatever it holds).
                 guard !entry.isDirectory else {
-                    failures.append("\(entry.relativePath): a folder; remove it yourself if it is not wanted")
+                    failures.append("\(entry.shownPath): a folder; remove it yourself if it is not wanted")
                     continue
                 }
                 do throws(Errno) {
-                    try context.files.unlink(entry.path)
+                    try removeForeign(entry, files: context.files, layout: context.layout)
                     removedForeign.append(entry.relativePath)
                 } catch  where error == .isADirectory || error == .notPermitted {
-                    failures.append("\(entry.relativePath): a folder; remove it yourself if it is not wanted")
+                    failures.append("\(entry.shownPath): a folder; remove it yourself if it is not wanted")
                 } catch {
-                    failures.append("\(entry.relativePath): \(String(cString: strerror(error.rawValue)))")
+                    failures.append("\(entry.shownPath): \(String(cString: strerror(error.rawValue)))")
                 }
             }
         }
@@ -115,7 +130,7 @@ enum VerifyCommand: Subcommand {
                     .array(
                         corrupt.map { entry in
                             .object([
-                                ("key", .text(entry.key)), ("file", .string(entry.relativePath)),
+                                ("key", .text(entry.key)), ("file", .string(entry.jsonPath)),
                                 ("size", .int(entry.fileSize)), ("reason", .text(entry.corruption?.rawValue)),
                                 ("removed", .bool(removed.contains(entry.relativePath))),
                             ])
@@ -127,7 +142,8 @@ enum VerifyCommand: Subcommand {
                     .array(
                         foreign.map { entry in
                             .object([
-                                ("file", .string(entry.relativePath)), ("size", .int(entry.fileSize)),
+                                ("file", .string(entry.jsonPath)), ("fileBytes", .text(entry.undecodablePathHex)),
+                                ("size", .int(entry.fileSize)),
                                 ("folder", .bool(entry.isDirectory)), ("removed", .bool(removedForeign.contains(entry.relativePath))),
                             ])
                         })
@@ -145,7 +161,10 @@ enum VerifyCommand: Subcommand {
                 ])
                 for entry in corrupt {
                     table.append(
-                        [entry.key ?? "-", entry.relativePath, HumanFormat.size(entry.fileSize), entry.corruption?.rawValue ?? "?"],
+                        shown: [
+                            "\(entry.key ?? "-")", entry.shownPath, "\(HumanFormat.size(entry.fileSize))",
+                            "\(entry.corruption?.rawValue ?? "?")",
+                        ],
                         colour: "31")
                 }
                 io.out(table.render(colour: LsCommand.useColour(io)))
@@ -153,7 +172,9 @@ enum VerifyCommand: Subcommand {
             if !foreign.isEmpty {
                 io.out(LsCommand.foreignSummary(foreign) + "\n")
                 var table = TextTable([.init(title: "FILE"), .init(title: "SIZE", alignment: .right)])
-                for entry in foreign { table.append([entry.relativePath, entry.isDirectory ? "-" : HumanFormat.size(entry.fileSize)]) }
+                for entry in foreign {
+                    table.append(shown: [entry.shownPath, "\(entry.isDirectory ? "-" : HumanFormat.size(entry.fileSize))"])
+                }
                 io.out(table.render(colour: LsCommand.useColour(io)))
             }
             if repair {
@@ -161,8 +182,10 @@ enum VerifyCommand: Subcommand {
                     "removed \(removed.count) corrupt record\(removed.count == 1 ? "" : "s")"
                         + (removesForeign ? " and \(removedForeign.count) foreign file\(removedForeign.count == 1 ? "" : "s")" : "") + "\n")
             }
-            for path in kept {
-                io.err("larder verify: left \(path): larger than 1 GiB or sparse, which an application may allow; 'larder rm' removes it\n")
+            for entry in kept {
+                io.err(
+                    "larder verify: left \(entry.shownPath): larger than 1 GiB or sparse, which an application may allow; 'larder rm' removes it\n"
+                )
             }
             for failure in failures { io.err("larder verify: cannot remove \(failure)\n") }
         }

@@ -24,6 +24,12 @@ struct CacheContext {
         .value("now", "SECONDS", "Pretend the time is this Unix time (testing aid; also $LARDER_NOW).", hidden: true),
     ]
 
+    /// `--adopt`, for the commands that can make a cache (`put`, `import`).
+    static let adoptOption = OptionSpec.flag(
+        "adopt",
+        "Make a cache in a folder that holds other files (refused without it): its files stay, listed as foreign, and no command removes them but 'verify --repair --remove-foreign'."
+    )
+
     let directory: URL
     let layout: DiskLayout
     /// The directory's Larder metadata; `nil` for SPT directories and new ones.
@@ -40,6 +46,9 @@ struct CacheContext {
     /// SPTPersistentCache rounds it: for a folder without Larder metadata, taken for SPT's.
     let roundsTimeToNearestSecond: Bool
     let io: CommandIO
+    /// Whether `--adopt` was given: a folder of other files is opened as a new cache
+    /// (`DiskCacheOptions.adoptsForeignFolder`) instead of refused.
+    let adoptsForeignFolder: Bool
     /// File access rooted at the directory (see `FileIO`): no path the tool reads, writes or
     /// removes can lead outside it through a link, and no FIFO blocks it. Unrooted when the
     /// directory does not exist yet (a `put` that creates it opens it through `DiskCache`).
@@ -69,6 +78,7 @@ struct CacheContext {
     /// - Parameter mustExist: Whether a missing directory is an error (inspecting) or will be created (changing).
     init(_ arguments: ParsedArguments, io: CommandIO, mustExist: Bool) throws(CommandFailure) {
         self.io = io
+        adoptsForeignFolder = arguments.flag("adopt")
         directory =
             arguments.value("dir").map { URL(fileURLWithPath: $0, isDirectory: true) }
             ?? Self.defaultDirectory(environment: io.environment)
@@ -151,7 +161,8 @@ struct CacheContext {
                 holdsRecords = true
                 folderLayout = shown ?? .sharded
             case .other:
-                throw CommandFailure(.cacheError, Self.notACacheMessage(layout.root))
+                // Adopted: a new cache beside the files, which stay foreign to it.
+                guard adoptsForeignFolder else { throw CommandFailure(.cacheError, Self.notACacheMessage(layout.root)) }
             }
         }
         self.layout = layout.with(folderLayout)
@@ -210,6 +221,7 @@ struct CacheContext {
         options.defaultExpiration = defaultExpiration
         options.clock = clock
         options.isReadOnly = readOnly
+        options.adoptsForeignFolder = adoptsForeignFolder
         return options
     }
 
@@ -227,7 +239,7 @@ struct CacheContext {
 
     /// What every command says of a folder that holds files but is not a cache.
     static func notACacheMessage(_ root: String) -> String {
-        "'\(root)' is not a cache: it holds files but no Larder metadata (.larder) and no SPTPersistentCache record; larder lists and changes nothing in it (pass --dir a cache, or a new or empty folder)"
+        "'\(root)' is not a cache: it holds files but no Larder metadata (.larder) and no SPTPersistentCache record; larder lists and changes nothing in it (pass --dir a cache, or a new or empty folder; 'larder put --adopt' makes a cache beside its files)"
     }
 
     /// The message and exit code for a cache error.

@@ -47,7 +47,7 @@ struct CacheInspector {
 
     private func entry(_ record: InspectedRecord?) -> RecordEntry? {
         guard let record else { return nil }
-        return RecordEntry(record, relativePath: String(record.path.dropFirst(context.layout.root.count + 1)))
+        return RecordEntry(record, relativePath: FileName(String(record.path.dropFirst(context.layout.root.count + 1))))
     }
 
     /// Every record, read with `readPayload`; files that are not records are left out (see ``inventory(readPayload:progress:)``).
@@ -80,20 +80,32 @@ struct CacheInspector {
     }
 
     /// The entries where the directory's layout puts no record and that are not Larder's own
-    /// files (``DiskLayout/misplacedEntries(io:)``), as foreign entries: a folder is listed, not entered.
+    /// files (``DiskLayout/misplacedEntries(io:)``), as foreign entries: a folder is listed, not
+    /// entered. Each is measured by its exact name, which need not be UTF-8.
     func foreignEntries() throws(CommandFailure) -> [RecordEntry] {
         let root = context.layout.root
-        let misplaced: [(path: String, isDirectory: Bool)]
+        let misplaced: [MisplacedEntry]
         do { misplaced = try context.layout.misplacedEntries(io: context.files) } catch {
             throw CommandFailure(.cacheError, "cannot read cache directory '\(root)': \(String(cString: strerror(error.rawValue)))")
         }
+        var folders: [String: Int32] = [:]
+        defer { for fd in folders.values { context.files.close(fd) } }
         return misplaced.map { item in
-            let path = root + "/" + item.path
-            let size = item.isDirectory ? 0 : ((try? context.files.lstat(path)) ?? nil).map { Int($0.st_size) } ?? 0
-            let name = String(item.path.split(separator: "/").last ?? Substring(item.path))
-            let record = InspectedRecord(foreignAt: path, name: name, fileSize: size)
-            var entry = RecordEntry(record, relativePath: item.path + (item.isDirectory ? "/" : ""))
+            let folder = context.layout.folder(of: item)
+            var size = 0
+            if !item.isDirectory {
+                if folders[folder] == nil { folders[folder] = try? context.files.openDirectory(folder) }
+                if let fd = folders[folder], let info = (try? context.files.lstat(item.name, inFolder: fd)) ?? nil {
+                    size = Int(info.st_size)
+                }
+            }
+            // The library's record holds strings; a name that is not UTF-8 is kept in `misplaced`.
+            let name = item.name.string ?? ""
+            let record = InspectedRecord(foreignAt: folder + "/" + name, name: name, fileSize: size)
+            let path = item.relativePath
+            var entry = RecordEntry(record, relativePath: item.isDirectory ? FileName(bytes: path.bytes + [UInt8(ascii: "/")]) : path)
             entry.isDirectory = item.isDirectory
+            entry.misplaced = item
             return entry
         }
     }

@@ -9,14 +9,29 @@ struct RecordEntry: Sendable {
 
     /// What the library's inspector read.
     var record: InspectedRecord
-    /// The path relative to the cache directory (`aa/aab…`); a folder's ends in a slash.
-    var relativePath: String
+    /// The path relative to the cache directory (`aa/aab…`), exactly; a folder's ends in a
+    /// slash. Only a foreign entry's can be other than UTF-8 (see ``misplaced``).
+    var relativePath: FileName
     /// Whether it is a folder (only a foreign entry can be).
     var isDirectory = false
+    /// Where the entry is, by its exact name, when it is where the layout puts no record; the
+    /// record's ``path`` and ``file`` hold no name that is not UTF-8, so removing goes by this.
+    var misplaced: MisplacedEntry?
 
-    init(_ record: InspectedRecord, relativePath: String) {
+    init(_ record: InspectedRecord, relativePath: FileName) {
         self.record = record
         self.relativePath = relativePath
+    }
+
+    /// ``relativePath`` for people: escaped for a terminal, each byte that is not UTF-8 as `\xHH`.
+    var shownPath: TerminalText { TerminalText(verbatim: TerminalText.escaped(utf8: relativePath.bytes)) }
+
+    /// ``relativePath`` for JSON: the path, or, when it is not UTF-8, ``shownPath``'s text.
+    var jsonPath: String { relativePath.string ?? shownPath.text }
+
+    /// ``relativePath``'s bytes in lower-case hex when it is not UTF-8 (JSON's `fileBytes`), else `nil`.
+    var undecodablePathHex: String? {
+        relativePath.string == nil ? relativePath.bytes.map { String($0 >> 4, radix: 16) + String($0 & 0xF, radix: 16) }.joined() : nil
     }
 
     /// The file name.

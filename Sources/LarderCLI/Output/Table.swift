@@ -8,22 +8,28 @@ struct TextTable {
     }
 
     var columns: [Column]
+    /// The cells, escaped (``TerminalText``).
     var rows: [[String]] = []
     /// ANSI colour codes per row (`"32"` green), used only when rendering with colour.
     var rowColours: [String?] = []
 
     init(_ columns: [Column]) { self.columns = columns }
 
+    /// Appends a row of values from anywhere; each cell is escaped (``TerminalText``), so a
+    /// newline in a key cannot start a forged row.
     mutating func append(_ row: [String], colour: String? = nil) {
+        append(shown: row.map { TerminalText(verbatim: TerminalText.escaped($0)) }, colour: colour)
+    }
+
+    /// Appends a row of cells already safe to show (a name that is not UTF-8, escaped from its bytes).
+    mutating func append(shown row: [TerminalText], colour: String? = nil) {
         precondition(row.count == columns.count, "a row needs one cell per column")
-        rows.append(row)
+        rows.append(row.map(\.text))
         rowColours.append(colour)
     }
 
-    /// The table as text, one line per row after a header line. Every cell is escaped
-    /// (``TerminalText``), so a newline in a key cannot start a forged row.
+    /// The table as text, one line per row after a header line.
     func render(colour: Bool) -> TerminalText {
-        let rows = rows.map { $0.map(TerminalText.escaped) }
         let columns = columns.map { Column(title: TerminalText.escaped($0.title), alignment: $0.alignment) }
         var widths = columns.map(\.title.count)
         for row in rows {
@@ -58,13 +64,17 @@ struct TextTable {
 
 /// Label–value lines with the values aligned, for `show` and `stats`.
 struct FieldList {
+    /// Labels and values, escaped (``TerminalText``).
     var fields: [(String, String)] = []
 
-    mutating func add(_ label: String, _ value: String) { fields.append((label, value)) }
+    /// Adds a field; label and value are escaped.
+    mutating func add(_ label: String, _ value: String) { add(label, shown: "\(value)") }
 
-    /// One line per field; labels and values are escaped (``TerminalText``).
+    /// Adds a field whose value is already safe to show.
+    mutating func add(_ label: String, shown value: TerminalText) { fields.append((TerminalText.escaped(label), value.text)) }
+
+    /// One line per field.
     func render() -> TerminalText {
-        let fields = fields.map { (TerminalText.escaped($0.0), TerminalText.escaped($0.1)) }
         let width = fields.map(\.0.count).max() ?? 0
         return TerminalText(verbatim: fields.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.1 + "\n" }.joined())
     }

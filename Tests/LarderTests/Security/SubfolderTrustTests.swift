@@ -181,4 +181,27 @@ import Testing
             expectCacheError(.unsafeDirectory) { () throws(CacheError) in try cache.store(Data("shared".utf8), forKey: "token") }
         }
     }
+
+    /// A shard folder the cache made vouches for itself alone: another user's folder whose name
+    /// is canonically equivalent ("\u{C5}x", Latin capital A with ring, beside the cache's own
+    /// "\u{212B}x", the Angstrom sign) is another folder, and is checked as one.
+    @Test(.enabled(if: HostileFiles.isRoot, "needs root to act as another user"))
+    func aTrustedFolderDoesNotVouchForACanonicallyEquivalentName() throws {
+        let fixture = HostileFixture("larder-subfolder")
+        defer { fixture.remove() }
+        let cache = try DiskCache(options: fixture.options())
+        defer { cache.close() }
+        try cache.store(Data("own".utf8), forKey: "\u{212B}x-own")
+        let shard = fixture.root + "/\u{C5}x"
+        makeForeignFolder(shard)
+        #expect(FileManager.default.fileExists(atPath: fixture.root + "/\u{212B}x"))
+        do {
+            try cache.store(Data("victim".utf8), forKey: "\u{C5}x-token")
+            Issue.record("the store wrote through a folder another user controls")
+        } catch {
+            #expect(error.code == .unsafeDirectory, "\(error)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: shard).isEmpty, "a file was written into the attacker's folder")
+        #expect(try cache.value(forKey: "\u{212B}x-own") == Data("own".utf8))
+    }
 }

@@ -73,9 +73,9 @@ extension DiskCache {
     func recordFolders() -> [String] {
         var folders = [layout.root]
         guard layout.folderLayout == .sharded, let entries = try? io.listDirectory(layout.root) else { return folders }
-        for entry in entries
-        where entry.isDirectory != false && !DiskLayout.isReserved(entry.name) && DiskLayout.shard(for: entry.name) == entry.name {
-            folders.append(layout.root + "/" + entry.name)
+        for entry in entries where entry.isDirectory != false {
+            guard let name = entry.name, !DiskLayout.isReserved(name), DiskLayout.shard(for: name) == name else { continue }
+            folders.append(layout.root + "/" + name)
         }
         return folders
     }

@@ -228,18 +228,20 @@ extension DiskCache {
             }
             try io.mkdir(layout.temporaryFolder)
             // `unlink` removes files and links only: a folder in there stays, whatever it holds.
-            for entry in try io.listDirectory(layout.temporaryFolder) {
-                _ = try? io.unlink(layout.temporaryFolder + "/" + entry.name)
+            // Each file by its exact name (``FileName``), whether or not it is UTF-8.
+            let temporary = try io.listDirectory(layout.temporaryFolder)
+            if !temporary.isEmpty {
+                let folder = try io.openDirectory(layout.temporaryFolder)
+                defer { io.close(folder) }
+                for entry in temporary { _ = try? io.unlink(entry.fileName, inFolder: folder) }
             }
             // `FileIO.writeFileAtomically` writes `<path>.tmp-<pid>-<n>` beside its target; the
             // caller holds the directory lock, so no live writer owns one.
-            for entry in try io.listDirectory(layout.root)
-            where entry.isDirectory != true
-                && [DiskLayout.metadataName, DiskLayout.snapshotName, DiskLayout.outboxName].contains(where: {
-                    entry.name.hasPrefix($0 + ".tmp-")
-                })
-            {
-                _ = try? io.unlink(layout.root + "/" + entry.name)
+            for entry in try io.listDirectory(layout.root) where entry.isDirectory != true {
+                guard let name = entry.name,
+                    [DiskLayout.metadataName, DiskLayout.snapshotName, DiskLayout.outboxName].contains(where: { name.hasPrefix($0 + ".tmp-") })
+                else { continue }
+                _ = try? io.unlink(layout.root + "/" + name)
             }
         } catch {
             throw CacheError(.ioFailure, "cannot prepare the temporary folder", path: layout.temporaryFolder, errno: error.rawValue)

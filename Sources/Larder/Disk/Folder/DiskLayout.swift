@@ -195,7 +195,11 @@ package struct DiskLayout: Sendable {
     ) throws(Errno) -> Bool {
         var rootNames: [String] = []
         var isComplete = true
-        let entries = try io.listDirectory(root).filter { !Self.isReserved($0.name) }
+        // A name that is not UTF-8 is no record's (``FileName``): it is left out, never repaired
+        // into the name of another file.
+        let entries = try io.listDirectory(root).compactMap { entry in
+            entry.name.flatMap { Self.isReserved($0) ? nil : (name: $0, isDirectory: entry.isDirectory) }
+        }
         let folders = 1 + entries.count { shard(for: $0.name) == $0.name && $0.isDirectory != false }
         for entry in entries {
             guard let shard = shard(for: entry.name) else {
@@ -205,9 +209,9 @@ package struct DiskLayout: Sendable {
             guard shard == entry.name, entry.isDirectory != false, !skip(shard) else { continue }
             do throws(Errno) {
                 var names: [String] = []
-                for file in try io.listDirectory(root + "/" + entry.name)
-                where Self.shard(for: file.name) == entry.name && !Self.isReserved(file.name) {
-                    names.append(file.name)
+                for file in try io.listDirectory(root + "/" + entry.name) {
+                    guard let name = file.name, Self.shard(for: name) == entry.name, !Self.isReserved(name) else { continue }
+                    names.append(name)
                 }
                 body(names, folders)
             } catch let error where error == .notADirectory || error == .tooManySymbolicLinks || error == .untrusted {
@@ -226,11 +230,11 @@ package struct DiskLayout: Sendable {
     package func shardStamps(io: FileIO) throws(Errno) -> [String: FolderStamp] {
         guard folderLayout == .sharded else { return [:] }
         var stamps: [String: FolderStamp] = [:]
-        for entry in try io.listDirectory(root) where !Self.isReserved(entry.name) && entry.isDirectory != false {
-            guard shard(for: entry.name) == entry.name, let info = try? io.info(atPath: rootSlash + entry.name),
-                info.kind == .directory
+        for entry in try io.listDirectory(root) where entry.isDirectory != false {
+            guard let name = entry.name, !Self.isReserved(name), shard(for: name) == name,
+                let info = try? io.info(atPath: rootSlash + name), info.kind == .directory
             else { continue }
-            stamps[entry.name] = FolderStamp(info)
+            stamps[name] = FolderStamp(info)
         }
         return stamps
     }
@@ -248,12 +252,13 @@ package struct DiskLayout: Sendable {
     /// - Throws: ``Errno`` when the root cannot be listed.
     package static func detect(root: String, io: FileIO) throws(Errno) -> FolderLayout? {
         var sawShardFolder = false
-        for entry in try io.listDirectory(root) where !isReserved(entry.name) {
-            guard let shard = shard(for: entry.name) else { continue }
+        // A name that is not UTF-8 is no record's: it shows neither layout.
+        for entry in try io.listDirectory(root) {
+            guard let name = entry.name, !isReserved(name), let shard = shard(for: name) else { continue }
             var isDirectory = entry.isDirectory
-            if isDirectory == nil { isDirectory = (try? io.info(atPath: root + "/" + entry.name))?.kind == .directory }
+            if isDirectory == nil { isDirectory = (try? io.info(atPath: root + "/" + name))?.kind == .directory }
             if isDirectory == true {
-                if shard == entry.name { sawShardFolder = true }
+                if shard == name { sawShardFolder = true }
             } else {
                 return .flat
             }

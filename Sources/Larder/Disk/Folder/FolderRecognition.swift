@@ -44,20 +44,27 @@ extension DiskLayout {
         let rootSlash = root == "/" ? "/" : root + "/"
         var holdsFiles = false
         var shortNames: [String] = []
-        for entry in try io.listDirectory(root) where !isLarderFile(entry.name) {
+        for entry in try io.listDirectory(root) {
+            // A name that is not UTF-8 is a file, never a record's (``FileName``).
+            guard let name = entry.name else {
+                holdsFiles = true
+                continue
+            }
+            if isLarderFile(name) { continue }
             holdsFiles = true
-            if isReserved(entry.name) { continue }
+            if isReserved(name) { continue }
             var isDirectory = entry.isDirectory
-            if isDirectory == nil, let info = try? io.lstat(rootSlash + entry.name) { isDirectory = info.st_mode & S_IFMT == S_IFDIR }
-            guard let shard = shard(for: entry.name) else {
-                if isDirectory != true { shortNames.append(entry.name) }
+            if isDirectory == nil, let info = try? io.lstat(rootSlash + name) { isDirectory = info.st_mode & S_IFMT == S_IFDIR }
+            guard let shard = shard(for: name) else {
+                if isDirectory != true { shortNames.append(name) }
                 continue
             }
             if isDirectory != true {
-                if isRecord(rootSlash + entry.name) { return .spt(.flat) }
-            } else if shard == entry.name, let files = try? io.listDirectory(rootSlash + entry.name) {
-                for file in files where !isReserved(file.name) && Self.shard(for: file.name) == entry.name {
-                    if isRecord(rootSlash + entry.name + "/" + file.name) { return .spt(.sharded) }
+                if isRecord(rootSlash + name) { return .spt(.flat) }
+            } else if shard == name, let files = try? io.listDirectory(rootSlash + name) {
+                for file in files {
+                    guard let fileName = file.name, !isReserved(fileName), Self.shard(for: fileName) == name else { continue }
+                    if isRecord(rootSlash + name + "/" + fileName) { return .spt(.sharded) }
                 }
             }
         }
@@ -69,35 +76,75 @@ extension DiskLayout {
     /// nor Larder's own files: hidden names, folders that are not shard folders (listed, not
     /// entered), and files where this layout puts no record (at the root under a name that
     /// belongs in a shard folder; in a shard folder under a name that belongs elsewhere).
-    /// A cache never reads, lists or removes them; `larder ls` and `larder verify` show them.
+    /// A name that is not UTF-8 is among them wherever it is (no layout puts a record under
+    /// it), listed by its exact bytes (``FileName``). A cache never reads, lists or removes
+    /// them; `larder ls` and `larder verify` show them.
     /// Files at a record's place that are not records (``RecordReadResult/foreign``) are not
     /// among them: reading tells those apart.
-    /// - Returns: Paths relative to the root, sorted, each with whether it is a folder.
+    /// - Returns: The entries, sorted by their paths relative to the root.
     /// - Throws: ``Errno`` when the root cannot be listed; a shard folder that cannot be listed
     ///   is passed over.
-    package func misplacedEntries(io: FileIO) throws(Errno) -> [(path: String, isDirectory: Bool)] {
-        var found: [(path: String, isDirectory: Bool)] = []
-        for entry in try io.listDirectory(root) where !Self.isLarderFile(entry.name) {
-            var isDirectory = entry.isDirectory
-            if isDirectory == nil, let info = try? io.lstat(rootSlash + entry.name) { isDirectory = info.st_mode & S_IFMT == S_IFDIR }
-            let isFolder = isDirectory == true
-            if Self.isReserved(entry.name) {
-                found.append((entry.name, isFolder))
+    package func misplacedEntries(io: FileIO) throws(Errno) -> [MisplacedEntry] {
+        var found: [MisplacedEntry] = []
+        func isFolder(_ entry: DirectoryEntry, in folder: String) -> Bool {
+            if let isDirectory = entry.isDirectory { return isDirectory }
+            guard let fd = try? io.openDirectory(folder) else { return false }
+            defer { io.close(fd) }
+            return ((try? io.lstat(entry.fileName, inFolder: fd)) ?? nil).map { $0.st_mode & S_IFMT == S_IFDIR } ?? false
+        }
+        for entry in try io.listDirectory(root) {
+            guard let name = entry.name else {
+                found.append(MisplacedEntry(shard: nil, name: entry.fileName, isDirectory: isFolder(entry, in: root)))
                 continue
             }
-            let shard = shard(for: entry.name)
+            if Self.isLarderFile(name) { continue }
+            let isFolder = isFolder(entry, in: root)
+            if Self.isReserved(name) {
+                found.append(MisplacedEntry(shard: nil, name: entry.fileName, isDirectory: isFolder))
+                continue
+            }
+            let shard = shard(for: name)
             if isFolder {
-                guard let shard, shard == entry.name, let files = try? io.listDirectory(rootSlash + entry.name) else {
-                    found.append((entry.name, true))
+                guard let shard, shard == name, let files = try? io.listDirectory(rootSlash + name) else {
+                    found.append(MisplacedEntry(shard: nil, name: entry.fileName, isDirectory: true))
                     continue
                 }
-                for file in files where Self.isReserved(file.name) || Self.shard(for: file.name) != entry.name {
-                    found.append((entry.name + "/" + file.name, file.isDirectory == true))
+                for file in files {
+                    if let fileName = file.name, !Self.isReserved(fileName), Self.shard(for: fileName) == name { continue }
+                    found.append(MisplacedEntry(shard: name, name: file.fileName, isDirectory: file.isDirectory == true))
                 }
             } else if shard != nil {
-                found.append((entry.name, false))
+                found.append(MisplacedEntry(shard: nil, name: entry.fileName, isDirectory: false))
             }
         }
-        return found.sorted { $0.path < $1.path }
+        return found.sorted { $0.relativePath < $1.relativePath }
+    }
+
+    /// The path of the folder that holds `entry`: the root, or its shard folder.
+    package func folder(of entry: MisplacedEntry) -> String {
+        entry.shard.map { rootSlash + $0 } ?? root
+    }
+}
+
+/// An entry of a cache folder where its layout puts no record (``DiskLayout/misplacedEntries(io:)``).
+package struct MisplacedEntry: Sendable, Equatable {
+    /// The shard folder that holds it, or `nil` for an entry at the root.
+    package var shard: String?
+    /// Its name in that folder, exactly.
+    package var name: FileName
+    /// Whether it is a folder (listed, never entered).
+    package var isDirectory: Bool
+
+    /// An entry at the root (`shard` `nil`) or in a shard folder.
+    package init(shard: String?, name: FileName, isDirectory: Bool) {
+        self.shard = shard
+        self.name = name
+        self.isDirectory = isDirectory
+    }
+
+    /// The path relative to the root, exactly: the name, or the shard folder, a slash and the name.
+    package var relativePath: FileName {
+        guard let shard else { return name }
+        return FileName(bytes: Array(shard.utf8) + [UInt8(ascii: "/")] + name.bytes)
     }
 }

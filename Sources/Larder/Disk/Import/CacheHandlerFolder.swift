@@ -47,7 +47,15 @@ package struct CacheHandlerFolder: Sendable {
     package func survey() throws(Errno) -> (candidates: [String], skipped: [CacheHandlerImportReport.SkippedFile]) {
         var candidates: [(name: String, modificationTime: Double)] = []
         var skipped: [CacheHandlerImportReport.SkippedFile] = []
-        for entry in try io.listDirectory(root).sorted(by: { $0.name < $1.name }) where !entry.name.hasPrefix(".") {
+        for entry in try io.listDirectory(root).sorted(by: { $0.fileName < $1.fileName }) {
+            // A name that is not UTF-8 is no hashed name; it is reported (shown with U+FFFD for
+            // the bytes that are not UTF-8) and never opened.
+            guard let name = entry.name else {
+                skipped.append(.init(name: String(decoding: entry.fileName.bytes, as: UTF8.self), reason: .notAHashedName))
+                continue
+            }
+            if name.hasPrefix(".") { continue }
+            let entry = (name: name, isDirectory: entry.isDirectory)
             let info: FileInfo
             do throws(Errno) {
                 // Gone since the listing: nothing to import or report.

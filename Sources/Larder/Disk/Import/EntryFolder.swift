@@ -33,8 +33,10 @@ struct EntryFolder: Sendable {
         let folder = folder ?? root
         guard let listing = try? io.listDirectory(folder) else { return [] }
         var result: [String] = []
-        for entry in listing.sorted(by: { $0.name < $1.name }) where !entry.name.hasPrefix(".") {
-            let path = folder + "/" + entry.name
+        for entry in listing.sorted(by: { $0.fileName < $1.fileName }) {
+            // A name that is not UTF-8 is no record's (no key could name it): never opened.
+            guard let name = entry.name, !name.hasPrefix(".") else { continue }
+            let path = folder + "/" + name
             var isDirectory = entry.isDirectory
             if isDirectory == nil, let info = try? io.info(atPath: path) { isDirectory = info.kind == .directory }
             if isDirectory == true {

@@ -36,8 +36,9 @@ package final class CacheRoot: Sendable {
     /// a bit for each name of two ASCII bytes (every shard of a hashed name, and most others),
     /// 128 × 128 bits.
     private let trustedASCII: [TrustedBits]
-    /// The other folders found trustworthy, by name.
-    private let trustedOthers: LarderMutex<Set<String>>
+    /// The other folders found trustworthy, by name, byte for byte (``ExactName``): a folder
+    /// whose name is canonically equivalent to a trusted one's is another folder, checked apart.
+    private let trustedOthers: LarderMutex<Set<ExactName>>
 
     init(path: String, fd: Int32, info: FileInfo, calls: SystemCalls, trust: FolderTrust? = nil) {
         self.path = path
@@ -130,7 +131,7 @@ package final class CacheRoot: Sendable {
             if let bit = Self.asciiBit(bytes) {
                 trustedASCII[bit >> 6].bits.bitwiseOr(1 << UInt64(bit & 63), ordering: .relaxed)
             } else {
-                trustedOthers.withLock { _ = $0.insert(String(decoding: bytes, as: UTF8.self)) }
+                trustedOthers.withLock { _ = $0.insert(ExactName(String(decoding: bytes, as: UTF8.self))) }
             }
         }
     }
@@ -146,7 +147,7 @@ package final class CacheRoot: Sendable {
         let bit = Self.asciiBit(name)
         if let bit, trustedASCII[bit >> 6].bits.load(ordering: .relaxed) & (1 << UInt64(bit & 63)) != 0 { return }
         let text = String(decoding: name, as: UTF8.self)
-        if bit == nil, trustedOthers.withLock({ $0.contains(text) }) { return }
+        if bit == nil, trustedOthers.withLock({ $0.contains(ExactName(text)) }) { return }
         var held = stat()
         let result = text.withCString { calls.fstatat(fd, $0, &held, AT_SYMLINK_NOFOLLOW) }
         guard result == 0 else { return }

@@ -399,10 +399,15 @@ package struct FileIO: Sendable {
     /// What `lstat` says of the file `name`, one component, in the folder open at `folder` (a
     /// descriptor from ``openDirectory(_:)``), never following a link; `nil` when it does not exist.
     package func lstat(_ name: String, inFolder folder: Int32) throws(Errno) -> stat? {
+        try lstat(FileName(name), inFolder: folder)
+    }
+
+    /// ``lstat(_:inFolder:)`` of a name given by its exact bytes, which need not be UTF-8.
+    package func lstat(_ name: FileName, inFolder folder: Int32) throws(Errno) -> stat? {
         try Self.checkOneComponent(name)
         var buf = stat()
         do {
-            _ = try Self.withCString(name) { (name) throws(Errno) in
+            _ = try name.withCString { (name) throws(Errno) in
                 try retrying { table.calls.fstatat(folder, name, &buf, AT_SYMLINK_NOFOLLOW) }
             }
         } catch let error where error == .noSuchFileOrDirectory {
@@ -419,15 +424,20 @@ package struct FileIO: Sendable {
 
     /// Throws ``Errno/escapesRoot`` unless `name` is one component: not empty, `.` or `..`, no
     /// `/` (nor a NUL, which would end it early). Its bytes are compared, not its characters.
-    private static func checkOneComponent(_ name: String) throws(Errno) {
-        var name = name
-        let isOne = name.withUTF8 { bytes in
+    private static func checkOneComponent(_ name: FileName) throws(Errno) {
+        func isOne(_ bytes: some Collection<UInt8>) -> Bool {
             let dot = UInt8(ascii: ".")
             guard !bytes.isEmpty else { return false }
             if bytes.count <= 2, bytes.allSatisfy({ $0 == dot }) { return false }
             return !bytes.contains(where: { $0 == UInt8(ascii: "/") || $0 == 0 })
         }
-        guard isOne else { throw .escapesRoot }
+        let valid: Bool
+        if var string = name.string {
+            valid = string.withUTF8 { isOne($0) }
+        } else {
+            valid = isOne(name.bytes)
+        }
+        guard valid else { throw .escapesRoot }
     }
 
     /// Removes the file `name`, one component, from the folder open at `folder` (a descriptor
@@ -436,9 +446,16 @@ package struct FileIO: Sendable {
     /// the same folders opens each folder once instead of once a file (``unlink(_:)``).
     @discardableResult
     package func unlink(_ name: String, inFolder folder: Int32) throws(Errno) -> Bool {
+        try unlink(FileName(name), inFolder: folder)
+    }
+
+    /// ``unlink(_:inFolder:)`` of a name given by its exact bytes, which need not be UTF-8: the
+    /// file with exactly that name goes, never another whose name reads the same.
+    @discardableResult
+    package func unlink(_ name: FileName, inFolder folder: Int32) throws(Errno) -> Bool {
         try Self.checkOneComponent(name)
         do {
-            _ = try Self.withCString(name) { (name) throws(Errno) in try retrying { table.calls.unlinkat(folder, name, 0) } }
+            _ = try name.withCString { (name) throws(Errno) in try retrying { table.calls.unlinkat(folder, name, 0) } }
             return true
         } catch let error where error == .noSuchFileOrDirectory {
             return false
@@ -502,8 +519,8 @@ package struct FileIO: Sendable {
         VolumeInfo(try statvfs(path))
     }
 
-    /// The entries of a folder (never through a link).
-    package func listDirectory(_ path: String) throws(Errno) -> [(name: String, isDirectory: Bool?)] {
+    /// The entries of a folder (never through a link), each with its name's exact bytes.
+    package func listDirectory(_ path: String) throws(Errno) -> [DirectoryEntry] {
         let fd = try openDirectory(path)
         defer { close(fd) }
         while true {

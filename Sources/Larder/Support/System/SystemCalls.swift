@@ -120,10 +120,10 @@ package struct SystemCalls: Sendable {
     package var ftruncate: @Sendable (_ fd: Int32, _ length: off_t) -> Int32
     package var fchmod: @Sendable (_ fd: Int32, _ mode: mode_t) -> Int32
     package var statvfs: @Sendable (_ path: UnsafePointer<CChar>, _ buf: UnsafeMutablePointer<statvfs>) -> Int32
-    /// Lists the entries (without `.` and `..`) of the folder open at `directory`, each with
-    /// whether it is a folder (`nil` when the file system does not say). Leaves `directory` open.
-    /// Returns `nil` and sets `errno` on failure.
-    package var listDirectory: @Sendable (_ directory: Int32) -> [(name: String, isDirectory: Bool?)]?
+    /// Lists the entries (without `.` and `..`) of the folder open at `directory`, each with its
+    /// name's exact bytes and whether it is a folder (`nil` when the file system does not say).
+    /// Leaves `directory` open. Returns `nil` and sets `errno` on failure.
+    package var listDirectory: @Sendable (_ directory: Int32) -> [DirectoryEntry]?
     /// `pipe`, for the memory-pressure watcher's wake-up pipe.
     package var pipe: @Sendable (_ fds: UnsafeMutablePointer<Int32>) -> Int32
     /// `poll` over `count` descriptors; `timeout` in milliseconds, -1 for none.
@@ -163,20 +163,24 @@ package struct SystemCalls: Sendable {
             }
             defer { closedir(dir) }
             rewinddir(dir)
-            var entries: [(name: String, isDirectory: Bool?)] = []
+            var entries: [DirectoryEntry] = []
             while true {
                 errno = 0
                 guard let entry = readdir(dir) else {
                     if errno != 0 { return nil }
                     break
                 }
+                // The name's bytes as they are: a name that is not UTF-8 is kept exactly, never
+                // repaired into another file's name.
                 let name = withUnsafePointer(to: entry.pointee.d_name) { tuple in
-                    tuple.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+                    tuple.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: tuple.pointee)) { name in
+                        FileName(bytes: UnsafeRawBufferPointer(start: name, count: strlen(name)))
+                    }
                 }
-                if name == "." || name == ".." { continue }
+                if name.string == "." || name.string == ".." { continue }
                 let type = entry.pointee.d_type
                 let isDirectory: Bool? = type == UInt8(DT_UNKNOWN) ? nil : type == UInt8(DT_DIR)
-                entries.append((name, isDirectory))
+                entries.append(DirectoryEntry(fileName: name, isDirectory: isDirectory))
             }
             return entries
         },

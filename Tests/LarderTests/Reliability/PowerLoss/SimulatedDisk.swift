@@ -182,7 +182,7 @@ final class SimulatedDisk: Sendable {
             }
         }
         calls.listDirectory = { [self] fd in
-            let result: [(name: String, isDirectory: Bool?)]? = state.withLock { s in
+            let result: [DirectoryEntry]? = state.withLock { s in
                 guard let descriptor = s.descriptors[fd] else {
                     errno = EBADF
                     return nil
@@ -191,7 +191,9 @@ final class SimulatedDisk: Sendable {
                     errno = ENOTDIR
                     return nil
                 }
-                return node.entries.sorted { $0.key < $1.key }.map { ($0.key, s.image[$0.value]?.kind == .directory) }
+                return node.entries.sorted { $0.key < $1.key }.map {
+                    DirectoryEntry(fileName: FileName($0.key), isDirectory: s.image[$0.value]?.kind == .directory)
+                }
             }
             return result
         }
