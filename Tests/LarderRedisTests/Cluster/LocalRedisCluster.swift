@@ -66,13 +66,17 @@ final class LocalRedisCluster {
     /// `host:port` of every node.
     var addresses: [String] { ports.map { "127.0.0.1:\($0)" } }
 
-    /// Waits until every running node reports `cluster_state:ok` and that all slots are served.
+    /// Waits until every running node reports `cluster_state:ok` and that all slots are served,
+    /// and every replica's link to its master is up (a replica still syncing can miss writes).
     func waitUntilHealthy() throws {
         try waitFor("the cluster is ok on every node") {
             processes.keys.allSatisfy { port in
-                guard let info = try? run(port, "CLUSTER", "INFO") else { return false }
+                guard let info = try? run(port, "CLUSTER", "INFO"), let replication = try? run(port, "INFO", "replication") else {
+                    return false
+                }
                 return info.contains("cluster_state:ok") && info.contains("cluster_slots_ok:16384")
                     && info.contains("cluster_known_nodes:\(ports.count)")
+                    && (replication.contains("role:master") || replication.contains("master_link_status:up"))
             }
         }
     }

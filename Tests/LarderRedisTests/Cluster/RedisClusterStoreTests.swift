@@ -127,4 +127,41 @@ struct RedisClusterStoreTests {
         #expect((a.statistics.remote?.invalidationsReceived ?? 0) >= 1)
         #expect((b.statistics.remote?.invalidationsReceived ?? 0) >= 1)
     }
+
+    @Test func aKilledMasterIsReplacedByItsReplicaWithoutAWrongValue() throws {
+        let cluster = try LocalRedisCluster(masters: 3, replicasEach: 1)
+        defer { cluster.stop() }
+        let store = try RedisClusterStore(seeds: cluster.addresses)
+        let keys = (0 ..< 30).map { "failover:\($0)" }
+        for key in keys { _ = try store.store(Data(key.utf8), forKey: key, expiresIn: nil, onlyIfAbsent: false, timeouts: timeouts) }
+        // Replication is asynchronous: wait until every replica holds its master's keys.
+        waitUntil("the replicas hold every key") {
+            let counts = cluster.ports.map { (try? cluster.keyCount($0)) ?? -1 }
+            return counts.reduce(0, +) == 2 * keys.count
+        }
+        let slot = HashSlot.slot(of: keys[0])
+        let victim = try #require(try cluster.masterPort(ofSlot: slot, askedPort: cluster.ports[0]))
+        cluster.killNode(victim)
+        try cluster.waitUntilHealthy()
+        let survivor = try #require(cluster.ports.first { $0 != victim })
+        let promoted = try #require(try cluster.masterPort(ofSlot: slot, askedPort: survivor))
+        #expect(promoted != victim)
+
+        // A call may fail while the store still has the old map (the node is gone); it never
+        // returns a wrong value, and the map is reloaded for the next call.
+        var failures = 0
+        for key in keys {
+            do {
+                #expect(try store.value(forKey: key, timeouts: timeouts)?.data == Data(key.utf8), "\(key)")
+            } catch {
+                failures += 1
+                #expect(try store.value(forKey: key, timeouts: timeouts)?.data == Data(key.utf8), "\(key) after \(error)")
+            }
+        }
+        #expect(failures <= 1)
+        let found = try store.values(forKeys: keys, timeouts: timeouts)
+        #expect(found.map { $0?.data } == keys.map { Data($0.utf8) })
+        #expect(try store.store(Data("new".utf8), forKey: keys[0], expiresIn: nil, onlyIfAbsent: false, timeouts: timeouts))
+        #expect(try cluster.run(promoted, "GET", keys[0]) == "new")
+    }
 }
