@@ -112,7 +112,8 @@ struct RedisClusterStoreTests {
             b.close()
         }
         waitUntil("both subscriptions listen") { eventsA.subscribed == 1 && eventsB.subscribed == 1 }
-        let keys = (0 ..< 12).map { "user/\($0)" }
+        // Enough keys that every master holds some whatever the namespace (some master gets none of 40 with odds below one in a million).
+        let keys = (0 ..< 40).map { "user/\($0)" }
         for key in keys { try a.store(Data("a:\(key)".utf8), forKey: key) }
         for key in keys { #expect(try b.value(forKey: key) == Data("a:\(key)".utf8)) }
         #expect(try cluster.ports.allSatisfy { try cluster.keyCount($0) > 0 })
