@@ -2,6 +2,7 @@ import Foundation
 import Larder
 @testable import LarderRedis
 import LarderTestSupport
+import Synchronization
 import Testing
 
 /// `RedisClusterStore` against a Redis Cluster of three masters each test starts on loopback.
@@ -164,5 +165,27 @@ struct RedisClusterStoreTests {
         #expect(found.map { $0?.data } == keys.map { Data($0.utf8) })
         #expect(try store.store(Data("new".utf8), forKey: keys[0], expiresIn: nil, onlyIfAbsent: false, timeouts: timeouts))
         #expect(try cluster.run(promoted, "GET", keys[0]) == "new")
+    }
+
+    @Test func aSubscriptionWhoseNodeIsKilledListensOnAnotherMaster() throws {
+        let cluster = try LocalRedisCluster(masters: 3, replicasEach: 1)
+        defer { cluster.stop() }
+        let store = try RedisClusterStore(seeds: cluster.addresses)
+        let channel = "larder-cluster-channel"
+        let received = Mutex<[RemoteSubscriptionEvent]>([])
+        let subscription = store.subscribe(to: channel, timeouts: timeouts) { event in received.withLock { $0.append(event) } }
+        defer { subscription.cancel() }
+        waitUntil("the subscription listens") { received.withLock { $0.contains(.subscribed(afterReconnect: false)) } }
+        // It listens on the channel's slot's master: kill that one.
+        let victim = try #require(try cluster.masterPort(ofSlot: HashSlot.slot(of: channel), askedPort: cluster.ports[0]))
+        cluster.killNode(victim)
+        try cluster.waitUntilHealthy()
+        waitUntil("the subscription listens again") { received.withLock { $0.contains(.subscribed(afterReconnect: true)) } }
+        let publisher = try RedisClusterStore(seeds: [try #require(cluster.addresses.first { !$0.hasSuffix(":\(victim)") })])
+        waitUntil("a message published after the loss arrives") {
+            try? publisher.publish(Data("hello".utf8), to: channel, timeouts: timeouts)
+            return received.withLock { $0.contains(.message(Data("hello".utf8))) }
+        }
+        #expect(received.withLock { $0.contains { if case .lost = $0 { true } else { false } } })
     }
 }
