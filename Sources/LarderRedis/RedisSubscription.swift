@@ -11,15 +11,17 @@ final class RedisSubscription: RemoteSubscription {
     }
 
     private let state = Mutex(State())
-    private let server: RedisServer
+    /// The server to connect to, asked before each connection (a cluster moves to another node).
+    private let nextServer: @Sendable () throws(CacheError) -> RedisServer
     private let channel: String
     private let timeouts: RemoteTimeouts
     private let handler: @Sendable (RemoteSubscriptionEvent) -> Void
 
     private init(
-        server: RedisServer, channel: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
+        nextServer: @escaping @Sendable () throws(CacheError) -> RedisServer, channel: String, timeouts: RemoteTimeouts,
+        handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
     ) {
-        self.server = server
+        self.nextServer = nextServer
         self.channel = channel
         self.timeouts = timeouts
         self.handler = handler
@@ -29,7 +31,15 @@ final class RedisSubscription: RemoteSubscription {
     static func start(
         server: RedisServer, channel: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
     ) -> RedisSubscription {
-        let subscription = RedisSubscription(server: server, channel: channel, timeouts: timeouts, handler: handler)
+        start(nextServer: { server }, channel: channel, timeouts: timeouts, handler: handler)
+    }
+
+    /// Creates a subscription that asks `nextServer` where to connect before each connection, and starts its thread.
+    static func start(
+        nextServer: @escaping @Sendable () throws(CacheError) -> RedisServer, channel: String, timeouts: RemoteTimeouts,
+        handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
+    ) -> RedisSubscription {
+        let subscription = RedisSubscription(nextServer: nextServer, channel: channel, timeouts: timeouts, handler: handler)
         let thread = Thread { subscription.run() }
         thread.name = "larder.redis.subscription"
         thread.start()
@@ -69,7 +79,7 @@ final class RedisSubscription: RemoteSubscription {
 
     /// Connects, subscribes, and delivers messages until the connection fails or is shut down.
     private func listen(afterLoss: Bool, subscribed: () -> Void) throws(CacheError) {
-        let connection = try RedisConnection.open(server, timeout: timeouts.connect)
+        let connection = try RedisConnection.open(try nextServer(), timeout: timeouts.connect)
         let registered = state.withLock { state -> Bool in
             guard !state.cancelled else { return false }
             state.connection = connection

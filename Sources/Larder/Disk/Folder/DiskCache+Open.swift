@@ -239,7 +239,9 @@ extension DiskCache {
             // caller holds the directory lock, so no live writer owns one.
             for entry in try io.listDirectory(layout.root) where entry.isDirectory != true {
                 guard let name = entry.name,
-                    [DiskLayout.metadataName, DiskLayout.snapshotName, DiskLayout.outboxName].contains(where: { name.hasPrefix($0 + ".tmp-") })
+                    [DiskLayout.metadataName, DiskLayout.snapshotName, DiskLayout.outboxName].contains(where: {
+                        name.hasPrefix($0 + ".tmp-")
+                    })
                 else { continue }
                 _ = try? io.unlink(layout.root + "/" + name)
             }

@@ -1,0 +1,407 @@
+import Foundation
+import Larder
+import Synchronization
+
+/// A `RemoteStore` on a Redis Cluster: the keys are spread over the cluster's masters by hash
+/// slot, so that a cache can outgrow one Redis.
+///
+/// ```swift
+/// let cluster = try RedisClusterStore(seeds: ["10.0.0.5:6379", "10.0.0.6:6379"])
+/// var options = HybridCacheOptions(directory: cachesURL)
+/// options.remote = RemoteTierOptions(store: cluster, namespace: "feeds")
+/// ```
+///
+/// On its first call the store asks a seed for the cluster's map (`CLUSTER SLOTS`), then sends
+/// each command straight to the master serving its key's slot (CRC16 of the key, or of its
+/// `{hash tag}`, modulo 16384), over a small connection pool per master. While slots move
+/// between nodes it follows the cluster's redirections: `MOVED` reloads the map and retries on
+/// the named node; `ASK` sends that one command to the named node after `ASKING`. A call is
+/// redirected at most twice. A node that cannot be reached fails the call (the cache then
+/// treats it as a miss) and makes the next call reload the map first, so a promoted replica is
+/// found once the cluster has failed over.
+///
+/// Reads and removals of several keys are split by slot, sent to each master in one pipelined
+/// write, and merged back in the keys' order. Removal by prefix scans every master.
+/// Invalidations use `PUBLISH`, which a cluster forwards to every node, and a `SUBSCRIBE`
+/// connection to one node, which moves to another master when that node is lost.
+public final class RedisClusterStore: RemoteStore {
+    /// The addresses the store first asks for the cluster's map, `host:port`.
+    public let seeds: [String]
+    /// The most idle connections kept per master.
+    public let poolSize: Int
+    /// The TLS settings of every node, or `nil` when the connections are plain TCP.
+    public let tls: RedisTLSOptions?
+
+    private struct State {
+        var topology = ClusterTopology()
+        /// Whether the map must be reloaded before the next command: never loaded, or a node failed.
+        var stale = true
+        var nodes: [String: RedisClusterNode] = [:]
+        /// Which master the subscription tries next.
+        var nextSubscriptionNode = 0
+    }
+
+    private let state = Mutex(State())
+    private let username: String?
+    private let password: String?
+    private let tlsContext: TLSContext?
+
+    /// Creates a store for the cluster that `seeds` belong to. Connects lazily, on the first call.
+    ///
+    /// Every node is reached the same way: with `AUTH` when `password` is given, and over TLS
+    /// when `tls` is (its ``RedisTLSOptions/serverName``, when set, is expected of every node;
+    /// otherwise each node's certificate must name the address the cluster announces for it).
+    /// A cluster has one database, so there is no database to select.
+    /// - Parameters:
+    ///   - seeds: Addresses of some of the cluster's nodes, `host:port`, at least one.
+    ///   - username: The ACL user, or `nil` for the `default` user. Used only with a `password`.
+    ///   - password: The password, or `nil` to send no `AUTH`.
+    ///   - poolSize: The most idle connections kept per master (4), at least 1.
+    ///   - tls: How to speak TLS to the nodes, or `nil` (the default) for plain TCP.
+    /// - Throws: `CacheError.Code.invalidOptions` when there is no seed, a seed is not
+    ///   `host:port`, the pool size is below 1, or a TLS file is missing or unusable.
+    public init(seeds: [String], username: String? = nil, password: String? = nil, poolSize: Int = 4, tls: RedisTLSOptions? = nil)
+        throws(CacheError)
+    {
+        guard !seeds.isEmpty else { throw CacheError(.invalidOptions, "a Redis Cluster store needs at least one seed address") }
+        for seed in seeds {
+            guard let (host, port) = Self.split(seed) else {
+                throw CacheError(.invalidOptions, "a Redis Cluster seed is host:port, as in 127.0.0.1:7000, not \"\(seed)\"")
+            }
+            if let problem = RedisRemoteStore.problem(host: host, port: port, database: 0, poolSize: 1) {
+                throw CacheError(.invalidOptions, "Redis Cluster seed \"\(seed)\": \(problem)")
+            }
+        }
+        guard poolSize >= 1 else { throw CacheError(.invalidOptions, "a Redis connection pool size is at least 1, not \(poolSize)") }
+        tlsContext = try tls.map { options throws(CacheError) in try TLSContext(options) }
+        self.seeds = seeds
+        self.poolSize = poolSize
+        self.tls = tls
+        self.username = username
+        self.password = password
+    }
+
+    /// `host` and `port` of `address`, written `host:port`, or `nil`.
+    static func split(_ address: String) -> (String, Int)? {
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else { return nil }
+        return (String(address[..<colon]), port)
+    }
+
+    // MARK: - Topology
+
+    /// The node at `address`, made on first use.
+    private func node(_ address: String) throws(CacheError) -> RedisClusterNode {
+        if let node = state.withLock({ $0.nodes[address] }) { return node }
+        guard let (host, port) = Self.split(address) else {
+            throw CacheError(.remoteFailure, "Redis Cluster named a node at \"\(address)\", which is not host:port")
+        }
+        let server = RedisServer(host: host, port: port, username: username, password: password, database: 0, tls: tlsContext)
+        let made = RedisClusterNode(server: server, poolSize: poolSize)
+        return state.withLock { state in
+            if let existing = state.nodes[address] { return existing }
+            state.nodes[address] = made
+            return made
+        }
+    }
+
+    /// Reloads the map from the first node that answers `CLUSTER SLOTS`: the known masters, then the seeds.
+    /// - Throws: `CacheError.Code.remoteFailure` naming the last failure when none answers.
+    private func refreshTopology(_ timeouts: RemoteTimeouts) throws(CacheError) {
+        let known = state.withLock { $0.topology.masters }
+        var lastError = CacheError(.remoteFailure, "no Redis Cluster node to ask for the slot map")
+        var asked = Set<String>()
+        for address in known + seeds where asked.insert(address).inserted {
+            do throws(CacheError) {
+                let node = try node(address)
+                let reply = try node.pipeline([RedisArguments(["CLUSTER", "SLOTS"])], timeouts: timeouts)[0]
+                if case .error(let message) = reply {
+                    throw CacheError(.remoteFailure, "Redis at \(address) answered CLUSTER SLOTS: \(message)")
+                }
+                let topology = try ClusterTopology(slotsReply: reply, askedHost: node.server.host)
+                state.withLock { state in
+                    state.topology = topology
+                    state.stale = false
+                }
+                return
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    /// The node serving `slot`, reloading the map first when it is stale or knows no node for it.
+    private func master(ofSlot slot: Int, _ timeouts: RemoteTimeouts) throws(CacheError) -> RedisClusterNode {
+        var (address, stale) = state.withLock { ($0.topology.master(ofSlot: slot), $0.stale) }
+        if stale || address == nil {
+            try refreshTopology(timeouts)
+            address = state.withLock { $0.topology.master(ofSlot: slot) }
+        }
+        guard let address else { throw CacheError(.remoteFailure, "no Redis Cluster node serves hash slot \(slot)") }
+        return try node(address)
+    }
+
+    /// The masters, reloading the map first when it is stale.
+    private func masters(_ timeouts: RemoteTimeouts) throws(CacheError) -> [RedisClusterNode] {
+        if state.withLock({ $0.stale }) { try refreshTopology(timeouts) }
+        var nodes: [RedisClusterNode] = []
+        for address in state.withLock({ $0.topology.masters }) { nodes.append(try node(address)) }
+        return nodes
+    }
+
+    /// Marks the map stale after a node failed, so that the next call reloads it.
+    private func noteFailure() {
+        state.withLock { $0.stale = true }
+    }
+
+    // MARK: - Routing
+
+    /// Sends each command to the master of its slot: one pipelined write per master, then the
+    /// commands answered with a redirection again, one by one, where they were sent. The
+    /// replies come back in the commands' order; error replies other than redirections are left
+    /// to the caller.
+    func route(_ commands: [(slot: Int, arguments: RedisArguments)], timeouts: RemoteTimeouts) throws(CacheError) -> [RedisReply] {
+        var byNode: [String: (node: RedisClusterNode, indices: [Int])] = [:]
+        var order: [String] = []
+        for (index, command) in commands.enumerated() {
+            let node = try master(ofSlot: command.slot, timeouts)
+            if byNode[node.address] == nil { order.append(node.address) }
+            byNode[node.address, default: (node, [])].indices.append(index)
+        }
+        var replies = [RedisReply](repeating: .null, count: commands.count)
+        for address in order {
+            let (node, indices) = byNode[address]!
+            let answered: [RedisReply]
+            do throws(CacheError) {
+                answered = try node.pipeline(indices.map { commands[$0].arguments }, timeouts: timeouts)
+            } catch {
+                noteFailure()
+                throw error
+            }
+            for (index, reply) in zip(indices, answered) {
+                if case .error(let message) = reply, let redirection = ClusterRedirection(message, askedHost: node.server.host) {
+                    replies[index] = try follow(redirection, commands[index].arguments, redirectionsLeft: 2, timeouts: timeouts)
+                } else {
+                    replies[index] = reply
+                }
+            }
+        }
+        return replies
+    }
+
+    /// Sends `arguments` where `redirection` says: after `MOVED`, to the slot's new master once
+    /// the map is reloaded; after `ASK`, to the named node with `ASKING` first.
+    private func follow(_ redirection: ClusterRedirection, _ arguments: RedisArguments, redirectionsLeft: Int, timeouts: RemoteTimeouts)
+        throws(CacheError) -> RedisReply
+    {
+        guard redirectionsLeft > 0 else {
+            throw CacheError(.remoteFailure, "Redis Cluster redirected \(arguments.name) more than twice (slots moving?)")
+        }
+        let target: RedisClusterNode
+        let asking: Bool
+        switch redirection {
+        case .moved(let slot, let address):
+            state.withLock { $0.topology.assign(slot, to: address) }
+            // The rest of the map has likely moved too (a resharding, a failover): reload it,
+            // but keep the redirection's word for this slot if no node answers.
+            try? refreshTopology(timeouts)
+            state.withLock { $0.topology.assign(slot, to: address) }
+            (target, asking) = (try node(address), false)
+        case .ask(_, let address):
+            (target, asking) = (try node(address), true)
+        }
+        let reply: RedisReply
+        do throws(CacheError) {
+            reply = try target.pipeline([arguments], asking: asking, timeouts: timeouts)[0]
+        } catch {
+            noteFailure()
+            throw error
+        }
+        if case .error(let message) = reply, let next = ClusterRedirection(message, askedHost: target.server.host) {
+            return try follow(next, arguments, redirectionsLeft: redirectionsLeft - 1, timeouts: timeouts)
+        }
+        return reply
+    }
+
+    /// Sends one command of one key to its master; an error reply throws.
+    @discardableResult
+    private func command(_ arguments: [String], key: String, data: Data? = nil, timeouts: RemoteTimeouts) throws(CacheError) -> RedisReply {
+        var parts = RedisArguments(arguments)
+        if let data { parts.insert(data, at: 2) }
+        let reply = try route([(HashSlot.slot(of: key), parts)], timeouts: timeouts)[0]
+        if case .error(let message) = reply {
+            throw CacheError(.remoteFailure, "Redis Cluster answered \(arguments[0]): \(message)", key: key)
+        }
+        return reply
+    }
+
+    /// The keys grouped by slot, each group with the keys' positions, in the order first seen.
+    private static func groupedBySlot(_ keys: [String]) -> [(slot: Int, indices: [Int])] {
+        var groups: [(slot: Int, indices: [Int])] = []
+        var groupOfSlot: [Int: Int] = [:]
+        for (index, key) in keys.enumerated() {
+            let slot = HashSlot.slot(of: key)
+            if let group = groupOfSlot[slot] {
+                groups[group].indices.append(index)
+            } else {
+                groupOfSlot[slot] = groups.count
+                groups.append((slot, [index]))
+            }
+        }
+        return groups
+    }
+
+    // MARK: - RemoteStore
+
+    /// The values under `keys`: one `MGET` per hash slot (a `GET` for a slot of one key), the
+    /// masters' pipelined, merged back in the keys' order. The time to live is not asked, as
+    /// in `RedisRemoteStore`.
+    public func values(forKeys keys: [String], timeouts: RemoteTimeouts) throws(CacheError) -> [RemoteValue?] {
+        guard !keys.isEmpty else { return [] }
+        let groups = Self.groupedBySlot(keys)
+        let commands = groups.map { group in
+            (
+                group.slot,
+                RedisArguments(group.indices.count == 1 ? ["GET", keys[group.indices[0]]] : ["MGET"] + group.indices.map { keys[$0] })
+            )
+        }
+        let replies = try route(commands, timeouts: timeouts)
+        var values = [RemoteValue?](repeating: nil, count: keys.count)
+        for (group, reply) in zip(groups, replies) {
+            let found: [RedisReply]
+            switch reply {
+            case .array(let parts) where parts.count == group.indices.count && group.indices.count > 1: found = parts
+            case .string(_) where group.indices.count == 1, .null where group.indices.count == 1: found = [reply]
+            case .error(let message): throw CacheError(.remoteFailure, "Redis Cluster answered a read: \(message)")
+            default:
+                throw CacheError(
+                    .remoteFailure, "Redis Cluster answered a read of \(group.indices.count) keys with another number of values")
+            }
+            for (index, part) in zip(group.indices, found) {
+                if case .string(let data) = part { values[index] = RemoteValue(data: data, millisecondsToLive: nil) }
+            }
+        }
+        return values
+    }
+
+    /// `GET key` on the key's master.
+    public func value(forKey key: String, timeouts: RemoteTimeouts) throws(CacheError) -> RemoteValue? {
+        switch try command(["GET", key], key: key, timeouts: timeouts) {
+        case .string(let data): return RemoteValue(data: data, millisecondsToLive: nil)
+        case .null: return nil
+        default: throw CacheError(.remoteFailure, "Redis Cluster answered GET with something else than a value", key: key)
+        }
+    }
+
+    /// `SET key value [PX ms] [NX]` on the key's master.
+    public func store(_ data: Data, forKey key: String, expiresIn milliseconds: Int64?, onlyIfAbsent: Bool, timeouts: RemoteTimeouts)
+        throws(CacheError) -> Bool
+    {
+        var arguments = ["SET", key]
+        if let milliseconds { arguments += ["PX", String(max(1, milliseconds))] }
+        if onlyIfAbsent { arguments.append("NX") }
+        return try command(arguments, key: key, data: data, timeouts: timeouts) != .null
+    }
+
+    /// `PEXPIRE key ms GT`, or `PERSIST key` for no expiry, on the key's master.
+    public func touch(forKey key: String, expiresIn milliseconds: Int64?, timeouts: RemoteTimeouts) throws(CacheError) -> Bool {
+        let arguments = milliseconds.map { ["PEXPIRE", key, String(max(1, $0)), "GT"] } ?? ["PERSIST", key]
+        return try command(arguments, key: key, timeouts: timeouts) == .integer(1)
+    }
+
+    /// `UNLINK` of the keys of each hash slot, the masters' pipelined.
+    public func remove(forKeys keys: [String], timeouts: RemoteTimeouts) throws(CacheError) {
+        guard !keys.isEmpty else { return }
+        _ = try unlink(keys, timeouts: timeouts)
+    }
+
+    /// `UNLINK` of `keys`, one per slot; how many were removed.
+    private func unlink(_ keys: [String], timeouts: RemoteTimeouts) throws(CacheError) -> Int {
+        let groups = Self.groupedBySlot(keys)
+        let replies = try route(groups.map { ($0.slot, RedisArguments(["UNLINK"] + $0.indices.map { keys[$0] })) }, timeouts: timeouts)
+        var removed = 0
+        for reply in replies {
+            switch reply {
+            case .integer(let count): removed += Int(count)
+            case .error(let message): throw CacheError(.remoteFailure, "Redis Cluster answered UNLINK: \(message)")
+            default: throw CacheError(.remoteFailure, "Redis Cluster answered UNLINK with something else than a count")
+            }
+        }
+        return removed
+    }
+
+    /// `SCAN cursor MATCH prefix* COUNT 1000` on every master, then `UNLINK` of each batch.
+    @discardableResult
+    public func remove(withPrefix prefix: String, timeouts: RemoteTimeouts) throws(CacheError) -> Int {
+        let pattern = RedisRemoteStore.escapedForMatch(prefix) + "*"
+        var removed = 0
+        for node in try masters(timeouts) {
+            var cursor = "0"
+            repeat {
+                let reply: RedisReply
+                do throws(CacheError) {
+                    reply = try node.pipeline([RedisArguments(["SCAN", cursor, "MATCH", pattern, "COUNT", "1000"])], timeouts: timeouts)[0]
+                } catch {
+                    noteFailure()
+                    throw error
+                }
+                guard case .array(let parts) = reply, parts.count == 2, case .string(let next) = parts[0], case .array(let found) = parts[1]
+                else {
+                    throw CacheError(.remoteFailure, "Redis at \(node.address) answered SCAN with something else than a cursor and keys")
+                }
+                let keys = found.compactMap { reply -> String? in
+                    if case .string(let key) = reply { return String(decoding: key, as: UTF8.self) }
+                    return nil
+                }
+                if !keys.isEmpty { removed += try unlink(keys, timeouts: timeouts) }
+                cursor = String(decoding: next, as: UTF8.self)
+            } while cursor != "0"
+        }
+        return removed
+    }
+
+    /// `PUBLISH channel message` on the channel's slot's master; the cluster forwards it to
+    /// every node, so subscribers anywhere receive it.
+    public func publish(_ message: Data, to channel: String, timeouts: RemoteTimeouts) throws(CacheError) {
+        try command(["PUBLISH", channel], key: channel, data: message, timeouts: timeouts)
+    }
+
+    /// `SUBSCRIBE channel` on one master, on a connection and a thread of the subscription's
+    /// own; after a loss it subscribes again on the next master of the map (reloaded first).
+    public func subscribe(
+        to channel: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
+    ) -> any RemoteSubscription {
+        RedisSubscription.start(
+            nextServer: { [self] () throws(CacheError) -> RedisServer in try subscriptionServer(channel: channel, timeouts: timeouts) },
+            channel: channel, timeouts: timeouts, handler: handler)
+    }
+
+    /// The node a subscription connects to next: the channel's slot's master first, then the
+    /// other masters in turn, with the map reloaded before each try but the first.
+    private func subscriptionServer(channel: String, timeouts: RemoteTimeouts) throws(CacheError) -> RedisServer {
+        let turn = state.withLock { state in
+            defer { state.nextSubscriptionNode += 1 }
+            return state.nextSubscriptionNode
+        }
+        if turn == 0 { return try master(ofSlot: HashSlot.slot(of: channel), timeouts).server }
+        noteFailure()
+        let nodes = try masters(timeouts)
+        return nodes[turn % nodes.count].server
+    }
+
+    /// `PING` on every master: the cluster answers when each of them does.
+    public func ping(timeouts: RemoteTimeouts) throws(CacheError) {
+        for node in try masters(timeouts) {
+            let reply: RedisReply
+            do throws(CacheError) {
+                reply = try node.pipeline([RedisArguments(["PING"])], timeouts: timeouts)[0]
+            } catch {
+                noteFailure()
+                throw error
+            }
+            guard case .status("PONG") = reply else {
+                throw CacheError(.remoteFailure, "Redis at \(node.address) did not answer PING with PONG")
+            }
+        }
+    }
+}

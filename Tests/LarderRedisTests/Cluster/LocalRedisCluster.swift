@@ -1,0 +1,182 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Larder
+import LarderTestSupport
+import Testing
+
+/// A Redis Cluster of the test's own on loopback: `redis-server --cluster-enabled yes` processes on
+/// free ports (each with its cluster bus on another free port), joined by `redis-cli --cluster
+/// create`. Every server is killed by its pid in ``stop()``.
+final class LocalRedisCluster {
+    /// `redis-server` and `redis-cli` on the PATH, or `nil` when either is missing.
+    static let executables: (server: URL, cli: URL)? = {
+        func find(_ name: String) -> URL? {
+            for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+                let candidate = URL(fileURLWithPath: String(directory)).appendingPathComponent(name)
+                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            }
+            return nil
+        }
+        guard let server = find("redis-server"), let cli = find("redis-cli") else { return nil }
+        return (server, cli)
+    }()
+
+    /// Whether the cluster suites run: with both programs, or without them when Redis is
+    /// required (they then fail).
+    static let runs = executables != nil || TestRedis.isRequired
+
+    let ports: [Int]
+    private let directory: TemporaryDirectory
+    private var processes: [Int: Process] = [:]
+    private let cli: URL
+
+    /// Starts `masters` masters, each with `replicasEach` replicas, creates the cluster and
+    /// waits until every node says `cluster_state:ok` and knows every other node.
+    init(masters: Int = 3, replicasEach: Int = 0, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        guard let executables = Self.executables else {
+            Issue.record("LARDER_REQUIRE_REDIS=1 but redis-server or redis-cli is not on the PATH", sourceLocation: sourceLocation)
+            throw CacheError(.remoteFailure, "no redis-server or redis-cli")
+        }
+        cli = executables.cli
+        directory = TemporaryDirectory()
+        var ports: [Int] = []
+        for _ in 0 ..< masters * (1 + replicasEach) {
+            var port = try PrivateRedisServer.freePort()
+            while ports.contains(port) { port = try PrivateRedisServer.freePort() }
+            ports.append(port)
+        }
+        self.ports = ports
+        do {
+            for port in ports { try launch(executables.server, port: port) }
+            for port in ports { try waitFor("node \(port) answers PING") { (try? run(port, "PING")) == "PONG" } }
+            let create = try runCLI(
+                ["--cluster", "create"] + ports.map { "127.0.0.1:\($0)" } + ["--cluster-replicas", String(replicasEach), "--cluster-yes"])
+            guard create.status == 0 else { throw CacheError(.remoteFailure, "redis-cli --cluster create failed: \(create.output)") }
+            try waitUntilHealthy()
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    /// `host:port` of every node.
+    var addresses: [String] { ports.map { "127.0.0.1:\($0)" } }
+
+    /// Waits until every running node reports `cluster_state:ok` and that all slots are served,
+    /// and every replica's link to its master is up (a replica still syncing can miss writes).
+    func waitUntilHealthy() throws {
+        try waitFor("the cluster is ok on every node") {
+            processes.keys.allSatisfy { port in
+                guard let info = try? run(port, "CLUSTER", "INFO"), let replication = try? run(port, "INFO", "replication") else {
+                    return false
+                }
+                return info.contains("cluster_state:ok") && info.contains("cluster_slots_ok:16384")
+                    && info.contains("cluster_known_nodes:\(ports.count)")
+                    && (replication.contains("role:master") || replication.contains("master_link_status:up"))
+            }
+        }
+    }
+
+    /// Runs `redis-cli -p port arguments...` and returns its output, trimmed.
+    @discardableResult
+    func run(_ port: Int, _ arguments: String...) throws -> String {
+        let result = try runCLI(["-p", String(port)] + arguments)
+        guard result.status == 0 else {
+            throw CacheError(.remoteFailure, "redis-cli \(arguments.joined(separator: " ")): \(result.output)")
+        }
+        return result.output
+    }
+
+    /// The node's id (`CLUSTER MYID`).
+    func id(_ port: Int) throws -> String { try run(port, "CLUSTER", "MYID") }
+
+    /// How many keys the node holds (`DBSIZE`).
+    func keyCount(_ port: Int) throws -> Int { Int(try run(port, "DBSIZE")) ?? -1 }
+
+    /// The port of the master serving `slot`, as the node at `askedPort` sees it.
+    func masterPort(ofSlot slot: Int, askedPort: Int) throws -> Int? {
+        for line in try run(askedPort, "CLUSTER", "NODES").split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count >= 9, fields[2].contains("master"), !fields[2].contains("fail") else { continue }
+            for range in fields[8...] {
+                let bounds = range.split(separator: "-").compactMap { Int($0) }
+                if bounds.count == 1 ? bounds[0] == slot : bounds.count == 2 && (bounds[0] ... bounds[1]).contains(slot) {
+                    let address = fields[1].split(separator: "@")[0]
+                    return Int(address.split(separator: ":").last ?? "")
+                }
+            }
+        }
+        return nil
+    }
+
+    /// How often the node answered a command named `name`, from `INFO commandstats` (0 if never).
+    func calls(_ port: Int, command name: String) throws -> Int {
+        try stat(port, section: "commandstats", prefix: "cmdstat_\(name):calls=")
+    }
+
+    /// How often the node answered with the error `prefix` (`MOVED`, `ASK`), from `INFO errorstats`.
+    func errors(_ port: Int, _ prefix: String) throws -> Int {
+        try stat(port, section: "errorstats", prefix: "errorstat_\(prefix):count=")
+    }
+
+    private func stat(_ port: Int, section: String, prefix: String) throws -> Int {
+        for line in try run(port, "INFO", section).split(whereSeparator: \.isNewline) where line.hasPrefix(prefix) {
+            return Int(line.dropFirst(prefix.count).prefix { $0.isNumber }) ?? 0
+        }
+        return 0
+    }
+
+    /// Kills the node at `port` (SIGKILL) and waits for it to exit.
+    func killNode(_ port: Int) {
+        guard let process = processes.removeValue(forKey: port) else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Kills every node still running, by pid, and removes the folder.
+    func stop() {
+        for port in Array(processes.keys) { killNode(port) }
+        directory.remove()
+    }
+
+    private func launch(_ executable: URL, port: Int) throws {
+        let process = Process()
+        process.executableURL = executable
+        process.currentDirectoryURL = directory.url
+        process.arguments = [
+            "--port", String(port), "--cluster-port", String(try PrivateRedisServer.freePort()), "--bind", "127.0.0.1",
+            "--cluster-enabled", "yes", "--cluster-config-file", directory.url.appendingPathComponent("nodes-\(port).conf").path,
+            "--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--daemonize", "no",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        processes[port] = process
+    }
+
+    private func runCLI(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = cli
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Polls `condition` every 20 ms for up to two minutes; throws if it never holds.
+    private func waitFor(_ what: String, _ condition: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline {
+            if condition() { return }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        throw CacheError(.remoteFailure, "never happened: \(what)")
+    }
+}
