@@ -9,9 +9,12 @@ import Foundation
 final class Box: Sendable { let m = Mutex<[String: Int]>([:]) }
 let box = Box()
 let g = DispatchGroup()
-for t in 0..<4 {
+for t in 0 ..< 4 {
     g.enter()
-    Thread { for i in 0..<20000 { box.m.withLock { $0["k\(i % 50)", default: 0] += t } }; g.leave() }.start()
+    Thread {
+        for i in 0 ..< 20000 { box.m.withLock { $0["k\(i % 50)", default: 0] += t } }
+        g.leave()
+    }.start()
 }
 g.wait()
 print(box.m.withLock { $0.count })

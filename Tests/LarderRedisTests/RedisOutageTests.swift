@@ -224,26 +224,18 @@ final class FullListener {
     private var fillers: [Int32] = []
 
     init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.listener = listener
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listening = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && getsockname(listener, pointer, &length) == 0 && listen(listener, 0) == 0
-            }
+        guard let (listener, port) = listenOnLoopback(backlog: 0) else {
+            throw CacheError(.ioFailure, "the full listener could not listen")
         }
-        guard listener >= 0, listening else { throw CacheError(.ioFailure, "the full listener could not listen") }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.listener = listener
+        self.port = port
         // Connections nobody accepts: the first fills the queue (a backlog of 0 holds one), the
         // others wait as the store's will.
         for _ in 0 ..< 4 {
             let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             _ = fcntl(filler, F_SETFL, fcntl(filler, F_GETFL) | O_NONBLOCK)
             fillers.append(filler)
-            var target = address
+            var target = loopbackAddress(port: port)
             _ = withUnsafeMutablePointer(to: &target) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }

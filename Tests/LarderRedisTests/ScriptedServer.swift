@@ -18,19 +18,11 @@ final class ScriptedServer: Sendable {
 
     init(_ script: [String]) throws {
         self.script = script.map { Array($0.utf8) }
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.listener = listener
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listening = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && getsockname(listener, pointer, &length) == 0 && listen(listener, 16) == 0
-            }
+        guard let (listener, port) = listenOnLoopback(backlog: 16) else {
+            throw CacheError(.ioFailure, "the scripted server could not listen")
         }
-        guard listener >= 0, listening else { throw CacheError(.ioFailure, "the scripted server could not listen") }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.listener = listener
+        self.port = port
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
     }

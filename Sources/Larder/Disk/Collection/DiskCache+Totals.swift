@@ -20,7 +20,7 @@ extension DiskCache {
         return state.withLock { $0.index.count }
     }
 
-    /// Counters since the cache opened: hits, misses, insertions (stores), expirations found by
+    /// Counters since the cache opened: hits, misses, insertions (stores), expirations met by
     /// reads, evictions by reason, bytes read and written, corrupt records removed, collections.
     public var statistics: CacheStatistics { state.withLock { $0.counters.statistics } }
 }
