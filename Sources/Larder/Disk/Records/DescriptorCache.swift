@@ -92,9 +92,9 @@ package final class DescriptorCache: Sendable {
         /// xorshift64 state for picking eviction candidates.
         var random: UInt64 = 0x9E37_79B9_7F4A_7C15
         /// How often each name was read lately (through a kept descriptor or not): a count-min
-        /// sketch of depth 2, counters saturating at ``maximumCount``, halved every
-        /// ``agingPeriod`` counted reads so that old popularity fades (TinyLFU's).
-        var sketch: [UInt8]
+        /// sketch, the one the memory tier's TinyLFU uses, halved every ``agingPeriod`` counted
+        /// reads so that old popularity fades.
+        var sketch: FrequencySketch
         /// Reads counted since the sketch was last halved.
         var counted = 0
         /// The records kept beside their descriptors.
@@ -111,14 +111,12 @@ package final class DescriptorCache: Sendable {
     static let evictionSamples = 8
     /// Kept descriptors between two steps of regrowth after exhaustion shrank the bound.
     static let regrowthInterval = 16
-    /// The most a sketch counter holds (TinyLFU's 4-bit counters).
-    static let maximumCount: UInt8 = 15
     /// How many more reads than its victim a name needs to displace it. The sketch counts
     /// names that share counters together, so a cold name's count runs a read or two high: with
     /// a margin of 0 a loop over 20,000 records at a bound of 2,500 replaced a kept descriptor
     /// on 18 % of its reads (each an insertion, an eviction and a close), with 2 on 0.3 %, while
     /// Zipf(0.9) reads hit as often or more (simulated).
-    static let admissionMargin: UInt8 = 2
+    static let admissionMargin = 2
     /// Counted reads between two halvings of the sketch: 10 × the bound, at least 640
     /// (Caffeine's sample size).
     let agingPeriod: Int
@@ -141,17 +139,15 @@ package final class DescriptorCache: Sendable {
         self.limit = max(0, limit)
         self.recheckInterval = recheckInterval.isFinite && recheckInterval > 0 ? UInt64(min(recheckInterval, 1e9) * 1e9) : 0
         closeCall = calls.close
-        // 16 one-byte counters per kept descriptor, as a power of two (64 KiB at a bound of
-        // 4,096): with 4, names sharing counters let cold records displace kept ones (simulated
-        // on Zipf(0.9) reads of 20,000 records at a bound of 2,500: 75 % of reads hit, 78 % with
-        // 16, which is what the 2,500 most read records hold).
-        var counters = 64
-        while counters < 16 * limit { counters <<= 1 }
+        // 16 counters per kept descriptor (one word; 32 KiB at a bound of 4,096): with fewer,
+        // names sharing counters let cold records displace kept ones.
+        var sketch = FrequencySketch()
+        sketch.ensureCapacity(max(1, limit))
         agingPeriod = max(640, 10 * limit)
         self.payloadCapacity = max(0, limit) == 0 ? 0 : max(0, payloadCapacity)
         state = LarderMutex(
             State(
-                bound: max(0, limit), sketch: [UInt8](repeating: 0, count: counters),
+                bound: max(0, limit), sketch: sketch,
                 payloads: KeptPayloads(capacity: self.payloadCapacity)))
     }
 
@@ -420,7 +416,7 @@ package final class DescriptorCache: Sendable {
     /// least often read, the less recently used on a tie.
     private static func payloadVictim(_ s: inout State) -> Int {
         var victim = 0
-        var least = (count: UInt8.max, lastUse: UInt64.max)
+        var least = (count: Int.max, lastUse: UInt64.max)
         for _ in 0 ..< evictionSamples {
             let place = Int(nextRandom(&s) % UInt64(s.payloads.slots.count))
             let slot = s.payloads.slots[place]
@@ -453,35 +449,32 @@ package final class DescriptorCache: Sendable {
         hash == 0 ? 1 : hash
     }
 
-    /// Counts a read of the name tagged `tag` in the sketch (conservative update: only the
-    /// smaller counter grows), halving every counter once ``agingPeriod`` reads were counted.
+    /// Counts a read of the name tagged `tag` in the sketch, halving every counter once
+    /// ``agingPeriod`` reads were counted.
     private func count(_ tag: UInt64, in s: inout State) {
-        let mask = UInt64(s.sketch.count - 1)
-        let first = Int(tag & mask)
-        let second = Int((tag >> 32) & mask)
-        let least = min(s.sketch[first], s.sketch[second])
-        if least < Self.maximumCount {
-            if s.sketch[first] == least { s.sketch[first] += 1 }
-            if s.sketch[second] == least, second != first { s.sketch[second] += 1 }
-        }
+        s.sketch.increment(Self.sketchHash(tag))
         s.counted += 1
         if s.counted >= agingPeriod {
             s.counted = 0
-            for i in s.sketch.indices { s.sketch[i] >>= 1 }
+            s.sketch.halve()
         }
     }
 
     /// How often the name tagged `tag` was read lately, as far as the sketch knows (never less).
-    private static func frequency(_ tag: UInt64, in sketch: [UInt8]) -> UInt8 {
-        let mask = UInt64(sketch.count - 1)
-        return min(sketch[Int(tag & mask)], sketch[Int((tag >> 32) & mask)])
+    private static func frequency(_ tag: UInt64, in sketch: FrequencySketch) -> Int {
+        sketch.frequency(sketchHash(tag))
+    }
+
+    /// The 32 bits of a tag the sketch hashes: both halves, folded.
+    private static func sketchHash(_ tag: UInt64) -> UInt32 {
+        UInt32(truncatingIfNeeded: tag ^ (tag &>> 32))
     }
 
     /// The place in ``State/slots`` of the eviction candidate: of a few sampled kept
     /// descriptors, the least often read, the less recently used on a tie.
     private static func victim(_ s: inout State) -> Int {
         var victim = 0
-        var least = (count: UInt8.max, lastUse: UInt64.max)
+        var least = (count: Int.max, lastUse: UInt64.max)
         for _ in 0 ..< evictionSamples {
             let place = Int(nextRandom(&s) % UInt64(s.slots.count))
             let candidate = (count: frequency(s.slots[place].tag, in: s.sketch), lastUse: s.slots[place].lastUse)
