@@ -308,8 +308,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
     }
 
-    /// Drops every expired value, counting each as an expiration and handing it to the eviction
-    /// handler: the memory tier's collection. Its limits need none, since every store and limit
+    /// Drops every expired value, counting each as an expiration and as an eviction for
+    /// ``EvictionReason/expired``, and handing it to the eviction handler: the memory tier's
+    /// collection. Its limits need none, since every store and limit
     /// change enforces them at once; on ``DiskCache`` a collection also enforces the limits.
     /// - Returns: How many values were dropped.
     /// - Complexity: O(n).
@@ -325,6 +326,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                 guard let slot = state.storage.slot(forKey: key) else { continue }
                 let removed = state.storage.remove(slot)
                 state.counters.expirations += 1
+                state.counters.countEviction(.expired)
                 if collecting { evicted.append((removed.key, removed.value, .expired)) }
             }
             state._checkInvariants()

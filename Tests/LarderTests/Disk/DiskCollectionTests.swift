@@ -46,6 +46,7 @@ import Testing
         #expect(try cache.collectGarbage().removed.map(\.key) == ["default"])
         #expect(try cache.keys(withPrefix: "") == ["locked"])
         #expect(cache.statistics.collections == 3 && cache.statistics.evictions[.expired] == 2)
+        #expect(cache.statistics.expirations == 2)
     }
 
     @Test func sizePruningTakesUnlockedLeastRecentFirstAndLockedOnlyPastTheLimit() throws {

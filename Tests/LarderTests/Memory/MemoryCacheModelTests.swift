@@ -70,6 +70,7 @@ private struct ReferenceLRU: CacheModel {
     mutating func removeExpired(now: Double) {
         for entry in entries where now >= entry.deadline {
             statistics.expirations += 1
+            statistics.evictions[.expired, default: 0] += 1
             evicted.append(.init(key: entry.key, value: entry.value, reason: .expired))
         }
         entries.removeAll { now >= $0.deadline }

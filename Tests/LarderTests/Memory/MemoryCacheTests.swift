@@ -135,7 +135,9 @@ struct MemoryCacheTests {
         #expect(cache.keys() == ["b", "c"])
         cache.collectGarbage()
         #expect(cache.keys() == ["c"])
+        // Two expired values: "a" found by the removal (an expiration), "b" by the sweep (both).
         #expect(cache.statistics.expirations == 2)
+        #expect(cache.statistics.evictions == [.expired: 1])
         #expect(recorder.events.map(\.reason) == [.expired, .expired])
         #expect(cache.value(forKey: "c") == 3)
         #expect(cache.remove(forKey: "c") == true)

@@ -517,6 +517,7 @@ struct ReferenceTinyLFU: CacheModel {
         for entry in all where now >= entry.deadline {
             _ = take(entry.key)
             statistics.expirations += 1
+            statistics.evictions[.expired, default: 0] += 1
             evicted.append(.init(key: entry.key, value: entry.value, reason: .expired))
         }
     }

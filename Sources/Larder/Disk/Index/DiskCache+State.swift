@@ -164,10 +164,11 @@ extension DiskCache {
             forget(name)
         }
 
-        /// Counts an eviction and drops its name.
+        /// Counts an eviction (an expired record's also as an expiration) and drops its name.
         mutating func recordEviction(_ name: String, slot: Int32? = nil, reason: EvictionReason) {
             forget(name, slot: slot)
             counters.countEviction(reason)
+            if reason == .expired { counters.expirations += 1 }
         }
 
         /// Starts the index again from what a folder made again holds (`DiskCache+Recovery.swift`):
