@@ -101,6 +101,9 @@ import Testing
     /// Runs `workers` workers at once (each on its own thread, each command its own process)
     /// and, when `killing`, one more thread that starts `larder put` processes and kills them.
     static func runWorkers(_ workers: Int, steps: Int, dir: String, seed: UInt64, killing: Bool = false) throws -> [Model] {
+        // The cache exists before the first command: `rm`, `lock`, `unlock` and `gc` refuse a
+        // missing folder (exit 3) whatever other processes do.
+        try DiskCache(options: DiskCacheOptions(directory: URL(fileURLWithPath: dir, isDirectory: true))).close()
         let results = Mutex<[Int: Result<(Model, [String]), any Error>]>([:])
         let group = DispatchGroup()
         for worker in 0 ..< workers {

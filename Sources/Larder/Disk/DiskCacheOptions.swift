@@ -130,8 +130,9 @@ public struct DiskCacheOptions: Sendable {
     /// changing commands wait 30 seconds by default (`--wait`). A writer that keeps the folder
     /// open keeps the others waiting for as long, so a long-lived process that shares a folder
     /// opens it, changes it and closes it (or opens it read-only to read). The holder's lock dies
-    /// with it: a writer killed while it holds the folder lets the next one in at once. Ignored
-    /// when ``isReadOnly``; must be 0 or a positive, finite number.
+    /// with it: a writer killed while it holds the folder lets the next one in at once. The open
+    /// blocks its thread while it waits (open off the main thread when the wait may be long).
+    /// Ignored when ``isReadOnly``; must be 0 or a positive, finite number.
     public var writerWaitTimeout: TimeInterval = 0
     /// Whether a writable open accepts a folder that holds files but is not a cache (`false`).
     ///
