@@ -20,7 +20,8 @@ import Synchronization
 /// Operations on one key are serialised; different keys run in parallel. An in-memory index of
 /// every record is built in the background at open (from a snapshot when there is one), so the
 /// cache answers loads and stores at once; calls that need every record (totals, listings,
-/// limits) wait for it. Only one writable instance, in any process, may open a directory.
+/// limits) wait for it. Only one writable instance, in any process, may open a directory at a
+/// time; a second waits ``DiskCacheOptions/writerWaitTimeout`` for it before it is refused.
 public final class DiskCache: Sendable {
     /// The options the cache was opened with.
     public let options: DiskCacheOptions
@@ -62,7 +63,8 @@ public final class DiskCache: Sendable {
 
     /// Opens (creating when needed) the cache in `options.directory`.
     /// - Throws: ``CacheError``: ``CacheError/Code/invalidOptions`` for values out of range,
-    ///   ``CacheError/Code/directoryInUse`` when another writer holds the directory,
+    ///   ``CacheError/Code/directoryInUse`` when another writer holds the directory (and, with
+    ///   ``DiskCacheOptions/writerWaitTimeout``, kept it for that long),
     ///   ``CacheError/Code/keyEncodingMismatch`` when the directory records another key encoding,
     ///   ``CacheError/Code/ioFailure`` or ``CacheError/Code/notFound`` when it cannot be made or read.
     public convenience init(options: DiskCacheOptions) throws(CacheError) {
@@ -74,7 +76,11 @@ public final class DiskCache: Sendable {
         try options.validate()
         // Every path below resolves beneath a descriptor of the root (see `FileIO`).
         var (layout, io) = try Self.openFolder(options: options, systemCalls: systemCalls)
-        let lock = options.isReadOnly ? nil : try DirectoryLock(path: layout.lockPath, io: io, sharedWithGroup: options.sharing == .group)
+        let lock =
+            options.isReadOnly
+            ? nil
+            : try DirectoryLock(
+                path: layout.lockPath, io: io, sharedWithGroup: options.sharing == .group, waitingUpTo: options.writerWaitTimeout)
         let folder: FolderFacts
         do {
             folder = try Self.checkMetadata(layout: layout, options: options, io: io)

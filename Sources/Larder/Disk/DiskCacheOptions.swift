@@ -120,6 +120,20 @@ public struct DiskCacheOptions: Sendable {
     /// Open without the write lock: reads work while another process writes; changes throw
     /// ``CacheError/Code/readOnly`` (`false`).
     public var isReadOnly: Bool = false
+    /// How long, in seconds, a writable open waits for another writer (in any process) to let go
+    /// of the folder before it throws ``CacheError/Code/directoryInUse`` (`0`: it is refused at
+    /// once).
+    ///
+    /// A folder has one writer at a time. Short-lived writers that take turns on one folder
+    /// (scripts, command-line tools, jobs that open, change and close) set a wait, as SQLite's
+    /// busy timeout does, so that each waits its turn instead of failing; the `larder` tool's
+    /// changing commands wait 30 seconds by default (`--wait`). A writer that keeps the folder
+    /// open keeps the others waiting for as long, so a long-lived process that shares a folder
+    /// opens it, changes it and closes it (or opens it read-only to read). The holder's lock dies
+    /// with it: a writer killed while it holds the folder lets the next one in at once. The open
+    /// blocks its thread while it waits (open off the main thread when the wait may be long).
+    /// Ignored when ``isReadOnly``; must be 0 or a positive, finite number.
+    public var writerWaitTimeout: TimeInterval = 0
     /// Whether a writable open accepts a folder that holds files but is not a cache (`false`).
     ///
     /// A folder with files in it is opened for writing only when it is a Larder cache (it has
@@ -228,7 +242,8 @@ public struct DiskCacheOptions: Sendable {
     /// without copying it.
     ///
     /// The cache owns its folder, and a writable cache is its only writer (its directory lock:
-    /// a second writable opener, in any process, gets ``CacheError/Code/directoryInUse``). Every
+    /// a second writable opener, in any process, waits or gets ``CacheError/Code/directoryInUse``,
+    /// see ``writerWaitTimeout``). Every
     /// store, removal, collection, import or wipe of a record drops its kept record with its
     /// kept file before it returns, so no read sees a record the cache replaced or removed, and
     /// a hit on a kept record checks nothing on disk. A record changed, replaced or removed
@@ -338,6 +353,9 @@ public struct DiskCacheOptions: Sendable {
         guard minimumGarbageCollectionInterval.isFinite, minimumGarbageCollectionInterval >= 0 else {
             throw fail(
                 "minimumGarbageCollectionInterval must be 0 or a positive number of seconds, not \(minimumGarbageCollectionInterval)")
+        }
+        guard writerWaitTimeout.isFinite, writerWaitTimeout >= 0 else {
+            throw fail("writerWaitTimeout must be 0 or a positive number of seconds, not \(writerWaitTimeout)")
         }
         guard maximumConcurrentOperations >= 0 else {
             throw fail("maximumConcurrentOperations must be 0 (no limit) or positive, not \(maximumConcurrentOperations)")

@@ -13,7 +13,7 @@ enum ImportCommand: Subcommand {
     static let spec = CommandSpec(
         name: "import", summary: "Import a CacheHandler folder (its Caches/URLCache or a PreloadedCache) into the cache.",
         positionalUsage: "--from cachehandler SOURCE", minimumPositionals: 1, maximumPositionals: 1,
-        options: CacheContext.options + [
+        options: CacheContext.changingOptions + [
             .value("from", "cachehandler", "The source's format; CacheHandler's (required)."),
             .flag("json", "Print the result as a JSON object."),
             CacheContext.adoptOption,

@@ -6,7 +6,7 @@ import Synchronization
 enum GcCommand: Subcommand {
     static let spec = CommandSpec(
         name: "gc", summary: "Collect garbage: remove expired records, then trim to the size limit.",
-        options: CacheContext.options + [
+        options: CacheContext.changingOptions + [
             .value("size-limit", "BYTES", "Trim least recently used records until the cache fits (locked ones last)."),
             .value("count-limit", "N", "Trim least recently used records until at most N remain."),
             .flag("list", "Also list each removed record: its key and why it went."),
@@ -104,7 +104,7 @@ enum PutCommand: Subcommand {
     static let spec = CommandSpec(
         name: "put", summary: "Store FILE (or standard input) under KEY.",
         positionalUsage: "KEY [FILE]", minimumPositionals: 1, maximumPositionals: 2,
-        options: CacheContext.options + [
+        options: CacheContext.changingOptions + [
             .value(
                 "ttl", "SECONDS",
                 "Expire this many seconds after the store (default 0: the default expiration, sliding with reads; at most 100 years)."),
@@ -112,7 +112,7 @@ enum PutCommand: Subcommand {
             CacheContext.adoptOption,
         ],
         discussion:
-            "Creates the directory when missing (with sha256 keys, or --keys). Fails with exit 3 while another process holds the directory."
+            "Creates the directory when missing (with sha256 keys, or --keys). While another process changes the directory, waits its turn (--wait); fails with exit 3 if it keeps it longer."
             + " A folder that holds files but is not a cache is refused unless --adopt is given; then the cache is made beside"
             + " its files, which stay as they are, listed as foreign."
     )
@@ -177,7 +177,7 @@ enum RmCommand: Subcommand {
     static let spec = CommandSpec(
         name: "rm", summary: "Remove the records stored under the keys.",
         positionalUsage: "KEY...", minimumPositionals: 1, maximumPositionals: nil,
-        options: CacheContext.options,
+        options: CacheContext.changingOptions,
         discussion: "Exits 1 when some key had no record (the others are still removed).")
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
@@ -205,7 +205,7 @@ enum LockCommand: Subcommand {
     static let spec = CommandSpec(
         name: "lock", summary: "Lock records against expiry and collection (increments the lock count).",
         positionalUsage: "KEY...", minimumPositionals: 1, maximumPositionals: nil,
-        options: CacheContext.options,
+        options: CacheContext.changingOptions,
         discussion: "Exits 1 when some key could not be locked (absent, expired or corrupt).")
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
@@ -238,7 +238,7 @@ enum UnlockCommand: Subcommand {
     static let spec = CommandSpec(
         name: "unlock", summary: "Unlock records (decrements the lock count, never below 0).",
         positionalUsage: "KEY...", minimumPositionals: 1, maximumPositionals: nil,
-        options: CacheContext.options,
+        options: CacheContext.changingOptions,
         discussion: "Exits 1 when some key could not be unlocked (absent, corrupt or not locked).")
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {

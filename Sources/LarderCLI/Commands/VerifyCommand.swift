@@ -5,7 +5,7 @@ import Larder
 enum VerifyCommand: Subcommand {
     static let spec = CommandSpec(
         name: "verify", summary: "Check every record's header and payload checksums; list the corrupt ones.",
-        options: CacheContext.options + [
+        options: CacheContext.changingOptions + [
             .flag("json", "Print the result as a JSON object."),
             .flag("repair", "Remove the corrupt records (takes the directory's write lock)."),
             .flag("remove-foreign", "With --repair, also remove the foreign files (folders stay); nothing else removes them."),

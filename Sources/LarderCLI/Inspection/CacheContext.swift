@@ -24,6 +24,19 @@ struct CacheContext {
         .value("now", "SECONDS", "Pretend the time is this Unix time (testing aid; also $LARDER_NOW).", hidden: true),
     ]
 
+    /// The seconds a changing command waits, unless `--wait` says otherwise, for another process
+    /// that changes the folder to let go of it.
+    static let defaultWriterWait: Double = 30
+
+    /// The options of the commands that change a cache: the shared ones and `--wait`.
+    static let changingOptions: [OptionSpec] =
+        options + [
+            .value(
+                "wait", "SECONDS",
+                "How long to wait for another process that is changing the directory to let go of it, so that commands run in parallel take turns (default 30; 0: fail at once with exit 3)."
+            )
+        ]
+
     /// `--adopt`, for the commands that can make a cache (`put`, `import`).
     static let adoptOption = OptionSpec.flag(
         "adopt",
@@ -49,6 +62,8 @@ struct CacheContext {
     /// Whether `--adopt` was given: a folder of other files is opened as a new cache
     /// (`DiskCacheOptions.adoptsForeignFolder`) instead of refused.
     let adoptsForeignFolder: Bool
+    /// How long a writable open waits for another writer (`--wait`; ``defaultWriterWait``).
+    let writerWait: Double
     /// File access rooted at the directory (see `FileIO`): no path the tool reads, writes or
     /// removes can lead outside it through a link, and no FIFO blocks it. Unrooted when the
     /// directory does not exist yet (a `put` that creates it opens it through `DiskCache`).
@@ -79,6 +94,7 @@ struct CacheContext {
     init(_ arguments: ParsedArguments, io: CommandIO, mustExist: Bool) throws(CommandFailure) {
         self.io = io
         adoptsForeignFolder = arguments.flag("adopt")
+        writerWait = try arguments.number("wait") ?? Self.defaultWriterWait
         directory =
             arguments.value("dir").map { URL(fileURLWithPath: $0, isDirectory: true) }
             ?? Self.defaultDirectory(environment: io.environment)
@@ -222,11 +238,13 @@ struct CacheContext {
         options.clock = clock
         options.isReadOnly = readOnly
         options.adoptsForeignFolder = adoptsForeignFolder
+        options.writerWaitTimeout = readOnly ? 0 : writerWait
         return options
     }
 
-    /// Opens the directory for writing, taking its lock.
-    /// - Throws: Exit code 3 naming the process that holds the directory, or the failure.
+    /// Opens the directory for writing, taking its lock (waiting ``writerWait`` seconds for
+    /// another process that holds it).
+    /// - Throws: Exit code 3 naming the process that kept the directory, or the failure.
     func openWritable(configure: (inout DiskCacheOptions) -> Void = { _ in }) throws(CommandFailure) -> DiskCache {
         var options = try cacheOptions(readOnly: false)
         configure(&options)
@@ -249,7 +267,7 @@ struct CacheContext {
             let holder = error.holderPID.map { "process \($0)" } ?? "another process"
             return CommandFailure(
                 .cacheError,
-                "cache directory '\(root)' is in use by \(holder); commands that change it must wait until that process closes it (inspecting commands still work)"
+                "cache directory '\(root)' is in use by \(holder), which did not let go of it within the wait ('--wait'); commands that change it must wait until that process closes it (inspecting commands still work)"
             )
         }
         if error.code == .invalidKey || error.code == .invalidOptions || error.code == .invalidArgument {

@@ -127,7 +127,7 @@ import Testing
         let (writer, _) = try makeFolder(temp)
         let holder = try DiskCache(options: DiskCacheOptions(directory: temp.appending("cache")))
         defer { holder.close() }
-        let result = larder(["import", "--from", "cachehandler", writer.folder.path, "--dir", temp.path("cache")])
+        let result = larder(["import", "--from", "cachehandler", writer.folder.path, "--dir", temp.path("cache"), "--wait", "0"])
         #expect(result.code == 3)
         #expect(result.stderr.contains("in use by process \(getpid())"), "\(result.stderr)")
     }

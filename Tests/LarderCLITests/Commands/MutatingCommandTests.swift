@@ -150,7 +150,7 @@ import Testing
             ["put", "--dir", dir, "k2"], ["rm", "--dir", dir, "k"], ["lock", "--dir", dir, "k"], ["gc", "--dir", dir],
             ["verify", "--dir", dir, "--repair"],
         ] {
-            let result = larder(arguments, input: Data("x".utf8))
+            let result = larder(arguments + ["--wait", "0"], input: Data("x".utf8))
             #expect(result.code == 3, "\(arguments)")
             #expect(result.stderr.contains("in use by process \(getpid())"), "\(arguments): \(result.stderr)")
         }

@@ -364,6 +364,18 @@ import Testing
         options = testOptions(dir.url)
         options.defaultExpiration = -5
         #expect { try DiskCache(options: options) } throws: { ($0 as? CacheError)?.code == .invalidOptions }
+        for wait in [-1, TimeInterval.nan, .infinity] {
+            options = testOptions(dir.url)
+            options.writerWaitTimeout = wait
+            #expect { try DiskCache(options: options) } throws: { error in
+                guard let error = error as? CacheError else { return false }
+                return error.code == .invalidOptions && error.message.hasPrefix("writerWaitTimeout must be 0 or a positive")
+            }
+        }
+        // The longest wait opens a free folder at once (no overflow of the deadline).
+        options = testOptions(dir.url)
+        options.writerWaitTimeout = .greatestFiniteMagnitude
+        try DiskCache(options: options).close()
         let cache = try DiskCache(options: testOptions(dir.url))
         // A negative expiry is a call's argument, not an option: invalidArgument (was invalidOptions for `ttl: -1`).
         #expect { try cache.store(Data(), forKey: "k", expiry: .seconds(-1)) } throws: { ($0 as? CacheError)?.code == .invalidArgument }
@@ -378,6 +390,7 @@ import Testing
     @Test func defaultsAreAsDocumented() {
         let options = DiskCacheOptions(directory: URL(fileURLWithPath: "/tmp/x"))
         #expect(options.defaultExpiration == 30 * 24 * 3600)
+        #expect(options.writerWaitTimeout == 0)
         #expect(options.garbageCollectionInterval == 363)
         #expect(options.verifiesPayloadChecksum && !options.isReadOnly)
         #expect(options.durability == .atomicRename && options.minimumFreeDiskSpace == .zero)

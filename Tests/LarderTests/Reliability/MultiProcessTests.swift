@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import Foundation
+import Synchronization
 import Testing
 @testable import Larder
 
@@ -36,6 +37,90 @@ import Testing
         let writer = try DiskCache(options: DiskCacheOptions(directory: dir.url))
         try writer.store(Data("mine".utf8), forKey: "k")
         #expect(try writer.record(forKey: "k")?.data == Data("mine".utf8))
+    }
+
+    /// How many times a cache tried to take the folder's lock.
+    final class Attempts: Sendable {
+        let count = Atomic<Int>(0)
+        var value: Int { count.load(ordering: .relaxed) }
+    }
+
+    /// What an open on another thread ended with.
+    final class Opened: Sendable {
+        let result = Mutex<Result<DiskCache, CacheError>?>(nil)
+    }
+
+    /// System calls whose `flock` counts each try at the folder's lock in `attempts`, and signals
+    /// `refused` each time another holder makes one fail.
+    static func callsSignalling(_ refused: DispatchSemaphore, attempts: Attempts) -> SystemCalls {
+        var calls = SystemCalls.live
+        let flock = calls.flock
+        calls.flock = { fd, operation in
+            let result = flock(fd, operation)
+            let error = errno
+            if operation & LOCK_EX != 0 {
+                attempts.count.add(1, ordering: .relaxed)
+                if result == -1 && error == EWOULDBLOCK { refused.signal() }
+            }
+            errno = error
+            return result
+        }
+        return calls
+    }
+
+    @Test func aWaitingWriterOpensOnceTheHolderDies() throws {
+        let dir = TemporaryDirectory("larder-mp")
+        defer { dir.remove() }
+        let holder = try HelperProcess("larder-stress", ["hold", "--dir", dir.path])
+        defer { holder.kill() }
+        #expect(holder.waitUntilReady() == holder.pid)
+        var options = DiskCacheOptions(directory: dir.url)
+        // Longer than any test runs: the holder's death, not the deadline, ends the wait.
+        options.writerWaitTimeout = 3600
+        let refused = DispatchSemaphore(value: 0)
+        let attempts = Attempts()
+        let calls = Self.callsSignalling(refused, attempts: attempts)
+        let opened = Opened()
+        let done = DispatchSemaphore(value: 0)
+        let waiting = options
+        let opener = Thread {
+            let result = Result { () throws(CacheError) in try DiskCache(options: waiting, systemCalls: calls) }
+            opened.result.withLock { $0 = result }
+            done.signal()
+        }
+        opener.start()
+        // The opener found the folder held at least once before the holder dies.
+        refused.wait()
+        holder.kill()
+        #expect(holder.wasKilled)
+        done.wait()
+        let cache = try #require(opened.result.withLock { $0 }).get()
+        defer { cache.close() }
+        #expect(attempts.value >= 2, "it tried again after the holder's death")
+        try cache.store(Data("mine".utf8), forKey: "k")
+        #expect(try cache.record(forKey: "k")?.data == Data("mine".utf8))
+    }
+
+    @Test func aWriterIsRefusedNamingTheHolderOnceItsWaitPasses() throws {
+        let dir = TemporaryDirectory("larder-mp")
+        defer { dir.remove() }
+        let holder = try HelperProcess("larder-stress", ["hold", "--dir", dir.path])
+        defer { holder.kill() }
+        let pid = try #require(holder.waitUntilReady())
+        var options = DiskCacheOptions(directory: dir.url)
+        options.writerWaitTimeout = 0.05
+        let attempts = Attempts()
+        let calls = Self.callsSignalling(DispatchSemaphore(value: 0), attempts: attempts)
+        #expect { try DiskCache(options: options, systemCalls: calls) } throws: { error in
+            guard let error = error as? CacheError else { return false }
+            return error.code == .directoryInUse && error.holderPID == pid
+        }
+        // It tried more than once before giving up; without a wait it tries once.
+        #expect(attempts.value > 1)
+        options.writerWaitTimeout = 0
+        attempts.count.store(0, ordering: .relaxed)
+        #expect(throws: CacheError.self) { try DiskCache(options: options, systemCalls: calls) }
+        #expect(attempts.value == 1)
     }
 
     @Test func secondWriterInTheSameProcess() throws {

@@ -2,7 +2,12 @@ import Foundation
 
 /// The advisory write lock on a cache directory: `flock` on `.larder.lock`, which holds the
 /// holder's pid. The lock dies with its process; a second opener, in this process or another,
-/// gets ``CacheError/Code/directoryInUse`` with that pid.
+/// gets ``CacheError/Code/directoryInUse`` with that pid, at once or, when it is given a wait,
+/// once the wait has passed without the holder letting go.
+///
+/// A waiting opener polls (`LOCK_NB`) with pauses that grow from 1 ms to 10 ms, as SQLite's busy
+/// handler does, rather than blocking in `flock`: a blocked `flock` cannot be given a deadline
+/// without a signal, and a library must not take over the process's signals.
 ///
 /// The lock file is opened without following a link and without blocking, and must be a regular
 /// file with one link, owned by the current user (by anyone, when `sharedWithGroup`), before
@@ -17,10 +22,11 @@ package struct DirectoryLock: Sendable {
     ///   - path: The lock file, beneath `io`'s root.
     ///   - io: A rooted ``FileIO``.
     ///   - sharedWithGroup: Whether a lock file owned by another user is accepted (``CacheSharing/group``).
+    ///   - wait: How long, in seconds, to wait for a holder to let go (0: not at all).
     /// - Throws: ``CacheError/Code/directoryInUse``, ``CacheError/Code/unsafeDirectory`` for a
     ///   lock file that is not a regular file with one link owned by the user,
     ///   ``CacheError/Code/ioFailure``.
-    package init(path: String, io: FileIO, sharedWithGroup: Bool = false) throws(CacheError) {
+    package init(path: String, io: FileIO, sharedWithGroup: Bool = false, waitingUpTo wait: TimeInterval = 0) throws(CacheError) {
         self.io = io
         let fd: Int32
         do {
@@ -50,7 +56,7 @@ package struct DirectoryLock: Sendable {
             throw CacheError(.ioFailure, "cannot inspect the lock file", path: path, errno: (error as? Errno)?.rawValue)
         }
         do {
-            try io.lockExclusively(fd)
+            try Self.lock(fd, io: io, waitingUpTo: wait)
         } catch {
             var buffer = [UInt8](repeating: 0, count: 32)
             let n =
@@ -79,6 +85,30 @@ package struct DirectoryLock: Sendable {
             // The lock is what matters; a missing pid only makes the holder's error less helpful.
         }
         self.fd = fd
+    }
+
+    /// Takes the `flock` on `fd`, trying again with growing pauses while another holds it, until
+    /// `wait` seconds have passed.
+    /// - Throws: ``Errno/wouldBlock`` when the holder kept it past the wait, or the failure.
+    private static func lock(_ fd: Int32, io: FileIO, waitingUpTo wait: TimeInterval) throws(Errno) {
+        let clock = ContinuousClock()
+        // Capped at a billion seconds (about 32 years), which a `Duration` holds without overflow.
+        let deadline = clock.now + .seconds(wait.isFinite ? min(max(0, wait), 1e9) : 0)
+        var pause = Duration.milliseconds(1)
+        while true {
+            do {
+                try io.lockExclusively(fd)
+                return
+            } catch  where (error == .wouldBlock || error == .tryAgain) && clock.now < deadline {
+                Thread.sleep(forTimeInterval: Self.seconds(min(pause, deadline - clock.now)))
+                pause = min(pause * 2, .milliseconds(10))
+            }
+        }
+    }
+
+    private static func seconds(_ duration: Duration) -> TimeInterval {
+        let (whole, fraction) = duration.components
+        return TimeInterval(whole) + TimeInterval(fraction) * 1e-18
     }
 
     /// Releases the lock.
