@@ -250,11 +250,13 @@ final class RedisChannel: Sendable {
                 }
                 let readiness = try socket.waitUntilReadable(orWoken: channel.wake, deadline: deadline)
                 channel.state.withLock { $0.parked = false }
+                // Checked whatever woke the thread: replies that keep arriving for the requests
+                // ahead must not keep a later one waiting past its deadline.
+                if let deadline, Socket.monotonicSeconds() >= deadline { try channel.expire() }
                 if readiness.readable {
                     socket.setDeadline(nil)
                     return try socket.receive(into: buffer)
                 }
-                if !readiness.woken { try channel.expire() }
             }
         }
     }
