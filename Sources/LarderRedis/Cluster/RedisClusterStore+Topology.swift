@@ -41,7 +41,6 @@ extension RedisClusterStore {
         let starts = state.withLock { state -> Bool in
             guard !state.refreshing else { return false }
             state.refreshing = true
-            state.refreshesStarted += 1
             return true
         }
         guard starts else { return }

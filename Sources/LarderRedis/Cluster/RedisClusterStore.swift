@@ -54,8 +54,6 @@ public final class RedisClusterStore: RemoteStore {
         var failedNodes: Set<String> = []
         /// Whether a reload of the map is under way, in the background.
         var refreshing = false
-        /// Reloads started so far (tests).
-        var refreshesStarted = 0
         /// Why the last reload failed, while the map is stale.
         var lastRefreshError: CacheError?
         /// The calls waiting for the reload under way to end.
