@@ -98,6 +98,29 @@ struct RedisClusterBudgetTests {
         #expect(try cluster.run(hung, "GET", keys[0]) == "back")
     }
 
+    @Test func aSeedWhoseConnectNeverCompletesCostsACallOnlyItsBudget() throws {
+        let listener = try FullListener()
+        defer { listener.close() }
+        let seed = "127.0.0.1:\(listener.port)"
+        let store = try RedisClusterStore(seeds: [seed])
+        let timeouts = RemoteTimeouts(connect: 600, command: 0.1)
+        // Each call gives up when its budget is spent while the map's load (and its connect)
+        // goes on in the background: still under way when the calls return.
+        for _ in 0 ..< 2 {
+            #expect {
+                _ = try store.value(forKey: "k", timeouts: timeouts)
+            } throws: { error in
+                (error as? CacheError)?.message.contains("slot map was loaded") == true
+            }
+        }
+        let node = try store.node(seed)
+        waitUntil("the load's connect is under way") { node.pool.connectsInFlight == 1 }
+        #expect(store.state.withLock { $0.refreshing })
+        // One load, one connect, whatever the number of calls that waited for them.
+        #expect(node.pool.connectsStarted == 1)
+        #expect(node.pool.lent == 0)
+    }
+
     @Test func aCallWhoseBudgetIsSpentFollowsNoRedirection() throws {
         let cluster = try LocalRedisCluster()
         defer { cluster.stop() }
