@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
 import Foundation
 import Larder
 import Synchronization
@@ -11,14 +17,21 @@ import Synchronization
 /// options.remote = RemoteTierOptions(store: cluster, namespace: "feeds")
 /// ```
 ///
-/// On its first call the store asks a seed for the cluster's map (`CLUSTER SLOTS`), then sends
-/// each command straight to the master serving its key's slot (CRC16 of the key, or of its
-/// `{hash tag}`, modulo 16384), over a small connection pool per master. While slots move
-/// between nodes it follows the cluster's redirections: `MOVED` reloads the map and retries on
-/// the named node; `ASK` sends that one command to the named node after `ASKING`. A call is
-/// redirected at most twice. A node that cannot be reached fails the call (the cache then
-/// treats it as a miss) and makes the next call reload the map first, so a promoted replica is
-/// found once the cluster has failed over.
+/// The store asks a node for the cluster's map (`CLUSTER SLOTS`), then sends each command
+/// straight to the master serving its key's slot (CRC16 of the key, or of its `{hash tag}`,
+/// modulo 16384), over a connection pool per master. While slots move between nodes it follows
+/// the cluster's redirections: `MOVED` sends the command to the named node and reloads the map;
+/// `ASK` sends that one command to the named node after `ASKING`. A call is redirected at most
+/// twice. A node that cannot be reached fails the call (the cache then treats it as a miss)
+/// unless the reloaded map names another master for its keys (a replica promoted after a
+/// failover): then the call is sent there once more.
+///
+/// Every call blocks its thread for at most its command timeout, all its waits together: for
+/// the map, for a connection, and for the replies of each node, redirections and the retry
+/// after a failover included. Connects and reloads of the map run in the background, within
+/// the connect and command timeouts of their own; a call waits for them only as long as its
+/// own budget lasts, and one that gives up leaves them to serve the next call. The map is
+/// loaded on the first call, and again after a node failed or answered `MOVED`.
 ///
 /// Reads and removals of several keys are split by slot, sent to each master in one pipelined
 /// write, and merged back in the keys' order. Removal by prefix scans every master.
@@ -32,19 +45,34 @@ public final class RedisClusterStore: RemoteStore {
     /// The TLS settings of every node, or `nil` when the connections are plain TCP.
     public let tls: RedisTLSOptions?
 
-    private struct State {
+    struct State {
         var topology = ClusterTopology()
         /// Whether the map must be reloaded before the next command: never loaded, or a node failed.
         var stale = true
         var nodes: [String: RedisClusterNode] = [:]
+        /// Nodes that failed since the map was last loaded: asked for it last.
+        var failedNodes: Set<String> = []
+        /// Whether a reload of the map is under way, in the background.
+        var refreshing = false
+        /// Why the last reload failed, while the map is stale.
+        var lastRefreshError: CacheError?
+        /// The calls waiting for the reload under way to end.
+        var refreshWaiters: [DispatchSemaphore] = []
         /// Which master the subscription tries next.
         var nextSubscriptionNode = 0
     }
 
-    private let state = Mutex(State())
-    private let username: String?
-    private let password: String?
-    private let tlsContext: TLSContext?
+    /// What tests may replace: the clock budgets are kept on, and an observer of what is sent.
+    struct Hooks: Sendable {
+        var clock: (@Sendable () -> Double)?
+        var observer: (@Sendable (ClusterBudget.Sent) -> Void)?
+    }
+
+    let state = Mutex(State())
+    let hooks = Mutex(Hooks())
+    let username: String?
+    let password: String?
+    let tlsContext: TLSContext?
 
     /// Creates a store for the cluster that `seeds` belong to. Connects lazily, on the first call.
     ///
@@ -87,111 +115,70 @@ public final class RedisClusterStore: RemoteStore {
         return (String(address[..<colon]), port)
     }
 
-    // MARK: - Topology
-
-    /// The node at `address`, made on first use.
-    private func node(_ address: String) throws(CacheError) -> RedisClusterNode {
-        if let node = state.withLock({ $0.nodes[address] }) { return node }
-        guard let (host, port) = Self.split(address) else {
-            throw CacheError(.remoteFailure, "Redis Cluster named a node at \"\(address)\", which is not host:port")
-        }
-        let server = RedisServer(host: host, port: port, username: username, password: password, database: 0, tls: tlsContext)
-        let made = RedisClusterNode(server: server, poolSize: poolSize)
-        return state.withLock { state in
-            if let existing = state.nodes[address] { return existing }
-            state.nodes[address] = made
-            return made
-        }
-    }
-
-    /// Reloads the map from the first node that answers `CLUSTER SLOTS`: the known masters, then the seeds.
-    /// - Throws: `CacheError.Code.remoteFailure` naming the last failure when none answers.
-    private func refreshTopology(_ timeouts: RemoteTimeouts) throws(CacheError) {
-        let known = state.withLock { $0.topology.masters }
-        var lastError = CacheError(.remoteFailure, "no Redis Cluster node to ask for the slot map")
-        var asked = Set<String>()
-        for address in known + seeds where asked.insert(address).inserted {
-            do throws(CacheError) {
-                let node = try node(address)
-                let reply = try node.pipeline([RedisArguments(["CLUSTER", "SLOTS"])], timeouts: timeouts)[0]
-                if case .error(let message) = reply {
-                    throw CacheError(.remoteFailure, "Redis at \(address) answered CLUSTER SLOTS: \(message)")
-                }
-                let topology = try ClusterTopology(slotsReply: reply, askedHost: node.server.host)
-                state.withLock { state in
-                    state.topology = topology
-                    state.stale = false
-                }
-                return
-            } catch {
-                lastError = error
-            }
-        }
-        throw lastError
-    }
-
-    /// The node serving `slot`, reloading the map first when it is stale or knows no node for it.
-    private func master(ofSlot slot: Int, _ timeouts: RemoteTimeouts) throws(CacheError) -> RedisClusterNode {
-        var (address, stale) = state.withLock { ($0.topology.master(ofSlot: slot), $0.stale) }
-        if stale || address == nil {
-            try refreshTopology(timeouts)
-            address = state.withLock { $0.topology.master(ofSlot: slot) }
-        }
-        guard let address else { throw CacheError(.remoteFailure, "no Redis Cluster node serves hash slot \(slot)") }
-        return try node(address)
-    }
-
-    /// The masters, reloading the map first when it is stale.
-    private func masters(_ timeouts: RemoteTimeouts) throws(CacheError) -> [RedisClusterNode] {
-        if state.withLock({ $0.stale }) { try refreshTopology(timeouts) }
-        var nodes: [RedisClusterNode] = []
-        for address in state.withLock({ $0.topology.masters }) { nodes.append(try node(address)) }
-        return nodes
-    }
-
-    /// Marks the map stale after a node failed, so that the next call reloads it.
-    private func noteFailure() {
-        state.withLock { $0.stale = true }
-    }
-
     // MARK: - Routing
 
-    /// Sends each command to the master of its slot: one pipelined write per master, then the
-    /// commands answered with a redirection again, one by one, where they were sent. The
-    /// replies come back in the commands' order; error replies other than redirections are left
-    /// to the caller.
-    func route(_ commands: [(slot: Int, arguments: RedisArguments)], timeouts: RemoteTimeouts) throws(CacheError) -> [RedisReply] {
-        var byNode: [String: (node: RedisClusterNode, indices: [Int])] = [:]
-        var order: [String] = []
-        for (index, command) in commands.enumerated() {
-            let node = try master(ofSlot: command.slot, timeouts)
-            if byNode[node.address] == nil { order.append(node.address) }
-            byNode[node.address, default: (node, [])].indices.append(index)
-        }
-        var replies = [RedisReply](repeating: .null, count: commands.count)
-        for address in order {
-            let (node, indices) = byNode[address]!
-            let answered: [RedisReply]
-            do throws(CacheError) {
-                answered = try node.pipeline(indices.map { commands[$0].arguments }, timeouts: timeouts)
-            } catch {
-                noteFailure()
-                throw error
+    /// Sends each command to the master of its slot, all within `budget`: one pipelined write
+    /// per master, then the commands answered with a redirection again, one by one, where they
+    /// were sent. The replies come back in the commands' order; error replies other than
+    /// redirections are left to the caller.
+    ///
+    /// When a node cannot be reached, the map is reloaded (in the background, waited for within
+    /// the budget) and the commands it was to answer are sent once more if the map now names
+    /// another master for them (a replica promoted after a failover). A node that timed out has
+    /// spent the budget, so nothing is sent again.
+    func route(_ commands: [(slot: Int, arguments: RedisArguments)], within budget: ClusterBudget) throws(CacheError) -> [RedisReply] {
+        var replies = [RedisReply?](repeating: nil, count: commands.count)
+        var pending = Array(commands.indices)
+        var retried = false
+        while true {
+            var byNode: [String: (node: RedisClusterNode, indices: [Int])] = [:]
+            var order: [String] = []
+            for index in pending {
+                let node = try master(ofSlot: commands[index].slot, budget)
+                if byNode[node.address] == nil { order.append(node.address) }
+                byNode[node.address, default: (node, [])].indices.append(index)
             }
-            for (index, reply) in zip(indices, answered) {
-                if case .error(let message) = reply, let redirection = ClusterRedirection(message, askedHost: node.server.host) {
-                    replies[index] = try follow(redirection, commands[index].arguments, redirectionsLeft: 2, timeouts: timeouts)
-                } else {
-                    replies[index] = reply
+            var failed: [(address: String, indices: [Int])] = []
+            var failure: CacheError?
+            for address in order {
+                let (node, indices) = byNode[address]!
+                let answered: [RedisReply]
+                do throws(CacheError) {
+                    answered = try node.pipeline(indices.map { commands[$0].arguments }, within: budget)
+                } catch {
+                    noteFailure(of: address, budget.timeouts)
+                    failed.append((address, indices))
+                    failure = error
+                    continue
+                }
+                for (index, reply) in zip(indices, answered) {
+                    if case .error(let message) = reply, let redirection = ClusterRedirection(message, askedHost: node.server.host) {
+                        replies[index] = try follow(redirection, commands[index].arguments, redirectionsLeft: 2, within: budget)
+                    } else {
+                        replies[index] = reply
+                    }
                 }
             }
+            guard let failure else { return replies.map { $0 ?? .null } }
+            let timedOut = failure.errno.map { [ETIMEDOUT, EAGAIN, EWOULDBLOCK].contains($0) } ?? false
+            guard !retried, !timedOut, budget.remaining > 0 else { throw failure }
+            // A node refused or dropped the connection: worth a second try only where the
+            // reloaded map names another master.
+            try awaitRefresh(budget)
+            let topology = state.withLock { $0.topology }
+            let moved = failed.flatMap { entry in
+                entry.indices.filter { topology.master(ofSlot: commands[$0].slot) != entry.address }
+            }
+            guard moved.count == failed.reduce(0, { $0 + $1.indices.count }) else { throw failure }
+            pending = moved
+            retried = true
         }
-        return replies
     }
 
-    /// Sends `arguments` where `redirection` says: after `MOVED`, to the slot's new master once
-    /// the map is reloaded; after `ASK`, to the named node with `ASKING` first.
-    private func follow(_ redirection: ClusterRedirection, _ arguments: RedisArguments, redirectionsLeft: Int, timeouts: RemoteTimeouts)
+    /// Sends `arguments` where `redirection` says, within `budget`: after `MOVED`, to the slot's
+    /// new master (the map is reloaded in the background, the redirection's word kept for this
+    /// slot meanwhile); after `ASK`, to the named node with `ASKING` first.
+    private func follow(_ redirection: ClusterRedirection, _ arguments: RedisArguments, redirectionsLeft: Int, within budget: ClusterBudget)
         throws(CacheError) -> RedisReply
     {
         guard redirectionsLeft > 0 else {
@@ -201,34 +188,33 @@ public final class RedisClusterStore: RemoteStore {
         let asking: Bool
         switch redirection {
         case .moved(let slot, let address):
+            // The rest of the map has likely moved too (a resharding, a failover): reload it
+            // off this call's path.
             state.withLock { $0.topology.assign(slot, to: address) }
-            // The rest of the map has likely moved too (a resharding, a failover): reload it,
-            // but keep the redirection's word for this slot if no node answers.
-            try? refreshTopology(timeouts)
-            state.withLock { $0.topology.assign(slot, to: address) }
+            startRefresh(budget.timeouts)
             (target, asking) = (try node(address), false)
         case .ask(_, let address):
             (target, asking) = (try node(address), true)
         }
         let reply: RedisReply
         do throws(CacheError) {
-            reply = try target.pipeline([arguments], asking: asking, timeouts: timeouts)[0]
+            reply = try target.pipeline([arguments], asking: asking, within: budget)[0]
         } catch {
-            noteFailure()
+            noteFailure(of: target.address, budget.timeouts)
             throw error
         }
         if case .error(let message) = reply, let next = ClusterRedirection(message, askedHost: target.server.host) {
-            return try follow(next, arguments, redirectionsLeft: redirectionsLeft - 1, timeouts: timeouts)
+            return try follow(next, arguments, redirectionsLeft: redirectionsLeft - 1, within: budget)
         }
         return reply
     }
 
-    /// Sends one command of one key to its master; an error reply throws.
+    /// Sends one command of one key to its master, within one budget; an error reply throws.
     @discardableResult
     private func command(_ arguments: [String], key: String, data: Data? = nil, timeouts: RemoteTimeouts) throws(CacheError) -> RedisReply {
         var parts = RedisArguments(arguments)
         if let data { parts.insert(data, at: 2) }
-        let reply = try route([(HashSlot.slot(of: key), parts)], timeouts: timeouts)[0]
+        let reply = try route([(HashSlot.slot(of: key), parts)], within: budget(timeouts))[0]
         if case .error(let message) = reply {
             throw CacheError(.remoteFailure, "Redis Cluster answered \(arguments[0]): \(message)", key: key)
         }
@@ -265,7 +251,7 @@ public final class RedisClusterStore: RemoteStore {
                 RedisArguments(group.indices.count == 1 ? ["GET", keys[group.indices[0]]] : ["MGET"] + group.indices.map { keys[$0] })
             )
         }
-        let replies = try route(commands, timeouts: timeouts)
+        let replies = try route(commands, within: budget(timeouts))
         var values = [RemoteValue?](repeating: nil, count: keys.count)
         for (group, reply) in zip(groups, replies) {
             let found: [RedisReply]
@@ -312,13 +298,13 @@ public final class RedisClusterStore: RemoteStore {
     /// `UNLINK` of the keys of each hash slot, the masters' pipelined.
     public func remove(forKeys keys: [String], timeouts: RemoteTimeouts) throws(CacheError) {
         guard !keys.isEmpty else { return }
-        _ = try unlink(keys, timeouts: timeouts)
+        _ = try unlink(keys, within: budget(timeouts))
     }
 
     /// `UNLINK` of `keys`, one per slot; how many were removed.
-    private func unlink(_ keys: [String], timeouts: RemoteTimeouts) throws(CacheError) -> Int {
+    private func unlink(_ keys: [String], within budget: ClusterBudget) throws(CacheError) -> Int {
         let groups = Self.groupedBySlot(keys)
-        let replies = try route(groups.map { ($0.slot, RedisArguments(["UNLINK"] + $0.indices.map { keys[$0] })) }, timeouts: timeouts)
+        let replies = try route(groups.map { ($0.slot, RedisArguments(["UNLINK"] + $0.indices.map { keys[$0] })) }, within: budget)
         var removed = 0
         for reply in replies {
             switch reply {
@@ -335,14 +321,16 @@ public final class RedisClusterStore: RemoteStore {
     public func remove(withPrefix prefix: String, timeouts: RemoteTimeouts) throws(CacheError) -> Int {
         let pattern = RedisRemoteStore.escapedForMatch(prefix) + "*"
         var removed = 0
-        for node in try masters(timeouts) {
+        // One budget for every SCAN and UNLINK on every master.
+        let budget = budget(timeouts)
+        for node in try masters(budget) {
             var cursor = "0"
             repeat {
                 let reply: RedisReply
                 do throws(CacheError) {
-                    reply = try node.pipeline([RedisArguments(["SCAN", cursor, "MATCH", pattern, "COUNT", "1000"])], timeouts: timeouts)[0]
+                    reply = try node.pipeline([RedisArguments(["SCAN", cursor, "MATCH", pattern, "COUNT", "1000"])], within: budget)[0]
                 } catch {
-                    noteFailure()
+                    noteFailure(of: node.address, timeouts)
                     throw error
                 }
                 guard case .array(let parts) = reply, parts.count == 2, case .string(let next) = parts[0], case .array(let found) = parts[1]
@@ -353,7 +341,7 @@ public final class RedisClusterStore: RemoteStore {
                     if case .string(let key) = reply { return String(decoding: key, as: UTF8.self) }
                     return nil
                 }
-                if !keys.isEmpty { removed += try unlink(keys, timeouts: timeouts) }
+                if !keys.isEmpty { removed += try unlink(keys, within: budget) }
                 cursor = String(decoding: next, as: UTF8.self)
             } while cursor != "0"
         }
@@ -383,20 +371,24 @@ public final class RedisClusterStore: RemoteStore {
             defer { state.nextSubscriptionNode += 1 }
             return state.nextSubscriptionNode
         }
-        if turn == 0 { return try master(ofSlot: HashSlot.slot(of: channel), timeouts).server }
-        noteFailure()
-        let nodes = try masters(timeouts)
+        // The subscription's own thread waits: a budget of the connect and the command timeouts.
+        let hooks = hooks.withLock { $0 }
+        let budget = ClusterBudget(timeouts, seconds: timeouts.connect + timeouts.command, clock: hooks.clock ?? Socket.monotonicSeconds)
+        if turn == 0 { return try master(ofSlot: HashSlot.slot(of: channel), budget).server }
+        state.withLock { $0.stale = true }
+        let nodes = try masters(budget)
         return nodes[turn % nodes.count].server
     }
 
     /// `PING` on every master: the cluster answers when each of them does.
     public func ping(timeouts: RemoteTimeouts) throws(CacheError) {
-        for node in try masters(timeouts) {
+        let budget = budget(timeouts)
+        for node in try masters(budget) {
             let reply: RedisReply
             do throws(CacheError) {
-                reply = try node.pipeline([RedisArguments(["PING"])], timeouts: timeouts)[0]
+                reply = try node.pipeline([RedisArguments(["PING"])], within: budget)[0]
             } catch {
-                noteFailure()
+                noteFailure(of: node.address, timeouts)
                 throw error
             }
             guard case .status("PONG") = reply else {

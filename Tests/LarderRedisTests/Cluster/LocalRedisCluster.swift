@@ -10,7 +10,8 @@ import Testing
 
 /// A Redis Cluster of the test's own on loopback: `redis-server --cluster-enabled yes` processes on
 /// free ports (each with its cluster bus on another free port), joined by `redis-cli --cluster
-/// create`. Every server is killed by its pid in ``stop()``.
+/// create`; with certificates, every node speaks TLS only, to clients, to the other nodes and
+/// to its replicas. Every server is killed by its pid in ``stop()``.
 final class LocalRedisCluster {
     /// `redis-server` and `redis-cli` on the PATH, or `nil` when either is missing.
     static let executables: (server: URL, cli: URL)? = {
@@ -33,15 +34,27 @@ final class LocalRedisCluster {
     private let directory: TemporaryDirectory
     private var processes: [Int: Process] = [:]
     private let cli: URL
+    /// What each node and each `redis-cli` run are given to speak TLS, or `nil` for plain TCP.
+    private let tls: TLSArguments?
+
+    /// The options of `redis-server` that make a node speak TLS only, and those of `redis-cli`
+    /// that make it speak TLS to the nodes.
+    struct TLSArguments {
+        var server: [String]
+        var cli: [String]
+    }
 
     /// Starts `masters` masters, each with `replicasEach` replicas, creates the cluster and
-    /// waits until every node says `cluster_state:ok` and knows every other node.
-    init(masters: Int = 3, replicasEach: Int = 0, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    /// waits until every node says `cluster_state:ok` and knows every other node. With
+    /// `tls`, the nodes listen on TLS ports only (`--port 0 --tls-port P --tls-cluster yes
+    /// --tls-replication yes` and `tls.server`).
+    init(masters: Int = 3, replicasEach: Int = 0, tls: TLSArguments? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws {
         guard let executables = Self.executables else {
             Issue.record("LARDER_REQUIRE_REDIS=1 but redis-server or redis-cli is not on the PATH", sourceLocation: sourceLocation)
             throw CacheError(.remoteFailure, "no redis-server or redis-cli")
         }
         cli = executables.cli
+        self.tls = tls
         directory = TemporaryDirectory()
         var ports: [Int] = []
         for _ in 0 ..< masters * (1 + replicasEach) {
@@ -130,10 +143,21 @@ final class LocalRedisCluster {
         return 0
     }
 
+    /// Stops the node at `port` (SIGSTOP): it keeps its connections but answers nothing.
+    func pauseNode(_ port: Int) {
+        if let process = processes[port] { kill(process.processIdentifier, SIGSTOP) }
+    }
+
+    /// Lets the node at `port` run again (SIGCONT).
+    func resumeNode(_ port: Int) {
+        if let process = processes[port] { kill(process.processIdentifier, SIGCONT) }
+    }
+
     /// Kills the node at `port` (SIGKILL) and waits for it to exit.
     func killNode(_ port: Int) {
         guard let process = processes.removeValue(forKey: port) else { return }
         kill(process.processIdentifier, SIGKILL)
+        kill(process.processIdentifier, SIGCONT)
         process.waitUntilExit()
     }
 
@@ -147,11 +171,18 @@ final class LocalRedisCluster {
         let process = Process()
         process.executableURL = executable
         process.currentDirectoryURL = directory.url
-        process.arguments = [
-            "--port", String(port), "--cluster-port", String(try PrivateRedisServer.freePort()), "--bind", "127.0.0.1",
-            "--cluster-enabled", "yes", "--cluster-config-file", directory.url.appendingPathComponent("nodes-\(port).conf").path,
-            "--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--daemonize", "no",
-        ]
+        let listening: [String]
+        if let tls {
+            listening = ["--port", "0", "--tls-port", String(port), "--tls-cluster", "yes", "--tls-replication", "yes"] + tls.server
+        } else {
+            listening = ["--port", String(port)]
+        }
+        process.arguments =
+            listening + [
+                "--cluster-port", String(try PrivateRedisServer.freePort()), "--bind", "127.0.0.1",
+                "--cluster-enabled", "yes", "--cluster-config-file", directory.url.appendingPathComponent("nodes-\(port).conf").path,
+                "--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--daemonize", "no",
+            ]
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         processes[port] = process
@@ -160,7 +191,7 @@ final class LocalRedisCluster {
     private func runCLI(_ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = cli
-        process.arguments = arguments
+        process.arguments = (tls?.cli ?? []) + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
