@@ -30,7 +30,9 @@ final class LocalRedisCluster {
     /// required (they then fail).
     static let runs = executables != nil || TestRedis.isRequired
 
-    let ports: [Int]
+    private(set) var ports: [Int] = []
+    /// The nodes' ports and their cluster buses' ports.
+    private var takenPorts: Set<Int> = []
     private let directory: TemporaryDirectory
     private var processes: [Int: Process] = [:]
     private let cli: URL
@@ -56,16 +58,8 @@ final class LocalRedisCluster {
         cli = executables.cli
         self.tls = tls
         directory = TemporaryDirectory()
-        var ports: [Int] = []
-        for _ in 0 ..< masters * (1 + replicasEach) {
-            var port = try PrivateRedisServer.freePort()
-            while ports.contains(port) { port = try PrivateRedisServer.freePort() }
-            ports.append(port)
-        }
-        self.ports = ports
         do {
-            for port in ports { try launch(executables.server, port: port) }
-            for port in ports { try waitFor("node \(port) answers PING") { (try? run(port, "PING")) == "PONG" } }
+            for _ in 0 ..< masters * (1 + replicasEach) { try startNode(executables.server) }
             let create = try runCLI(
                 ["--cluster", "create"] + ports.map { "127.0.0.1:\($0)" } + ["--cluster-replicas", String(replicasEach), "--cluster-yes"])
             guard create.status == 0 else { throw CacheError(.remoteFailure, "redis-cli --cluster create failed: \(create.output)") }
@@ -167,7 +161,28 @@ final class LocalRedisCluster {
         directory.remove()
     }
 
-    private func launch(_ executable: URL, port: Int) throws {
+    /// Starts one node on free ports and waits until it answers. A free port can be taken by
+    /// another process (another test's server, or a connection's local port) before the node
+    /// binds it; a node that exits for that is started again on other ports.
+    private func startNode(_ executable: URL) throws {
+        for _ in 0 ..< 10 {
+            var port = try PrivateRedisServer.freePort()
+            var busPort = try PrivateRedisServer.freePort()
+            while takenPorts.contains(port) { port = try PrivateRedisServer.freePort() }
+            while busPort == port || takenPorts.contains(busPort) { busPort = try PrivateRedisServer.freePort() }
+            let process = try launch(executable, port: port, busPort: busPort)
+            try waitFor("node \(port) answers PING or exits") { !process.isRunning || (try? run(port, "PING")) == "PONG" }
+            if process.isRunning {
+                ports.append(port)
+                takenPorts.formUnion([port, busPort])
+                return
+            }
+            processes[port] = nil
+        }
+        throw CacheError(.remoteFailure, "no node of the cluster could bind its ports in 10 tries")
+    }
+
+    private func launch(_ executable: URL, port: Int, busPort: Int) throws -> Process {
         let process = Process()
         process.executableURL = executable
         process.currentDirectoryURL = directory.url
@@ -179,13 +194,14 @@ final class LocalRedisCluster {
         }
         process.arguments =
             listening + [
-                "--cluster-port", String(try PrivateRedisServer.freePort()), "--bind", "127.0.0.1",
+                "--cluster-port", String(busPort), "--bind", "127.0.0.1",
                 "--cluster-enabled", "yes", "--cluster-config-file", directory.url.appendingPathComponent("nodes-\(port).conf").path,
                 "--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--daemonize", "no",
             ]
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         processes[port] = process
+        return process
     }
 
     private func runCLI(_ arguments: [String]) throws -> (status: Int32, output: String) {
