@@ -26,7 +26,8 @@ func gdsfMisses(_ trace: [SizedTraces.Request], capacity: Int) -> SizedTraces.Mi
             entry.frequency += 1
             entry.version = version
             cached[request.key] = entry
-            heap.push(Item(priority: inflation + Double(entry.frequency) * 1e6 / Double(max(entry.size, 1)), version: version, key: request.key))
+            heap.push(
+                Item(priority: inflation + Double(entry.frequency) * 1e6 / Double(max(entry.size, 1)), version: version, key: request.key))
             continue
         }
         misses.add(size: request.size)

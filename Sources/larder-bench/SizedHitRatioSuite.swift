@@ -82,7 +82,10 @@ func runSizedHitRatioSuite(_ context: BenchContext) throws {
             let capacity = SizedTraces.capacity(workingSet: workingSet, fraction: fraction)
             let rows = sizedImpls.map { impl in
                 let misses = impl.replay(trace, capacity)
-                return (impl: impl.name, objects: Double(misses.objects) / Double(trace.count), bytes: Double(misses.bytes) / Double(max(requestedBytes, 1)))
+                return (
+                    impl: impl.name, objects: Double(misses.objects) / Double(trace.count),
+                    bytes: Double(misses.bytes) / Double(max(requestedBytes, 1))
+                )
             }
             let lru = rows.first { $0.impl == "larder-lru" }!
             let cell = expectations.filter { $0.trace == name && $0.fraction == fraction && $0.policy != "BeladySize" }
@@ -108,9 +111,13 @@ func runSizedHitRatioSuite(_ context: BenchContext) throws {
             } else {
                 for row in rows {
                     var line = sizedPad(name, 19) + sizedPad("f=\(fractionText)", 7) + sizedPad(row.impl, 20)
-                    line += String(format: "objects=%.6f bytes=%.6f  vs-lru=%.3f/%.3f", row.objects, row.bytes, row.objects / lru.objects, row.bytes / lru.bytes)
+                    line += String(
+                        format: "objects=%.6f bytes=%.6f  vs-lru=%.3f/%.3f", row.objects, row.bytes, row.objects / lru.objects,
+                        row.bytes / lru.bytes)
                     if let best {
-                        line += String(format: "  vs-best=%.3f/%.3f", row.objects / best.objectMissRatio, row.bytes / best.byteMissRatio) + " [\(best.policy)]"
+                        line +=
+                            String(format: "  vs-best=%.3f/%.3f", row.objects / best.objectMissRatio, row.bytes / best.byteMissRatio)
+                            + " [\(best.policy)]"
                     }
                     print(line)
                 }
@@ -140,7 +147,9 @@ private struct SizedSummary {
     func print() {
         guard cells > 0 else { return }
         Swift.print(
-            String(format: "larder-recommended over %d cells: geomean vs lru objects %.3f, bytes %.3f; ", cells, exp(logObjects / Double(cells)), exp(logBytes / Double(cells)))
+            String(
+                format: "larder-recommended over %d cells: geomean vs lru objects %.3f, bytes %.3f; ", cells,
+                exp(logObjects / Double(cells)), exp(logBytes / Double(cells)))
                 + String(format: "worst cell vs lru %.3f", worstLRU.ratio) + " (\(worstLRU.cell)); "
                 + String(format: "worst objects vs best %.3f", worstBest.ratio) + " (\(worstBest.cell))"
         )
