@@ -15,7 +15,7 @@
 /// - Every period of requests, the share of the window climbs (a hill climber, as Caffeine's)
 ///   in whichever direction lowered the misses, counting objects and bytes alike.
 /// - A sample of the keys is also replayed through an exact LRU scaled down to the sample
-///   (``SampledLRU``); where it misses significantly less, the window's share gets a floor half
+///   (`SampledLRU`); where it misses significantly less, the window's share gets a floor half
 ///   the capacity higher (a window of the whole capacity is plain LRU), which sinks
 ///   again while the policy does better.
 ///
@@ -158,7 +158,7 @@ package struct DiskAdaptivePolicy: Sendable {
 
     /// The window's oldest record against the main victims whose bytes it would take.
     ///
-    /// The victims are chosen among main's oldest records (at least ``contestSample``, more
+    /// The victims are chosen among main's oldest records (at least `contestSample`, more
     /// until they hold the bytes needed), least valuable first: by frequency over the square root
     /// of the size, so that of two records used as often the bigger goes first, but a big record
     /// used more often stays (ranking by frequency over size, as GDSF does, cost bytes missed).
