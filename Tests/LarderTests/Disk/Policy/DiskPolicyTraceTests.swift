@@ -6,11 +6,20 @@ import Testing
 /// Whether `shared/traces/sized` holds its `expected.csv`.
 private let sizedTracesAvailable = FileManager.default.fileExists(atPath: SizedTraces.root.appendingPathComponent("expected.csv").path)
 
+#if LARDER_SANITIZE_THREADS
+/// Whether this is CI's Thread Sanitizer build.
+private let underThreadSanitizer = true
+#else
+private let underThreadSanitizer = false
+#endif
+
 /// Replays the sized traces of `shared/traces/sized` as `larder-bench hitratio --sized` does:
 /// get; on a miss insert, evicting until the object fits, never inserting one larger than the
 /// capacity. Skipped, with the reason, where that folder is absent (`$LARDER_TRACES` points at
 /// the traces folder that holds `sized/`).
-@Suite(.enabled(if: sizedTracesAvailable, "shared/traces/sized is absent: set LARDER_TRACES or put shared/ beside the checkout"))
+@Suite(
+    .enabled(if: sizedTracesAvailable, "shared/traces/sized is absent: set LARDER_TRACES or put shared/ beside the checkout"),
+    .disabled(if: underThreadSanitizer, "single-threaded replays of a million requests: nothing for Thread Sanitizer to check"))
 struct DiskPolicyTraceTests {
     static let traces = ["adaptsize_cdn", "zipf0.9_lognormal"]
 
