@@ -6,7 +6,8 @@
 #   --quick         smaller sizes (a few minutes; the page says the run was quick)
 #   --redis ADDR    include the remote suite, against the Redis server at ADDR
 #   --start-redis   include it against a throwaway redis-server on loopback, stopped at the end
-#   --traces DIR    the hit-ratio traces (default: ../shared/traces beside the checkout)
+#   --traces DIR    the hit-ratio traces (default: ../shared/traces beside the checkout); the disk
+#                   tier's sized traces are in its sized/ folder
 #
 # Each suite runs as its own command; the page prints each one above its table. The JSON lines,
 # with the machine and the commands, are kept in docs/benchmarks/results.jsonl, from which
@@ -20,6 +21,7 @@ quick=()
 redis=""
 start_redis=0
 traces=()
+sized_traces=()
 for ((i = 1; i <= $#; i++)); do
     case "${!i}" in
     --quick) quick=(--quick) ;;
@@ -31,9 +33,10 @@ for ((i = 1; i <= $#; i++)); do
     --traces)
         i=$((i + 1))
         traces=(--traces "${!i:?--traces needs a folder}")
+        sized_traces=(--traces "${!i}/sized")
         ;;
     -h | --help)
-        sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -113,14 +116,16 @@ fi
 
 suites=(memory disk concurrency gc open hybrid loadthrough)
 [[ -n "$redis" ]] && suites+=(remote)
-suites+=(hitratio)
+suites+=(hitratio hitratio-sized)
 for suite in "${suites[@]}"; do
     run=("$bench" --json ${quick[@]+"${quick[@]}"})
     case "$suite" in
     remote) run+=(--redis "$redis") ;;
     hitratio) run+=(--references ${traces[@]+"${traces[@]}"}) ;;
+    hitratio-sized) run+=(--sized ${sized_traces[@]+"${sized_traces[@]}"}) ;;
     esac
-    run+=("$suite")
+    # hitratio-sized is the hitratio suite over the sized traces.
+    run+=("${suite%-sized}")
     echo "== ${run[*]}" >&2
     start=$(date +%s)
     "${run[@]}" >>"$results_tmp"

@@ -95,15 +95,20 @@ public struct BenchRun: Sendable {
     }
 
     private static func result(_ object: [String: Any], line: Int) throws(ReportError) -> BenchResult {
-        guard let suite = object["suite"] as? String, let caseName = object["case"] as? String, let impl = object["impl"] as? String
+        // `hitratio --sized` names its case `trace` and its size `capacity_bytes`, and times nothing.
+        let sized = object["suite"] as? String == "hitratio-sized"
+        guard let suite = object["suite"] as? String, let caseName = object[sized ? "trace" : "case"] as? String,
+            let impl = object["impl"] as? String
         else { throw ReportError(line: line, "a result needs \"suite\", \"case\" and \"impl\"") }
-        guard let n = (object["n"] as? NSNumber)?.intValue, let ns = (object["ns_per_op"] as? NSNumber)?.doubleValue, ns.isFinite else {
+        guard let n = (object[sized ? "capacity_bytes" : "n"] as? NSNumber)?.intValue,
+            let ns = sized ? 0 : (object["ns_per_op"] as? NSNumber)?.doubleValue, ns.isFinite
+        else {
             throw ReportError(line: line, "\(suite)/\(caseName)/\(impl): needs a numeric \"n\" and \"ns_per_op\"")
         }
         var result = BenchResult(
             suite: suite, caseName: caseName, impl: impl, n: n, bytes: (object["bytes"] as? NSNumber)?.intValue ?? 0,
             nanosecondsPerOperation: ns)
-        for (key, value) in object where !["suite", "case", "impl", "n", "bytes", "ns_per_op"].contains(key) {
+        for (key, value) in object where !["suite", "case", "trace", "impl", "n", "capacity_bytes", "bytes", "ns_per_op"].contains(key) {
             if let string = value as? String {
                 result.strings[key] = string
             } else if let number = value as? NSNumber {

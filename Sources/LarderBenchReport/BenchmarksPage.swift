@@ -24,6 +24,7 @@ public struct BenchmarksPage {
             page += section(note, charts: &charts)
         }
         page += hitRatioSection(charts: &charts)
+        page += "\n" + sizedHitRatioSection(charts: &charts)
         return [("BENCHMARKS.md", page)] + charts.map { ("\(Self.chartFolder)/\($0.name).svg", $0.svg) }
     }
 

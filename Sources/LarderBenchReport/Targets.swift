@@ -87,6 +87,14 @@ public struct Target: Sendable {
     /// And the geometric mean over the cells of `recommended`'s misses over the best online
     /// policy's (`expected.csv`, else the reference simulators) at most this.
     public static let hitRatioMeanVersusBest = 1.03
+
+    /// The disk tier's targets over the cells of `hitratio --sized`: the geometric mean of the
+    /// recommended policy's object misses over LRU's at most this,
+    public static let sizedObjectsVersusLRU = 0.88
+    /// of its byte misses over LRU's at most this,
+    public static let sizedBytesVersusLRU = 0.90
+    /// and in no cell either above LRU's times this.
+    public static let sizedWorstVersusLRU = 1.01
 }
 
 /// A target checked against one result of a run.

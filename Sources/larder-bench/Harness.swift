@@ -24,6 +24,8 @@ struct BenchContext {
     var synthetic = false
     /// Replay the reference simulators too (`--references`; always with `--synthetic`).
     var references = false
+    /// hitratio replays the sized traces through the disk tier's policies instead (`--sized`).
+    var sized = false
 
     /// The traces folder: `--traces`, else `../shared/traces` from the current folder (the package
     /// root, in a checkout beside `shared/`), else the shared traces found from the source tree.

@@ -31,6 +31,7 @@ func replay(_ trace: [UInt32], capacity: Int, policy: EvictionPolicy) -> (misses
 }
 
 func runHitRatioSuite(_ context: BenchContext) throws {
+    if context.sized { return try runSizedHitRatioSuite(context) }
     let folder = context.tracesFolder
     let files = try Traces.files(in: folder)
     let expectations = try Traces.expectations(in: folder)

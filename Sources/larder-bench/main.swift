@@ -8,7 +8,7 @@ import LarderBenchReport
 
 let usage = """
     usage: larder-bench [--json] [--quick] [--redis HOST:PORT] [--traces DIR] [--synthetic] [--references]
-                        [--sizes N,...] [suite ...]
+                        [--sized] [--sizes N,...] [suite ...]
            larder-bench report RESULTS.jsonl [--out DIR]
 
       --json         print one JSON object per line
@@ -17,6 +17,8 @@ let usage = """
       --traces DIR   the folder of *.u32 traces for hitratio (default ../shared/traces)
       --synthetic    hitratio replays its synthetic traces (loops, scans, drift, phases, Zipf,
                      concatenations of the recorded traces) instead, with --references
+      --sized        hitratio replays the sized traces (*.kv32, default folder ../shared/traces/sized)
+                     through the disk tier's policies, at 1 %, 5 % and 10 % of each working set
       --references   hitratio also replays its reference simulators (clock, sieve, s3fifo, arc, 2q)
       --sizes N,...  the record counts of the open and gc suites (e.g. 100000,1000000)
       --help         print this help
@@ -125,6 +127,7 @@ while let argument = remaining.popFirst() {
     case "--json": context.json = true
     case "--synthetic": context.synthetic = true
     case "--references": context.references = true
+    case "--sized": context.sized = true
     case "--redis":
         guard let address = remaining.popFirst() else {
             printError("larder-bench: --redis needs HOST:PORT\n\(usage)")

@@ -25,9 +25,9 @@ private func page(_ name: String) throws -> (markdown: String, charts: [(path: S
         let run = try BenchRun(jsonLines: try fixture("sample"))
         #expect(run.machine["cpu"] == "Test CPU 9000")
         #expect(run.machine["cores"] == "2")
-        #expect(run.suites.map(\.suite) == ["memory", "disk", "open", "hitratio"])
+        #expect(run.suites.map(\.suite) == ["memory", "disk", "open", "hitratio", "hitratio-sized"])
         #expect(run.suites.first?.seconds == 42)
-        #expect(run.results.count == 29)
+        #expect(run.results.count == 35)
         #expect(run.result("loadthrough", "coalesce-1000", "larder", n: 1000)?.numbers["loads"] == 1)
         #expect(run.result("hitratio", "c2k_web07", "best-online", n: 205)?.strings["policy"] == "S3-FIFO")
     }
@@ -135,12 +135,28 @@ private func page(_ name: String) throws -> (markdown: String, charts: [(path: S
         #expect(markdown.contains("| 1.004 × over 4 cells | met |"))
     }
 
+    @Test func sizedHitRatioTableAndTargets() throws {
+        let run = try BenchRun(jsonLines: fixture("sample"))
+        #expect(run.result("hitratio-sized", "cdn", "gdsf", n: 3_042_135)?.numbers["byte_miss_ratio"] == 0.759916)
+        let markdown = try page("sample").markdown
+        #expect(markdown.contains("```\n.build/release/larder-bench --json --sized hitratio\n```"))
+        #expect(
+            markdown.contains(
+                "| cdn | 1 % | 0.800 / 0.750 | 0.760 / 0.765 | 0.712 / 0.760 | 0.755 / 0.752 (S3-FIFO) | 0.950 × / 1.020 × | 1.007 × |"))
+        #expect(markdown.contains("| cdn | 10 % | 0.700 / 0.700 | 0.560 / 0.630 |  |  | 0.800 × / 0.900 × |  |"))
+        // Geometric means: objects sqrt(0.95 × 0.8), bytes sqrt(1.02 × 0.9).
+        #expect(markdown.contains("| 0.872 × over 2 cells | met |"))
+        #expect(markdown.contains("| 0.958 × over 2 cells | **missed** |"))
+        #expect(markdown.contains("| worst 1.020 × (cdn at 1 %) | **missed** |"))
+    }
+
     @Test func chartsAreWellFormedSVGWithOneLinePerPolicy() throws {
         let charts = try page("sample").charts
         #expect(
             Set(charts.map(\.path)) == [
                 "docs/benchmarks/latency-memory.svg", "docs/benchmarks/latency-disk.svg", "docs/benchmarks/hitratio-c2k_web07.svg",
-                "docs/benchmarks/hitratio-synthetic---.svg",
+                "docs/benchmarks/hitratio-synthetic---.svg", "docs/benchmarks/hitratio-sized-cdn-objects.svg",
+                "docs/benchmarks/hitratio-sized-cdn-bytes.svg",
             ])
         for chart in charts {
             let elements = try svgElements(chart.contents)

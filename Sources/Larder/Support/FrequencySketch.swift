@@ -7,7 +7,7 @@
 /// four: never below what was counted for the key since the last halving (capped at 15), and
 /// above it only when other keys share all four counters. Not thread-safe; its owner guards it.
 @usableFromInline
-struct FrequencySketch {
+struct FrequencySketch: Sendable {
     /// Sixteen 4-bit counters per word, a power-of-two number of words, at least one block.
     @usableFromInline var table: [UInt64] = []
     /// The number of blocks minus one.
