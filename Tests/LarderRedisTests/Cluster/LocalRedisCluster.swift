@@ -104,6 +104,24 @@ final class LocalRedisCluster {
     /// How many keys the node holds (`DBSIZE`).
     func keyCount(_ port: Int) throws -> Int { Int(try run(port, "DBSIZE")) ?? -1 }
 
+    /// Moves the empty or emptied `slot` from the master at `source` to the one at `target` as
+    /// Redis's resharding does (importing on the target, migrating on the source, then the owner
+    /// named on the target first, which bumps its epoch so that its claim wins over any older
+    /// gossip), and waits until every master names `target` as its owner.
+    func assignSlot(_ slot: Int, from source: Int, to target: Int, alreadyMigrating: Bool = false) throws {
+        let (sourceID, targetID) = (try id(source), try id(target))
+        if !alreadyMigrating {
+            try run(target, "CLUSTER", "SETSLOT", String(slot), "IMPORTING", sourceID)
+            try run(source, "CLUSTER", "SETSLOT", String(slot), "MIGRATING", targetID)
+        }
+        for port in [target, source] + ports.filter({ $0 != target && $0 != source }) {
+            try run(port, "CLUSTER", "SETSLOT", String(slot), "NODE", targetID)
+        }
+        try waitFor("every node names \(target) the owner of slot \(slot)") {
+            processes.keys.allSatisfy { port in (try? masterPort(ofSlot: slot, askedPort: port)) == target }
+        }
+    }
+
     /// The port of the master serving `slot`, as the node at `askedPort` sees it.
     func masterPort(ofSlot slot: Int, askedPort: Int) throws -> Int? {
         for line in try run(askedPort, "CLUSTER", "NODES").split(separator: "\n") {

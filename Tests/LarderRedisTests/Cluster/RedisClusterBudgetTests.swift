@@ -148,8 +148,7 @@ struct RedisClusterBudgetTests {
         #expect(try store.value(forKey: key, timeouts: timeouts) == nil)
         let source = try #require(try cluster.masterPort(ofSlot: slot, askedPort: cluster.ports[0]))
         let target = try #require(cluster.ports.first { $0 != source })
-        let targetID = try cluster.id(target)
-        for port in cluster.ports { try cluster.run(port, "CLUSTER", "SETSLOT", String(slot), "NODE", targetID) }
+        try cluster.assignSlot(slot, from: source, to: target)
         #expect(try cluster.calls(target, command: "get") == 0)
 
         _ = log.take()

@@ -85,7 +85,7 @@ struct RedisClusterStoreTests {
         #expect(try cluster.calls(target, command: "asking") == 2)
 
         // The slot is the target's now: the source answers MOVED once, the store reloads its map.
-        for port in cluster.ports { try cluster.run(port, "CLUSTER", "SETSLOT", String(slot), "NODE", targetID) }
+        try cluster.assignSlot(slot, from: source, to: target, alreadyMigrating: true)
         #expect(try store.value(forKey: key, timeouts: timeouts)?.data == Data("v1".utf8))
         #expect(try cluster.errors(source, "MOVED") == 1)
         #expect(try store.store(Data("v2".utf8), forKey: key, expiresIn: nil, onlyIfAbsent: false, timeouts: timeouts))
