@@ -16,11 +16,11 @@ public struct CacheStatistics: Hashable, Sendable, CustomStringConvertible {
     public var misses = 0
     /// Values admitted by a store, including those that replaced an older value under the same key.
     public var insertions = 0
-    /// Values dropped because their lifetime had passed: found by a read, a removal or a
+    /// Values dropped because their lifetime had passed: met by a read, a removal or a
     /// collection.
     public var expirations = 0
     /// Values dropped on the cache's own account (a limit, a trim, memory pressure, a collection,
-    /// a full volume), by reason. Expiries found by reads and removals are ``expirations`` only; a
+    /// a full volume), by reason. Expiries met by reads and removals are ``expirations`` only; a
     /// collection's removal of expired values counts in both, under ``EvictionReason/expired``.
     public var evictions: [EvictionReason: Int] = [:]
     /// Payload bytes returned by reads (disk).
