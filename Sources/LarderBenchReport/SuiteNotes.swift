@@ -69,7 +69,9 @@ struct SuiteNote {
                 `HybridCache` over 4 KiB values, beside the tier that serves the read used on its own: the cost of the \
                 hybrid layer. `get-hit-memory`: every key in memory (`hybrid` with default options, TinyLFU; the `-lru` \
                 pair under LRU). `get-hit-memory-typed`: a `TypedCache` view whose values are a small `Codable` struct. \
-                `get-hit-disk`: memory holds one entry, so every read loads from disk and promotes the value.
+                `get-hit-disk`: memory holds one entry, so every read loads from disk and promotes the value; \
+                `disk-only` is a `DiskCache` with the hybrid's disk options (no payloads kept in memory, the hybrid's \
+                memory tier doing that), in a folder of its own. Each pair is measured alternately in one process.
                 """,
             baselines: [("hybrid", ["memory-only", "disk-only"]), ("hybrid-lru", ["memory-only-lru"]), ("typed", ["memory-only"])],
             chart: "latency-hybrid"),
