@@ -11,8 +11,10 @@ import Synchronization
 ///
 /// Each request has its own deadline. One that passes before its reply arrives resumes its
 /// caller with a timeout, and stays in the queue without a caller, so that its reply, when it
-/// comes, is read and dropped: the replies of the others stay matched. When the request at the
-/// head has waited twice its budget, or the connection fails, the channel breaks: every caller
+/// comes, is read and dropped: the replies of the others stay matched. When Redis has sent
+/// nothing for twice the budget of the request at the head, counted from when that request's
+/// command went out or from the last reply, whichever came later (the server's silence, not how
+/// late a caller was to ask), or the connection fails, the channel breaks: every caller
 /// still waiting gets an error (never another caller's reply), the connection is closed, and
 /// the next call opens a new channel.
 ///
@@ -23,8 +25,12 @@ final class RedisChannel: Sendable {
     private struct Request {
         /// When its caller stops waiting (``Socket/monotonicSeconds()``).
         var deadline: Double
-        /// When the channel gives up on its reply: twice the budget from when it was made.
-        var stallDeadline: Double
+        /// Its caller's whole budget in seconds; twice this much silence from Redis breaks the
+        /// channel while the request is at the head.
+        var budget: Double
+        /// When its command went out (``Socket/monotonicSeconds()``), or `nil` while it waits in
+        /// the output buffer.
+        var sentAt: Double?
         /// Its caller, or `nil` once resumed (a timeout): the reply is then dropped.
         var continuation: UnsafeContinuation<RedisReply, any Error>?
     }
@@ -35,6 +41,10 @@ final class RedisChannel: Sendable {
         /// Requests in order of their commands: `requests[head...]` await replies.
         var requests: [Request] = []
         var head = 0
+        /// `requests[unsent...]` have their commands still in the output buffer.
+        var unsent = 0
+        /// When the last reply came (``Socket/monotonicSeconds()``), 0 before the first.
+        var lastReplyAt: Double = 0
         /// The channel's thread waits in `poll` and must be woken to send.
         var parked = false
         /// Set once the connect finished (the connection) or failed (the error).
@@ -77,8 +87,8 @@ final class RedisChannel: Sendable {
 
     /// Sends the command `encode` writes, and waits for its reply until `deadline`.
     /// - Parameters:
-    ///   - budget: The call's whole budget in seconds, which bounds how long the channel waits
-    ///     for the reply after the caller stopped waiting.
+    ///   - budget: The call's whole budget in seconds: while this request is the oldest
+    ///     unanswered, twice this long without a reply from Redis breaks the channel.
     ///   - encode: Appends the command, in RESP, to the output buffer.
     /// - Throws: `CacheError.Code.remoteFailure` when the deadline passes first (`ETIMEDOUT`) or
     ///   the channel breaks.
@@ -92,7 +102,7 @@ final class RedisChannel: Sendable {
                 let outcome = state.withLock { s -> Outcome in
                     if let failure = s.failure { return .failed(failure) }
                     encode(&s.output)
-                    s.requests.append(Request(deadline: deadline, stallDeadline: deadline + budget, continuation: continuation))
+                    s.requests.append(Request(deadline: deadline, budget: budget, continuation: continuation))
                     guard s.parked else { return .queued(wakeThread: false) }
                     s.parked = false
                     return .queued(wakeThread: true)
@@ -148,15 +158,19 @@ final class RedisChannel: Sendable {
 
     /// Gives `reply` to the request at the head (dropped if its caller stopped waiting).
     private func deliver(_ reply: RedisReply) {
+        let now = Socket.monotonicSeconds()
         let continuation = state.withLock { s -> UnsafeContinuation<RedisReply, any Error>?? in
-            guard s.head < s.requests.count else { return .none }
+            guard s.head < s.unsent else { return .none }
+            s.lastReplyAt = now
             defer {
                 s.head += 1
                 if s.head == s.requests.count {
                     s.requests.removeAll(keepingCapacity: true)
                     s.head = 0
+                    s.unsent = 0
                 } else if s.head >= 1024, s.head * 2 >= s.requests.count {
                     s.requests.removeFirst(s.head)
+                    s.unsent -= s.head
                     s.head = 0
                 }
             }
@@ -182,7 +196,7 @@ final class RedisChannel: Sendable {
                     s.requests[index].continuation = nil
                 }
             }
-            let stalled = s.head < s.requests.count && s.requests[s.head].stallDeadline <= now
+            let stalled = Self.stallDeadline(s).map { $0 <= now } ?? false
             return (expired, stalled)
         }
         let error = CacheError(
@@ -191,11 +205,17 @@ final class RedisChannel: Sendable {
         if stalled { throw CacheError(.remoteFailure, "Redis at \(server.host):\(server.port) stopped answering", errno: ETIMEDOUT) }
     }
 
+    /// When the channel gives up on Redis: twice the head's budget after its command went out or
+    /// the last reply came, whichever was later; `nil` when no command awaits a reply.
+    private static func stallDeadline(_ s: State) -> Double? {
+        guard s.head < s.requests.count, let sentAt = s.requests[s.head].sentAt else { return nil }
+        return max(sentAt, s.lastReplyAt) + 2 * s.requests[s.head].budget
+    }
+
     /// The earliest moment the thread must wake to expire a request, or `nil` when none waits.
     private static func nextDeadline(_ s: State) -> Double? {
-        guard s.head < s.requests.count else { return nil }
-        var earliest = s.requests[s.head].stallDeadline
-        for request in s.requests[s.head...] where request.continuation != nil { earliest = min(earliest, request.deadline) }
+        var earliest = stallDeadline(s)
+        for request in s.requests[s.head...] where request.continuation != nil { earliest = min(earliest ?? request.deadline, request.deadline) }
         return earliest
     }
 
@@ -207,6 +227,7 @@ final class RedisChannel: Sendable {
             let waiting = s.requests[s.head...].compactMap(\.continuation)
             s.requests.removeAll()
             s.head = 0
+            s.unsent = 0
             s.output.removeAll()
             defer { s.connection = nil }
             return (waiting, s.connection)
@@ -231,12 +252,19 @@ final class RedisChannel: Sendable {
 
         func read(into buffer: UnsafeMutableRawBufferPointer) throws(CacheError) -> Int {
             while true {
+                let now = Socket.monotonicSeconds()
                 let (failure, sendBy, deadline) = channel.state.withLock { s -> (CacheError?, Double?, Double?) in
                     if s.failure != nil { return (s.failure, nil, nil) }
                     guard s.output.isEmpty else {
                         swap(&s.output, &spare.bytes)
-                        // Every request waiting ends by the last one's stall deadline.
-                        return (nil, s.requests.last?.stallDeadline, nil)
+                        var longest = 0.0
+                        for index in s.unsent ..< s.requests.count {
+                            s.requests[index].sentAt = now
+                            longest = max(longest, s.requests[index].budget)
+                        }
+                        s.unsent = s.requests.count
+                        // A server that takes none of the bytes for that long is silent too.
+                        return (nil, now + 2 * longest, nil)
                     }
                     s.parked = true
                     return (nil, nil, RedisChannel.nextDeadline(s))
