@@ -215,7 +215,9 @@ final class RedisChannel: Sendable {
     /// The earliest moment the thread must wake to expire a request, or `nil` when none waits.
     private static func nextDeadline(_ s: State) -> Double? {
         var earliest = stallDeadline(s)
-        for request in s.requests[s.head...] where request.continuation != nil { earliest = min(earliest ?? request.deadline, request.deadline) }
+        for request in s.requests[s.head...] where request.continuation != nil {
+            earliest = min(earliest ?? request.deadline, request.deadline)
+        }
         return earliest
     }
 

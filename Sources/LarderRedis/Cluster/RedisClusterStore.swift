@@ -130,7 +130,8 @@ public final class RedisClusterStore: RemoteStore {
     /// another master for them (a replica promoted after a failover). A node that timed out has
     /// spent the budget, so nothing is sent again; nor is a command that is not `idempotent`
     /// and reached the wire (its first run may have applied).
-    func route(_ commands: [(slot: Int, arguments: RedisArguments)], idempotent: Bool = true, within budget: ClusterBudget) throws(CacheError)
+    func route(_ commands: [(slot: Int, arguments: RedisArguments)], idempotent: Bool = true, within budget: ClusterBudget)
+        throws(CacheError)
         -> [RedisReply]
     {
         var replies = [RedisReply?](repeating: nil, count: commands.count)

@@ -243,7 +243,8 @@ final class LocalRedisCluster {
         let text = String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !killed else {
             throw CacheError(
-                .remoteFailure, "redis-cli \(arguments.joined(separator: " ")) did not finish within \(Int(Self.cliBound)) s; killed: \(text)")
+                .remoteFailure,
+                "redis-cli \(arguments.joined(separator: " ")) did not finish within \(Int(Self.cliBound)) s; killed: \(text)")
         }
         return (process.terminationStatus, text)
     }
