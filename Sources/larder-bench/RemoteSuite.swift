@@ -74,25 +74,44 @@ func runRemoteSuite(_ context: BenchContext) throws {
     let repeats = 5
     // Fresh keys for every run of every case: the reader must miss memory and disk each time.
     var round = 0
-    func freshKeys(_ count: Int) throws -> [String] {
+    /// Stores `count` new keys on the writer, then waits until each of `readers` has applied
+    /// the writer's invalidation of every one (each store publishes one), so that the work they
+    /// cause (a key lock and a file lookup each, on the readers' subscription threads) is not
+    /// measured as part of the reads. Waiting for the counts to stop changing was not enough on
+    /// a loaded machine: deliveries paused longer than the wait, then ran during the reads.
+    func received(_ reader: HybridCache) -> Int { reader.statistics.remote?.invalidationsReceived ?? 0 }
+
+    /// Waits until each of `readers` listens to the invalidations (its subscription starts in
+    /// the background): the writer stores a probe key until every reader has received one.
+    func awaitListening(_ readers: [HybridCache]) throws {
+        let before = readers.map(received)
+        let deadline = monotonicNanoseconds() + 30_000_000_000
+        var probe = 0
+        while zip(readers, before).contains(where: { received($0) <= $1 }) {
+            guard monotonicNanoseconds() < deadline else { throw BenchError("a reader's invalidation subscription never listened") }
+            probe += 1
+            try writer.store(payload, forKey: "listening/\(probe)", expiry: .seconds(60))
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        // The last probes' invalidations, still on their way, are not counted as a round's.
+        var last = -1
+        while last != readers.reduce(0, { $0 + received($1) }) {
+            last = readers.reduce(0) { $0 + received($1) }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
+    func freshKeys(_ count: Int, settling readers: [HybridCache]) throws -> [String] {
+        let before = readers.map(received)
         round += 1
         let keys = (0 ..< count).map { "r\(round)/k\($0)" }
         for key in keys { try writer.store(payload, forKey: key, expiry: .seconds(3600)) }
-        return keys
-    }
-
-    /// Waits until the readers have applied the writer's invalidations (their counts stop
-    /// changing), so that the work they cause is not measured as part of the reads.
-    func settle(_ readers: [HybridCache]) {
-        var last = -1
-        var stable = 0
-        for _ in 0 ..< 1_000 {
-            let received = readers.reduce(0) { $0 + ($1.statistics.remote?.invalidationsReceived ?? 0) }
-            stable = received == last ? stable + 1 : 0
-            if stable >= 10 { return }
-            last = received
-            Thread.sleep(forTimeInterval: 0.01)
+        let deadline = monotonicNanoseconds() + 30_000_000_000
+        while zip(readers, before).contains(where: { received($0) < $1 + count }) {
+            guard monotonicNanoseconds() < deadline else { throw BenchError("a reader missed the writer's invalidations") }
+            Thread.sleep(forTimeInterval: 0.002)
         }
+        return keys
     }
 
     // get-hit-remote
@@ -105,6 +124,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
             drainedReader.close()
             memoryReader.close()
         }
+        try awaitListening([reader, drainedReader, memoryReader])
         // Bursts no longer than the promotion backlog: every disk copy is queued, none written
         // by the reader; the queue is drained between bursts, untimed (see `larder-drained`).
         let burst = RemoteTierOptions(store: store, namespace: namespace).diskPromotionBacklog
@@ -121,8 +141,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
         // side, each key read once by each.
         let step = 16
         for _ in 0 ... repeats {
-            let keys = try freshKeys(n)
-            settle([reader, drainedReader, memoryReader])
+            let keys = try freshKeys(n, settling: [reader, drainedReader, memoryReader])
             kept.withLock { $0.removeAll(keepingCapacity: true) }
             var elapsed: (larder: UInt64, memory: UInt64, store: UInt64, raw: UInt64, byHand: UInt64) = (0, 0, 0, 0, 0)
             for start in stride(from: 0, to: keys.count, by: step) {
@@ -189,6 +208,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
             reader.close()
             drainedReader.close()
         }
+        try awaitListening([reader, drainedReader])
         let batches = context.quick ? 2 : 10
         var larder: [Double] = []
         var drained: [Double] = []
@@ -196,9 +216,8 @@ func runRemoteSuite(_ context: BenchContext) throws {
         var byHand: [Double] = []
         let kept = Mutex<[String: Data]>([:])
         for _ in 0 ... repeats {
-            let keys = try freshKeys(100 * batches)
+            let keys = try freshKeys(100 * batches, settling: [reader, drainedReader])
             kept.withLock { $0.removeAll(keepingCapacity: true) }
-            settle([reader, drainedReader])
             let groups = stride(from: 0, to: keys.count, by: 100).map { Array(keys[$0 ..< $0 + 100]) }
             // A batch fits the promotion backlog: the caller's latency, the queue drained
             // between batches, untimed; then the same batches with the drain timed.
