@@ -113,6 +113,8 @@ public struct BenchmarksPage {
                 figure = "\(Format.count(Double(result.bytes))) B a record"
             } else if let loads = result.numbers["loads"] {
                 figure += ", \(Format.count(loads)) load\(loads == 1 ? "" : "s")"
+            } else if note.throughputCases.contains(result.caseName), result.nanosecondsPerOperation > 0 {
+                figure += ", \(Format.count((1e9 / result.nanosecondsPerOperation).rounded()))/s"
             }
             var ratio = ""
             if let baseline = note.baseline(of: result, in: run), baseline.nanosecondsPerOperation > 0 {

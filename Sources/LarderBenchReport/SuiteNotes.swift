@@ -12,6 +12,9 @@ struct SuiteNote {
     var baselines: [(impl: String?, versus: [String])]
     /// The latency chart's file name, for the suites that are a tier.
     var chart: String?
+    /// The cases whose rows also show the operations a second (the inverse of the time per
+    /// operation), as the tool they are measured beside reports them.
+    var throughputCases: Set<String> = []
 
     /// The suites in the page's order (`hitratio` has a page section of its own).
     static let all: [SuiteNote] = [
@@ -89,12 +92,15 @@ struct SuiteNote {
                 The shared remote tier with 4 KiB values, against a Redis server on the same host. `get-hit-remote`: \
                 a read that memory and disk miss and Redis serves, promoted to memory and queued for disk (`larder`: \
                 the caller's latency; `larder-drained`: with the disk copies' writing timed too; `larder-memory`: \
-                promoted to memory only). `get-many-remote`: 100 such keys in one call, time per batch. \
-                `invalidation`: a removal on one instance until another instance's local read misses. `store` is \
-                Larder's Redis store alone; the remaining implementations are the same reads written by hand with \
-                the client, run beside it.
+                promoted to memory only). `get-many-remote`: 100 such keys in one call, time per batch. `by-hand` is \
+                what a user would write instead: a plain RESP client's `GET` (or one `MGET`), then each value \
+                inserted into a `Mutex<[String: Data]>`; `raw` is that client's read alone. `get-throughput`: one \
+                key read by n concurrent callers (at 16 and 64, tasks on the async API sharing one connection), \
+                time per GET and GETs a second, beside `redis-benchmark -t get -d 4096 -c n` run against the same \
+                server in the same run. `invalidation`: a removal on one instance until another instance's local \
+                read misses. `store` is Larder's Redis store alone.
                 """,
-            baselines: [(nil, ["by-hand", "raw"])], chart: "latency-remote"),
+            baselines: [(nil, ["by-hand", "redis-benchmark", "raw"])], chart: "latency-remote", throughputCases: ["get-throughput"]),
     ]
 
     /// The implementation a result's ratio is taken against, if its case and size measured one.

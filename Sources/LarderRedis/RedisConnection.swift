@@ -8,7 +8,8 @@ import Larder
 /// `@unchecked Sendable`: its buffers are never touched by two threads at once; the one call
 /// another thread makes, ``shutdownSocket()``, only shuts the transport down.
 final class RedisConnection: @unchecked Sendable {
-    private let transport: any RedisTransport
+    /// The byte stream, for a ``RedisChannel`` that drives it itself once the connection is open.
+    let transport: any RedisTransport
     private let reader: RedisReplyReader<RedisTransportBytes>
     /// The commands written and not yet sent, reused from one command to the next.
     private var output: [UInt8] = []

@@ -34,8 +34,10 @@ public final class RedisRemoteStore: RemoteStore {
     public let poolSize: Int
     /// The TLS settings, or `nil` when the connection is plain TCP.
     public let tls: RedisTLSOptions?
-    private let server: RedisServer
+    let server: RedisServer
     let pool: RedisConnectionPool
+    /// The connection the async calls share (``fetchValues(forKeys:timeouts:)``).
+    let shared: RedisSharedChannel
 
     /// Creates a store for the server at `host`:`port`. Connects lazily, on the first call.
     ///
@@ -73,6 +75,7 @@ public final class RedisRemoteStore: RemoteStore {
         self.poolSize = poolSize
         self.tls = tls
         pool = RedisConnectionPool(server: server, size: poolSize)
+        shared = RedisSharedChannel(server: server)
     }
 
     /// Creates a store for the server at `address`, written `host:port`.
@@ -150,18 +153,8 @@ public final class RedisRemoteStore: RemoteStore {
     /// which the remote copy never outlives (`touch` only lengthens it), so a second command per
     /// key would buy nothing.
     public func values(forKeys keys: [String], timeouts: RemoteTimeouts) throws(CacheError) -> [RemoteValue?] {
-        guard !keys.isEmpty else { return [] }
-        let reply = try command(keys.count == 1 ? ["GET", keys[0]] : ["MGET"] + keys, timeouts: timeouts)
-        let found: [RedisReply]
-        switch reply {
-        case .array(let replies) where replies.count == keys.count: found = replies
-        case .array: throw CacheError(.remoteFailure, "Redis answered MGET with another number of values than keys")
-        default: found = [reply]
-        }
-        return found.map { reply in
-            if case .string(let data) = reply { return RemoteValue(data: data, millisecondsToLive: nil) }
-            return nil
-        }
+        guard keys.count > 1 else { return keys.isEmpty ? [] : [try value(forKey: keys[0], timeouts: timeouts)] }
+        return try Self.values(in: try command(["MGET"] + keys, timeouts: timeouts), count: keys.count)
     }
 
     /// The value under `key`: one `GET`, written straight into the connection's output buffer

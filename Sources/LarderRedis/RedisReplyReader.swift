@@ -4,8 +4,9 @@ import Larder
 /// Reads RESP2 replies from a byte source, one at a time, through a buffer of its own.
 ///
 /// Lines (types, lengths, simple strings) are parsed in the buffer. A bulk string is copied once:
-/// out of the buffer when it arrived whole, else what arrived is copied and the rest is read
-/// straight into the `Data` it becomes, which grows as bytes arrive, not as the announced length
+/// out of the buffer when it arrived whole or is small (up to a quarter of the buffer: it is
+/// gathered there), else what arrived is copied and the rest is read straight into the `Data` it
+/// becomes, which grows as bytes arrive, not as the announced length
 /// says. So what a reply makes the reader allocate is bounded by ``RedisReplyLimits`` and by what
 /// the server actually sent, never by a length it merely claimed.
 ///
@@ -21,9 +22,9 @@ final class RedisReplyReader<Source: RedisByteSource> {
     private var start = 0
     private var end = 0
 
-    /// The buffer's first size: one read takes a 4 KiB value and its header, and a few such
-    /// replies of a pipeline.
-    static var initialCapacity: Int { 16 * 1024 }
+    /// The buffer's first size: one read takes a 4 KiB value and its header, and a dozen such
+    /// replies of an `MGET` or a pipeline.
+    static var initialCapacity: Int { 64 * 1024 }
 
     /// A reader of `source`'s bytes, within `limits`.
     init(source: Source, limits: RedisReplyLimits = RedisReplyLimits()) {
@@ -110,6 +111,15 @@ final class RedisReplyReader<Source: RedisByteSource> {
 
     /// A bulk string's `length` bytes and its CRLF; consumed.
     private func readBulk(_ length: Int) throws(CacheError) -> Data {
+        // A value that fits the buffer a few times over is gathered there, each read taking what
+        // has arrived (the values after it too): the replies of an `MGET` or a pipeline then
+        // cost a read for many values, not one or two for each.
+        if length + 2 <= buffer.count / 4 {
+            while end - start < length + 2 {
+                if buffer.count - start < length + 2 { compact() }
+                try fill()
+            }
+        }
         let buffered = end - start
         if buffered >= length + 2 {
             let data = Data(bytes: buffer.baseAddress! + start, count: length)
@@ -149,6 +159,14 @@ final class RedisReplyReader<Source: RedisByteSource> {
             throw Self.protocolError("a bulk string not followed by CRLF")
         }
         start += 2
+    }
+
+    /// Moves the unparsed bytes to the front of the buffer.
+    private func compact() {
+        let count = end - start
+        if count > 0 { buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: count) }
+        start = 0
+        end = count
     }
 
     /// Reads more bytes after `end`: moves the unparsed bytes to the front first, and grows the

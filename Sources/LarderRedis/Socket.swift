@@ -12,7 +12,7 @@ import Larder
 /// ``shutdown()``, which any thread may call to wake a blocked reader.
 final class Socket: @unchecked Sendable {
     /// The descriptor, closed on `deinit`.
-    private let descriptor: Int32
+    let descriptor: Int32
     /// What `SO_RCVTIMEO` and `SO_SNDTIMEO` hold now, in seconds (0: no timeout).
     private(set) var timeout: Double = 0
     /// When every wait of the current call must be over (``monotonicSeconds()``), or `nil` to
@@ -247,6 +247,100 @@ extension Socket {
             if received >= 0 { return .transferred(received) }
             if code != EINTR { return Self.isTimeout(code) ? .wouldBlock : .failed(code) }
         }
+    }
+}
+
+/// A pipe that one thread waits on beside a socket (``Socket/waitUntilReadable(orWoken:deadline:)``)
+/// and any other thread writes a byte to (``signal()``) to wake it. Both ends are non-blocking.
+final class WakePipe: Sendable {
+    private let readEnd: Int32
+    private let writeEnd: Int32
+
+    /// A new pipe.
+    /// - Throws: `CacheError.Code.remoteFailure` when the system has no descriptor left.
+    init() throws(CacheError) {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            let code = errno
+            throw CacheError(.remoteFailure, "pipe() failed", errno: code)
+        }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+        }
+        (readEnd, writeEnd) = (ends[0], ends[1])
+    }
+
+    deinit {
+        _ = close(readEnd)
+        _ = close(writeEnd)
+    }
+
+    /// Wakes the waiting thread (or its next wait). A full pipe already wakes it, so a write
+    /// that finds it full is not retried.
+    func signal() {
+        var byte: UInt8 = 1
+        while write(writeEnd, &byte, 1) < 0, errno == EINTR {}
+    }
+
+    /// Empties the pipe after a wake.
+    func drain() {
+        var bytes = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        while true {
+            let count = withUnsafeMutableBytes(of: &bytes) { read(readEnd, $0.baseAddress, $0.count) }
+            if count > 0 { continue }
+            if count < 0, errno == EINTR { continue }
+            return
+        }
+    }
+
+    /// Waits until the pipe is signalled or `deadline` (``Socket/monotonicSeconds()``; `nil` for
+    /// ever) passes; `true` when it was signalled (and is drained).
+    func wait(deadline: Double?) throws(CacheError) -> Bool {
+        var entry = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+        let ready = try pollEntries(&entry, count: 1, deadline: deadline)
+        if ready { drain() }
+        return ready
+    }
+
+    fileprivate var descriptor: Int32 { readEnd }
+}
+
+/// What ``Socket/waitUntilReadable(orWoken:deadline:)`` saw.
+struct SocketReadiness {
+    /// The socket has bytes to read, or its peer closed it (a read then returns them or 0).
+    var readable = false
+    /// The pipe was signalled (and is drained).
+    var woken = false
+}
+
+extension Socket {
+    /// Waits until the socket has something to read, `wake` is signalled, or `deadline`
+    /// (``monotonicSeconds()``; `nil` for ever) passes: one `poll` of both descriptors.
+    func waitUntilReadable(orWoken wake: WakePipe, deadline: Double?) throws(CacheError) -> SocketReadiness {
+        var entries = [
+            pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.descriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        var readiness = SocketReadiness()
+        guard try pollEntries(&entries, count: 2, deadline: deadline) else { return readiness }
+        readiness.readable = entries[0].revents != 0
+        readiness.woken = entries[1].revents != 0
+        if readiness.woken { wake.drain() }
+        return readiness
+    }
+}
+
+/// `poll` of `count` entries until one is ready (`true`) or `deadline` passes (`false`), `EINTR`
+/// retried with what is left of the wait.
+private func pollEntries(_ entries: UnsafeMutablePointer<pollfd>, count: Int, deadline: Double?) throws(CacheError) -> Bool {
+    while true {
+        let milliseconds =
+            deadline.map { Int32(clamping: Int64(max(0, ($0 - Socket.monotonicSeconds()) * 1000).rounded(.up))) } ?? -1
+        let ready = systemPoll(entries, count, milliseconds)
+        if ready > 0 { return true }
+        if ready == 0 { return false }
+        let code = errno
+        if code != EINTR { throw CacheError(.remoteFailure, "poll failed", errno: code) }
     }
 }
 

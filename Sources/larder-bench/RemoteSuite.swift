@@ -2,10 +2,13 @@ import Foundation
 import Larder
 import LarderRedis
 import LarderTestSupport
+import Synchronization
 
 // The remote suite (`larder-bench remote --redis HOST:PORT`): the shared remote tier on Redis.
-// Without `--redis` it says so and skips. Each case is measured beside a by-hand RESP client
-// (impl `raw`) on the same server and the same 4 KiB values.
+// Without `--redis` it says so and skips. Each case is measured beside what a user would write
+// by hand (impl `by-hand`: a blocking RESP client's read, the value then kept in a
+// `Mutex<[String: Data]>`), and beside that client's read alone (impl `raw`), on the same server
+// and the same 4 KiB values.
 //
 // - `get-hit-remote`: a read that memory and disk miss and Redis serves, promoted to memory at
 //   once and to disk through the promotion queue (`HybridCache.value(forKey:)` on keys another
@@ -14,13 +17,17 @@ import LarderTestSupport
 //   Impl `larder-drained`: the reads back to back, then `flushRemoteWrites()`, all timed: the
 //   throughput once the disk writes are paid for. Impl `larder-memory`: promoted to memory only
 //   (`from: [.memory, .remote]`). Impl `store`: `RedisRemoteStore.values(forKeys:)` of the one
-//   key, the remote read without the hybrid. `larder`, `larder-memory`, `store` and `raw` are
-//   timed side by side, 16 keys each in turn, so that the machine's drift reaches all three alike. Target:
-//   larder <= 1.2 x the by-hand GET.
+//   key, the remote read without the hybrid. Impl `by-hand`: one `GET`, then the value inserted
+//   into a `Mutex<[String: Data]>`; impl `raw`: the `GET` alone. `larder`, `larder-memory`,
+//   `store`, `raw` and `by-hand` are timed side by side, 16 keys each in turn, so that the
+//   machine's drift reaches them alike. Target: larder <= 1.2 x by-hand.
 // - `get-many-remote`: 100 keys at once (`values(forKeys:)`: one `MGET`), beside one by-hand
-//   `MGET` of 100 keys (impl `raw`); `ns_per_op` is per batch. Impl `larder`: the caller's
-//   latency, the promotion queue drained between batches, untimed; `larder-drained`: ten
-//   batches back to back, then `flushRemoteWrites()`, all timed.
+//   `MGET` of 100 keys and 100 inserts into a `Mutex<[String: Data]>` (impl `by-hand`; `raw`: the
+//   `MGET` alone); `ns_per_op` is per batch. Impl `larder`: the caller's latency, the promotion
+//   queue drained between batches, untimed; `larder-drained`: ten batches back to back, then
+//   `flushRemoteWrites()`, all timed. Target: larder <= 1.5 x by-hand.
+// - `get-throughput`: one 4 KiB value read by 1, 16 and 64 concurrent callers, the store beside
+//   `redis-benchmark` (see `RemoteThroughput.swift`). Target: store >= 0.9 x its throughput.
 // - `invalidation`: a remove on one instance until the other instance's local read misses (impl
 //   `larder`, median over the rounds), measured by polling the other instance.
 //
@@ -67,25 +74,44 @@ func runRemoteSuite(_ context: BenchContext) throws {
     let repeats = 5
     // Fresh keys for every run of every case: the reader must miss memory and disk each time.
     var round = 0
-    func freshKeys(_ count: Int) throws -> [String] {
+    /// Stores `count` new keys on the writer, then waits until each of `readers` has applied
+    /// the writer's invalidation of every one (each store publishes one), so that the work they
+    /// cause (a key lock and a file lookup each, on the readers' subscription threads) is not
+    /// measured as part of the reads. Waiting for the counts to stop changing was not enough on
+    /// a loaded machine: deliveries paused longer than the wait, then ran during the reads.
+    func received(_ reader: HybridCache) -> Int { reader.statistics.remote?.invalidationsReceived ?? 0 }
+
+    /// Waits until each of `readers` listens to the invalidations (its subscription starts in
+    /// the background): the writer stores a probe key until every reader has received one.
+    func awaitListening(_ readers: [HybridCache]) throws {
+        let before = readers.map(received)
+        let deadline = monotonicNanoseconds() + 30_000_000_000
+        var probe = 0
+        while zip(readers, before).contains(where: { received($0) <= $1 }) {
+            guard monotonicNanoseconds() < deadline else { throw BenchError("a reader's invalidation subscription never listened") }
+            probe += 1
+            try writer.store(payload, forKey: "listening/\(probe)", expiry: .seconds(60))
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        // The last probes' invalidations, still on their way, are not counted as a round's.
+        var last = -1
+        while last != readers.reduce(0, { $0 + received($1) }) {
+            last = readers.reduce(0) { $0 + received($1) }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
+    func freshKeys(_ count: Int, settling readers: [HybridCache]) throws -> [String] {
+        let before = readers.map(received)
         round += 1
         let keys = (0 ..< count).map { "r\(round)/k\($0)" }
         for key in keys { try writer.store(payload, forKey: key, expiry: .seconds(3600)) }
-        return keys
-    }
-
-    /// Waits until the readers have applied the writer's invalidations (their counts stop
-    /// changing), so that the work they cause is not measured as part of the reads.
-    func settle(_ readers: [HybridCache]) {
-        var last = -1
-        var stable = 0
-        for _ in 0 ..< 1_000 {
-            let received = readers.reduce(0) { $0 + ($1.statistics.remote?.invalidationsReceived ?? 0) }
-            stable = received == last ? stable + 1 : 0
-            if stable >= 10 { return }
-            last = received
-            Thread.sleep(forTimeInterval: 0.01)
+        let deadline = monotonicNanoseconds() + 30_000_000_000
+        while zip(readers, before).contains(where: { received($0) < $1 + count }) {
+            guard monotonicNanoseconds() < deadline else { throw BenchError("a reader missed the writer's invalidations") }
+            Thread.sleep(forTimeInterval: 0.002)
         }
+        return keys
     }
 
     // get-hit-remote
@@ -98,6 +124,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
             drainedReader.close()
             memoryReader.close()
         }
+        try awaitListening([reader, drainedReader, memoryReader])
         // Bursts no longer than the promotion backlog: every disk copy is queued, none written
         // by the reader; the queue is drained between bursts, untimed (see `larder-drained`).
         let burst = RemoteTierOptions(store: store, namespace: namespace).diskPromotionBacklog
@@ -105,15 +132,18 @@ func runRemoteSuite(_ context: BenchContext) throws {
         var drained: [Double] = []
         var memoryOnly: [Double] = []
         var storeOnly: [Double] = []
+        var rawOnly: [Double] = []
         var byHand: [Double] = []
+        // What a user would write by hand: the GET, then the value kept in a locked dictionary.
+        let kept = Mutex<[String: Data]>([:])
         // Interleaved a few keys at a time: on a shared machine the raw round trip itself drifts
         // between 20 and 90 µs from one second to the next, so the three reads are timed side by
         // side, each key read once by each.
         let step = 16
         for _ in 0 ... repeats {
-            let keys = try freshKeys(n)
-            settle([reader, drainedReader, memoryReader])
-            var elapsed: (larder: UInt64, memory: UInt64, store: UInt64, raw: UInt64) = (0, 0, 0, 0)
+            let keys = try freshKeys(n, settling: [reader, drainedReader, memoryReader])
+            kept.withLock { $0.removeAll(keepingCapacity: true) }
+            var elapsed: (larder: UInt64, memory: UInt64, store: UInt64, raw: UInt64, byHand: UInt64) = (0, 0, 0, 0, 0)
             for start in stride(from: 0, to: keys.count, by: step) {
                 let group = keys[start ..< min(start + step, keys.count)]
                 var begin = remoteClock()
@@ -133,10 +163,16 @@ func runRemoteSuite(_ context: BenchContext) throws {
                 }
                 elapsed.store += remoteClock() - begin
                 begin = remoteClock()
-                for key in group where try raw.get("\(namespace):v:\(key)") != payload.count + RemotePayload.headerSize {
+                for key in group where try raw.get("\(namespace):v:\(key)")?.count != payload.count + RemotePayload.headerSize {
                     throw BenchError("the by-hand GET missed \(key)")
                 }
                 elapsed.raw += remoteClock() - begin
+                begin = remoteClock()
+                for key in group {
+                    guard let value = try raw.get("\(namespace):v:\(key)") else { throw BenchError("the by-hand GET missed \(key)") }
+                    kept.withLock { $0[key] = value }
+                }
+                elapsed.byHand += remoteClock() - begin
                 // The queue drained untimed before it fills (see `larder-drained`).
                 if (start + step) % burst == 0 { reader.flushRemoteWrites() }
             }
@@ -144,7 +180,8 @@ func runRemoteSuite(_ context: BenchContext) throws {
             larder.append(Double(elapsed.larder) / Double(n))
             memoryOnly.append(Double(elapsed.memory) / Double(n))
             storeOnly.append(Double(elapsed.store) / Double(n))
-            byHand.append(Double(elapsed.raw) / Double(n))
+            rawOnly.append(Double(elapsed.raw) / Double(n))
+            byHand.append(Double(elapsed.byHand) / Double(n))
             // Back to back, then until every disk copy is written: the throughput the disk allows.
             let begin = remoteClock()
             for key in keys where try drainedReader.value(forKey: key)?.count != payload.count {
@@ -155,7 +192,8 @@ func runRemoteSuite(_ context: BenchContext) throws {
         }
         // The first run warms up.
         for (impl, samples) in [
-            ("larder", larder), ("larder-drained", drained), ("larder-memory", memoryOnly), ("store", storeOnly), ("raw", byHand),
+            ("larder", larder), ("larder-drained", drained), ("larder-memory", memoryOnly), ("store", storeOnly), ("by-hand", byHand),
+            ("raw", rawOnly),
         ] {
             context.report(
                 suite: "remote", case: "get-hit-remote", impl: impl, n: n, bytes: payload.count, nsPerOp: median(samples.dropFirst()))
@@ -170,13 +208,16 @@ func runRemoteSuite(_ context: BenchContext) throws {
             reader.close()
             drainedReader.close()
         }
+        try awaitListening([reader, drainedReader])
         let batches = context.quick ? 2 : 10
         var larder: [Double] = []
         var drained: [Double] = []
+        var rawOnly: [Double] = []
         var byHand: [Double] = []
+        let kept = Mutex<[String: Data]>([:])
         for _ in 0 ... repeats {
-            let keys = try freshKeys(100 * batches)
-            settle([reader, drainedReader])
+            let keys = try freshKeys(100 * batches, settling: [reader, drainedReader])
+            kept.withLock { $0.removeAll(keepingCapacity: true) }
             let groups = stride(from: 0, to: keys.count, by: 100).map { Array(keys[$0 ..< $0 + 100]) }
             // A batch fits the promotion backlog: the caller's latency, the queue drained
             // between batches, untimed; then the same batches with the drain timed.
@@ -197,15 +238,28 @@ func runRemoteSuite(_ context: BenchContext) throws {
             drainedReader.flushRemoteWrites()
             drained.append(Double(remoteClock() - start) / Double(batches))
             start = remoteClock()
-            for group in groups where try raw.mget(group.map { "\(namespace):v:\($0)" }) != 100 {
-                throw BenchError("the by-hand GET missed a key")
+            for group in groups where try raw.mget(group.map { "\(namespace):v:\($0)" }).contains(where: { $0 == nil }) {
+                throw BenchError("the by-hand MGET missed a key")
+            }
+            rawOnly.append(Double(remoteClock() - start) / Double(batches))
+            start = remoteClock()
+            for group in groups {
+                let values = try raw.mget(group.map { "\(namespace):v:\($0)" })
+                kept.withLock { kept in
+                    for (key, value) in zip(group, values) { kept[key] = value }
+                }
+                if values.contains(where: { $0 == nil }) { throw BenchError("the by-hand MGET missed a key") }
             }
             byHand.append(Double(remoteClock() - start) / Double(batches))
         }
-        for (impl, samples) in [("larder", larder), ("larder-drained", drained), ("raw", byHand)] {
+        for (impl, samples) in [("larder", larder), ("larder-drained", drained), ("by-hand", byHand), ("raw", rawOnly)] {
             context.report(
                 suite: "remote", case: "get-many-remote", impl: impl, n: 100, bytes: payload.count, nsPerOp: median(samples.dropFirst()))
         }
+    }
+
+    if remoteCaseRuns("get-throughput") {
+        try runThroughputCase(context, store: store, address: address)
     }
 
     // invalidation: remove on the writer, poll the reader until its local read misses.
@@ -257,9 +311,10 @@ private func median(_ samples: ArraySlice<Double>) -> Double {
     return sorted[sorted.count / 2]
 }
 
-/// The baseline a user could write by hand: one blocking socket, each `GET` or `MGET` written in
+/// The client a user could write by hand: one blocking socket, each `GET` or `MGET` written in
 /// RESP and its reply read into one buffer, each value copied once into a `Data` (as any client
-/// hands it out). Impl `raw` in the JSON lines (see the top of this file).
+/// hands it out). Impl `raw` in the JSON lines, and the read of impl `by-hand` (see the top of
+/// this file).
 private final class RawRedis {
     private let descriptor: Int32
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)
@@ -287,19 +342,20 @@ private final class RawRedis {
 
     deinit { close(descriptor) }
 
-    /// `GET key`: the length of the value, or -1.
-    func get(_ key: String) throws -> Int {
+    /// `GET key`: the value, or `nil`.
+    func get(_ key: String) throws -> Data? {
         try send(["GET", key])
-        return try readBulk()?.count ?? -1
+        return try readBulk()
     }
 
-    /// `MGET keys...`: how many values came back.
-    func mget(_ keys: [String]) throws -> Int {
+    /// `MGET keys...`: the values, `nil` for a missing key.
+    func mget(_ keys: [String]) throws -> [Data?] {
         try send(["MGET"] + keys)
         let count = try Int(line().dropFirst()) ?? 0
-        var found = 0
-        for _ in 0 ..< count where try readBulk() != nil { found += 1 }
-        return found
+        var values: [Data?] = []
+        values.reserveCapacity(count)
+        for _ in 0 ..< count { values.append(try readBulk()) }
+        return values
     }
 
     private func send(_ arguments: [String]) throws {

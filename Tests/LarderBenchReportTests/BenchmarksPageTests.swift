@@ -83,6 +83,31 @@ private func page(_ name: String) throws -> (markdown: String, charts: [(path: S
         #expect(markdown.contains("| coalesce-1000 | 1,000 | larder | 18.2 ms, 1 load |  | ≤ 1 load a burst: 1 load a burst, met |"))
     }
 
+    @Test func theRemoteTableShowsTheStoreBesideRedisBenchmarkAndTheByHandReads() throws {
+        let run = try BenchRun(
+            jsonLines: """
+                {"suite": "remote", "case": "get-hit-remote", "impl": "larder", "n": 1000, "bytes": 4096, "ns_per_op": 23000}
+                {"suite": "remote", "case": "get-hit-remote", "impl": "by-hand", "n": 1000, "bytes": 4096, "ns_per_op": 20000}
+                {"suite": "remote", "case": "get-hit-remote", "impl": "raw", "n": 1000, "bytes": 4096, "ns_per_op": 19000}
+                {"suite": "remote", "case": "get-throughput", "impl": "store", "n": 16, "bytes": 4096, "ns_per_op": 5000}
+                {"suite": "remote", "case": "get-throughput", "impl": "redis-benchmark", "n": 16, "bytes": 4096, "ns_per_op": 6000}
+                {"suite": "remote", "case": "get-throughput", "impl": "store", "n": 64, "bytes": 4096, "ns_per_op": 8000}
+                {"suite": "remote", "case": "get-throughput", "impl": "redis-benchmark", "n": 64, "bytes": 4096, "ns_per_op": 6000}
+                """)
+        let markdown = try #require(BenchmarksPage(run: run).files().first { $0.path == "BENCHMARKS.md" }).contents
+        #expect(markdown.contains("| get-hit-remote | 1,000 | larder | 23.0 µs | 1.15 × by-hand | ≤ 1.20 × by-hand: 1.15 ×, met |"))
+        #expect(markdown.contains("| get-hit-remote | 1,000 | raw | 19.0 µs | 0.95 × by-hand |  |"))
+        #expect(
+            markdown.contains(
+                "| get-throughput | 16 | store | 5.00 µs, 200,000/s | 0.83 × redis-benchmark | throughput ≥ 0.90 × redis-benchmark: 1.20 ×, met |"
+            ))
+        #expect(markdown.contains("| get-throughput | 16 | redis-benchmark | 6.00 µs, 166,667/s |  |  |"))
+        #expect(
+            markdown.contains(
+                "| get-throughput | 64 | store | 8.00 µs, 125,000/s | 1.33 × redis-benchmark | throughput ≥ 0.90 × redis-benchmark: 0.75 ×, **missed** |"
+            ))
+    }
+
     @Test func eachTableHasItsCommandAboveItAndTheMachineOnce() throws {
         let markdown = try page("sample").markdown
         for (command, row) in [

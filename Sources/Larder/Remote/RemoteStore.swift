@@ -34,7 +34,10 @@ public protocol RemoteStore: Sendable {
     ///   - milliseconds: The lifetime, above 0, or `nil`.
     ///   - onlyIfAbsent: Store only when no value is stored under `key` (Redis: `SET NX`).
     ///   - timeouts: How long to wait.
-    /// - Returns: Whether the value was stored (always `true` unless `onlyIfAbsent`).
+    /// - Returns: Whether the value was stored (always `true` unless `onlyIfAbsent`). With
+    ///   `onlyIfAbsent`, `false` means another value was there before this call: a store that
+    ///   cannot tell (the connection failed after the command was sent, so it may have applied)
+    ///   throws rather than send it again, since a second run would find this call's own value.
     /// - Throws: ``CacheError/Code/remoteFailure``.
     func store(_ data: Data, forKey key: String, expiresIn milliseconds: Int64?, onlyIfAbsent: Bool, timeouts: RemoteTimeouts)
         throws(CacheError) -> Bool

@@ -21,12 +21,23 @@ final class RedisClusterNode: Sendable {
     /// - Throws: `CacheError.Code.remoteFailure` when the budget is spent before the replies
     ///   come, no connection is ready in time, or the connection fails.
     func pipeline(_ commands: [RedisArguments], asking: Bool = false, within budget: ClusterBudget) throws(CacheError) -> [RedisReply] {
+        var reachedTheWire = false
+        return try pipeline(commands, asking: asking, within: budget, reachedTheWire: &reachedTheWire)
+    }
+
+    /// ``pipeline(_:asking:within:)``, telling whether the commands reached the wire before a
+    /// failure: `false` when it came before anything was written (no connection, the budget
+    /// spent), so that the commands surely did not run.
+    func pipeline(_ commands: [RedisArguments], asking: Bool = false, within budget: ClusterBudget, reachedTheWire: inout Bool)
+        throws(CacheError) -> [RedisReply]
+    {
         let written = asking ? commands.flatMap { [RedisArguments(["ASKING"]), $0] } : commands
         let deadline = try budget.socketDeadline(for: "sending \(commands.first?.name ?? "a command") to \(address)")
         let connection = try pool.take(deadline: deadline, connectTimeout: budget.timeouts.connect)
         defer { pool.giveBack(connection) }
         connection.setDeadline(deadline)
         budget.observer?(ClusterBudget.Sent(address: address, commands: written.map(\.name), deadline: budget.deadline))
+        reachedTheWire = true
         let replies = try connection.pipeline(written)
         guard asking else { return replies }
         return stride(from: 1, to: replies.count, by: 2).map { replies[$0] }

@@ -24,7 +24,10 @@ import Synchronization
 /// `ASK` sends that one command to the named node after `ASKING`. A call is redirected at most
 /// twice. A node that cannot be reached fails the call (the cache then treats it as a miss)
 /// unless the reloaded map names another master for its keys (a replica promoted after a
-/// failover): then the call is sent there once more.
+/// failover): then the call is sent there once more. A `SET NX` (`store` with `onlyIfAbsent`)
+/// that reached the wire is never sent again: the first may have applied, and a second run
+/// would then find the value it stored and answer "not stored". Its call fails instead, and
+/// whether the value was stored stays unknown.
 ///
 /// Every call blocks its thread for at most its command timeout, all its waits together: for
 /// the map, for a connection, and for the replies of each node, redirections and the retry
@@ -125,8 +128,12 @@ public final class RedisClusterStore: RemoteStore {
     /// When a node cannot be reached, the map is reloaded (in the background, waited for within
     /// the budget) and the commands it was to answer are sent once more if the map now names
     /// another master for them (a replica promoted after a failover). A node that timed out has
-    /// spent the budget, so nothing is sent again.
-    func route(_ commands: [(slot: Int, arguments: RedisArguments)], within budget: ClusterBudget) throws(CacheError) -> [RedisReply] {
+    /// spent the budget, so nothing is sent again; nor is a command that is not `idempotent`
+    /// and reached the wire (its first run may have applied).
+    func route(_ commands: [(slot: Int, arguments: RedisArguments)], idempotent: Bool = true, within budget: ClusterBudget)
+        throws(CacheError)
+        -> [RedisReply]
+    {
         var replies = [RedisReply?](repeating: nil, count: commands.count)
         var pending = Array(commands.indices)
         var retried = false
@@ -140,15 +147,18 @@ public final class RedisClusterStore: RemoteStore {
             }
             var failed: [(address: String, indices: [Int])] = []
             var failure: CacheError?
+            var outcomeUnknown = false
             for address in order {
                 let (node, indices) = byNode[address]!
                 let answered: [RedisReply]
+                var reachedTheWire = false
                 do throws(CacheError) {
-                    answered = try node.pipeline(indices.map { commands[$0].arguments }, within: budget)
+                    answered = try node.pipeline(indices.map { commands[$0].arguments }, within: budget, reachedTheWire: &reachedTheWire)
                 } catch {
                     noteFailure(of: address, budget.timeouts)
                     failed.append((address, indices))
                     failure = error
+                    outcomeUnknown = outcomeUnknown || reachedTheWire
                     continue
                 }
                 for (index, reply) in zip(indices, answered) {
@@ -162,6 +172,12 @@ public final class RedisClusterStore: RemoteStore {
             guard let failure else { return replies.map { $0 ?? .null } }
             let timedOut = failure.errno.map { [ETIMEDOUT, EAGAIN, EWOULDBLOCK].contains($0) } ?? false
             guard !retried, !timedOut, budget.remaining > 0 else { throw failure }
+            if !idempotent && outcomeUnknown {
+                throw CacheError(
+                    .remoteFailure,
+                    "the connection failed after \(commands[failed[0].indices[0]].arguments.name) was sent, so whether it applied is unknown "
+                        + "(not sent again: a second run could answer otherwise): \(failure.message)", errno: failure.errno)
+            }
             // A node refused or dropped the connection: worth a second try only where the
             // reloaded map names another master.
             try awaitRefresh(budget)
@@ -211,10 +227,12 @@ public final class RedisClusterStore: RemoteStore {
 
     /// Sends one command of one key to its master, within one budget; an error reply throws.
     @discardableResult
-    private func command(_ arguments: [String], key: String, data: Data? = nil, timeouts: RemoteTimeouts) throws(CacheError) -> RedisReply {
+    private func command(_ arguments: [String], key: String, data: Data? = nil, idempotent: Bool = true, timeouts: RemoteTimeouts)
+        throws(CacheError) -> RedisReply
+    {
         var parts = RedisArguments(arguments)
         if let data { parts.insert(data, at: 2) }
-        let reply = try route([(HashSlot.slot(of: key), parts)], within: budget(timeouts))[0]
+        let reply = try route([(HashSlot.slot(of: key), parts)], idempotent: idempotent, within: budget(timeouts))[0]
         if case .error(let message) = reply {
             throw CacheError(.remoteFailure, "Redis Cluster answered \(arguments[0]): \(message)", key: key)
         }
@@ -279,14 +297,16 @@ public final class RedisClusterStore: RemoteStore {
         }
     }
 
-    /// `SET key value [PX ms] [NX]` on the key's master.
+    /// `SET key value [PX ms] [NX]` on the key's master. A `SET NX` is sent once: when the
+    /// connection fails after it was sent the call throws (whether it applied is unknown), where
+    /// another command would be sent again to a master promoted meanwhile.
     public func store(_ data: Data, forKey key: String, expiresIn milliseconds: Int64?, onlyIfAbsent: Bool, timeouts: RemoteTimeouts)
         throws(CacheError) -> Bool
     {
         var arguments = ["SET", key]
         if let milliseconds { arguments += ["PX", String(max(1, milliseconds))] }
         if onlyIfAbsent { arguments.append("NX") }
-        return try command(arguments, key: key, data: data, timeouts: timeouts) != .null
+        return try command(arguments, key: key, data: data, idempotent: !onlyIfAbsent, timeouts: timeouts) != .null
     }
 
     /// `PEXPIRE key ms GT`, or `PERSIST key` for no expiry, on the key's master.

@@ -3,9 +3,11 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Dispatch
 import Foundation
 import Larder
 import LarderTestSupport
+import Synchronization
 import Testing
 
 /// A Redis Cluster of the test's own on loopback: `redis-server --cluster-enabled yes` processes on
@@ -222,6 +224,8 @@ final class LocalRedisCluster {
         return process
     }
 
+    /// Runs `redis-cli arguments...`; one that has not finished within ``cliBound`` seconds (a
+    /// node that accepts but never answers) is killed, and the call throws naming it.
     private func runCLI(_ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = cli
@@ -230,10 +234,23 @@ final class LocalRedisCluster {
         process.standardOutput = pipe
         process.standardError = pipe
         try process.run()
+        let watchdog = CLIWatchdog(process)
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.cliBound) { watchdog.killIfRunning() }
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        // The output ends when the process does: no kill after this, before its id can be reused.
+        let killed = watchdog.exited()
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        let text = String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !killed else {
+            throw CacheError(
+                .remoteFailure,
+                "redis-cli \(arguments.joined(separator: " ")) did not finish within \(Int(Self.cliBound)) s; killed: \(text)")
+        }
+        return (process.terminationStatus, text)
     }
+
+    /// How long one `redis-cli` run may take (`--cluster create` included) on a loaded machine.
+    static let cliBound: Double = 300
 
     /// Polls `condition` every 20 ms for up to two minutes; throws if it never holds.
     private func waitFor(_ what: String, _ condition: () -> Bool) throws {
@@ -243,5 +260,32 @@ final class LocalRedisCluster {
             Thread.sleep(forTimeInterval: 0.02)
         }
         throw CacheError(.remoteFailure, "never happened: \(what)")
+    }
+}
+
+/// Kills a `redis-cli` run that outlived its bound, unless it exited first.
+private final class CLIWatchdog: Sendable {
+    /// The process id while the run goes on; `nil` once it exited or was killed.
+    private let state = Mutex<(pid: Int32?, killed: Bool)>((nil, false))
+
+    init(_ process: Process) {
+        state.withLock { $0.pid = process.processIdentifier }
+    }
+
+    /// Kills the process if it has not exited yet (its pid is still the run's: not yet reaped).
+    func killIfRunning() {
+        state.withLock { state in
+            guard let pid = state.pid else { return }
+            kill(pid, SIGKILL)
+            state.killed = true
+        }
+    }
+
+    /// Marks the run over (no kill after this); whether the watchdog killed it.
+    func exited() -> Bool {
+        state.withLock { state in
+            state.pid = nil
+            return state.killed
+        }
     }
 }
