@@ -24,27 +24,28 @@ extension RedisReplyReader {
         case UInt8(ascii: "("):
             return .bigNumber(try Self.bigNumber(body))
         case UInt8(ascii: "!"):
-            return .error(String(decoding: try blob(body, what: "blob error"), as: UTF8.self))
+            return .error(String(decoding: try blob(body, what: "a blob error"), as: UTF8.self))
         case UInt8(ascii: "="):
-            let blob = try blob(body, what: "verbatim string")
+            let blob = try blob(body, what: "a verbatim string")
             guard blob.count >= 4, blob[blob.startIndex + 3] == UInt8(ascii: ":") else {
                 throw Self.protocolError("a verbatim string without its format")
             }
             let format = String(decoding: blob.prefix(3), as: UTF8.self)
             return .verbatim(format: format, text: Data(blob.dropFirst(4)))
         case UInt8(ascii: "%"):
-            let count = try aggregateCount(body, what: "map", perElement: 2, depth: depth)
+            let count = try aggregateCount(body, what: "a map", perElement: 2, depth: depth)
             return .map(try elements(count * 2, depth: depth))
         case UInt8(ascii: "~"):
-            return .set(try elements(try aggregateCount(body, what: "set", perElement: 1, depth: depth), depth: depth))
+            return .set(try elements(try aggregateCount(body, what: "a set", perElement: 1, depth: depth), depth: depth))
         case UInt8(ascii: ">"):
-            return .push(try elements(try aggregateCount(body, what: "push", perElement: 1, depth: depth), depth: depth))
+            return .push(try elements(try aggregateCount(body, what: "a push", perElement: 1, depth: depth), depth: depth))
         case UInt8(ascii: "|"):
             // Attributes describe the reply that follows them; nothing here asks for them, so
-            // they are read (within the limits) and dropped.
-            let count = try aggregateCount(body, what: "attribute", perElement: 2, depth: depth)
+            // they are read (within the limits) and dropped. The reply counts one level deeper,
+            // so that a chain of attributes is bounded by the depth limit, as nesting is.
+            let count = try aggregateCount(body, what: "an attribute", perElement: 2, depth: depth)
             _ = try elements(count * 2, depth: depth)
-            return try reply(depth: depth)
+            return try reply(depth: depth + 1)
         default:
             throw Self.protocolError("a reply starting with the byte 0x\(String(type, radix: 16))")
         }
@@ -54,7 +55,7 @@ extension RedisReplyReader {
     private func blob(_ body: UnsafeRawBufferPointer.SubSequence, what: String) throws(CacheError) -> Data {
         let length = try Self.integer(body)
         guard length >= 0, length <= limits.maxBulkLength else {
-            throw Self.protocolError("a \(what) of \(length) bytes (the limit is \(limits.maxBulkLength))")
+            throw Self.protocolError("\(what) of \(length) bytes (the limit is \(limits.maxBulkLength))")
         }
         return try readBulk(Int(length))
     }
@@ -67,7 +68,7 @@ extension RedisReplyReader {
         let count = try Self.integer(body)
         let limit = limits.maxArrayCount / perElement
         guard count >= 0, count <= limit else {
-            throw Self.protocolError("a \(what) of \(count) entries (the limit is \(limit))")
+            throw Self.protocolError("\(what) of \(count) entries (the limit is \(limit))")
         }
         guard depth < limits.maxDepth else {
             throw Self.protocolError("aggregates nested more than \(limits.maxDepth) deep")
