@@ -111,7 +111,10 @@ struct RedisTrackingTests {
             b.close()
         }
         waitUntil("b tracks") { eventsB.subscribed == 1 }
+        let invalidationsOfK = { eventsB.count { if case .invalidated(.key("k")) = $0 { true } else { false } } }
         try a.store(Data("v1".utf8), forKey: "k")
+        // The store's own change report comes first, so that it does not drop the copy b reads next.
+        waitUntil("b hears of v1") { invalidationsOfK() == 1 }
         #expect(try b.value(forKey: "k") == Data("v1".utf8))
         b.flushRemoteWrites()
         #expect(try b.value(forKey: "k", from: [.memory]) == Data("v1".utf8))
@@ -121,7 +124,7 @@ struct RedisTrackingTests {
         waitUntil("b drops its copies of k") {
             (try? b.value(forKey: "k", from: [.memory, .disk])) == .some(nil)
         }
-        #expect(eventsB.count { if case .invalidated(.key("k")) = $0 { true } else { false } } >= 1)
+        #expect(invalidationsOfK() >= 2)
         #expect(try b.value(forKey: "k") == Data("v2".utf8))
     }
 }
@@ -154,7 +157,10 @@ struct RedisTrackingLossTests {
 
         /// `a` stores `value` under `k`, and `b` holds its own copy in memory and on disk.
         func share(_ value: String) throws {
+            let heard = eventsB.count { if case .invalidated(.key("k")) = $0 { true } else { false } }
             try a.store(Data(value.utf8), forKey: "k")
+            // The store's own change report comes first, so that it does not drop the copy b reads next.
+            waitUntil("b hears of \(value)") { eventsB.count { if case .invalidated(.key("k")) = $0 { true } else { false } } > heard }
             #expect(try b.value(forKey: "k") == Data(value.utf8))
             b.flushRemoteWrites()
             #expect(try b.value(forKey: "k", from: [.memory]) == Data(value.utf8))
