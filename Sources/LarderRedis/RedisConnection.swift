@@ -17,6 +17,10 @@ final class RedisConnection: @unchecked Sendable {
     /// protocol): the stream is then at an unknown place, so the connection is closed rather
     /// than pooled again, and every later command on it throws. An error reply does not break it.
     private(set) var isBroken = false
+    /// Where RESP3 push frames (``RedisReply/push(_:)``) go when they arrive between replies, as
+    /// a tracking connection's invalidations do; `nil` returns them as replies. Set before the
+    /// connection is used, on the thread that uses it.
+    var pushHandler: ((RedisReply) -> Void)?
 
     private init(transport: any RedisTransport, limits: RedisReplyLimits) {
         self.transport = transport
@@ -109,11 +113,16 @@ final class RedisConnection: @unchecked Sendable {
         return replies
     }
 
-    /// Reads the next reply (a subscription's next message).
+    /// Reads the next reply (a subscription's next message), handing the push frames that come
+    /// first to ``pushHandler`` when there is one.
     func readReply() throws(CacheError) -> RedisReply {
         try checkUsable()
         do throws(CacheError) {
-            return try reader.readReply()
+            while true {
+                let reply = try reader.readReply()
+                guard case .push = reply, let pushHandler else { return reply }
+                pushHandler(reply)
+            }
         } catch {
             isBroken = true
             throw error

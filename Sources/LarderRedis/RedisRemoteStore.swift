@@ -234,6 +234,19 @@ public final class RedisRemoteStore: RemoteStore {
         RedisSubscription.start(server: server, channel: channel, timeouts: timeouts, handler: handler)
     }
 
+    /// `true`: Redis 6 and later track changes for a client (`CLIENT TRACKING`).
+    public var canTrackChanges: Bool { true }
+
+    /// `HELLO 3` (with `AUTH` when the store has a password), `CLIENT TRACKING on BCAST PREFIX
+    /// prefix`, then the server's `invalidate` pushes, on a connection and a thread of the
+    /// subscription's own, which reconnects and tracks again after a loss. The loss is reported
+    /// as soon as the connection ends (the server closed it, killed it, or went away).
+    public func trackChanges(
+        ofKeysWithPrefix prefix: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
+    ) -> (any RemoteSubscription)? {
+        RedisTrackingSubscription.start(server: server, prefix: prefix, timeouts: timeouts, handler: handler)
+    }
+
     /// `PING`, within the command timeout (the cache's breaker probes with it, off every
     /// caller's path, giving it the connect timeout as well). A ping that fails on the wire is
     /// sent once more, on a new connection, if the budget allows: the idle connection it took may

@@ -1,7 +1,7 @@
 import Foundation
 import Larder
 
-/// Reads RESP2 replies from a byte source, one at a time, through a buffer of its own.
+/// Reads RESP2 replies (and RESP3's, `RedisReplyReader+RESP3.swift`) from a byte source, one at a time, through a buffer of its own.
 ///
 /// Lines (types, lengths, simple strings) are parsed in the buffer. A bulk string is copied once:
 /// out of the buffer when it arrived whole or is small (up to a quarter of the buffer: it is
@@ -47,7 +47,7 @@ final class RedisReplyReader<Source: RedisByteSource> {
         try reply(depth: 0)
     }
 
-    private func reply(depth: Int) throws(CacheError) -> RedisReply {
+    func reply(depth: Int) throws(CacheError) -> RedisReply {
         let line = try readLine()
         guard let type = line.first else { throw Self.protocolError("an empty line where a reply starts") }
         let body = line.dropFirst()
@@ -77,12 +77,12 @@ final class RedisReplyReader<Source: RedisByteSource> {
             for _ in 0 ..< count { elements.append(try reply(depth: depth + 1)) }
             return .array(elements)
         default:
-            throw Self.protocolError("a reply starting with the byte 0x\(String(type, radix: 16))")
+            return try resp3Reply(type: type, body: body, depth: depth)
         }
     }
 
     /// The next line, without its CRLF; consumed. The bytes stay valid until the next read.
-    private func readLine() throws(CacheError) -> UnsafeRawBufferPointer {
+    func readLine() throws(CacheError) -> UnsafeRawBufferPointer {
         var scanned = start
         while true {
             // A line ends at the first "\r\n"; a lone "\r" or "\n" inside it is a protocol error.
@@ -110,7 +110,7 @@ final class RedisReplyReader<Source: RedisByteSource> {
     }
 
     /// A bulk string's `length` bytes and its CRLF; consumed.
-    private func readBulk(_ length: Int) throws(CacheError) -> Data {
+    func readBulk(_ length: Int) throws(CacheError) -> Data {
         // A value that fits the buffer a few times over is gathered there, each read taking what
         // has arrived (the values after it too): the replies of an `MGET` or a pipeline then
         // cost a read for many values, not one or two for each.
@@ -194,7 +194,7 @@ final class RedisReplyReader<Source: RedisByteSource> {
     }
 
     /// A decimal integer, with an optional minus sign, that fits an `Int64`.
-    private static func integer(_ bytes: UnsafeRawBufferPointer.SubSequence) throws(CacheError) -> Int64 {
+    static func integer(_ bytes: UnsafeRawBufferPointer.SubSequence) throws(CacheError) -> Int64 {
         var digits = bytes[...]
         let negative = digits.first == UInt8(ascii: "-")
         if negative { digits = digits.dropFirst() }
@@ -216,7 +216,7 @@ final class RedisReplyReader<Source: RedisByteSource> {
         CacheError(.remoteFailure, "the Redis server closed the connection")
     }
 
-    private static func protocolError(_ what: String) -> CacheError {
+    static func protocolError(_ what: String) -> CacheError {
         CacheError(.remoteFailure, "Redis sent something that is not a RESP reply: \(what)")
     }
 }

@@ -51,7 +51,7 @@ import Testing
     }
 
     @Test func aBrokenConnectionIsNeverPooledAgain() throws {
-        let scripted = try ScriptedServer(["+PONG\r\n", "%3\r\n", "+PONG\r\n"])
+        let scripted = try ScriptedServer(["+PONG\r\n", "@3\r\n", "+PONG\r\n"])
         defer { scripted.stop() }
         let store = try RedisRemoteStore(host: "127.0.0.1", port: scripted.port)
         // `command`, not `ping`: a ping sends itself again on a new connection after a failure.

@@ -45,7 +45,9 @@ extension HybridCache {
     func promoteRemoteHitToMemory(
         _ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: KeyGenerations.Snapshot, now: Double
     ) -> PromotionQueue.Job? {
-        guard lifetime > 0, let remote else { return nil }
+        // With tracking down, a copy kept here could miss its invalidation: served from the
+        // remote tier, not kept.
+        guard lifetime > 0, let remote, remote.keepsRemoteHits else { return nil }
         let clock = disk.options.clock
         let end = now + lifetime
         if tiers.contains(.memory) {
@@ -116,16 +118,51 @@ extension HybridCache {
             applyInvalidation(invalidation.scope)
             remote.report(.invalidated(invalidation.scope))
         case .subscribed(let afterReconnect):
-            guard afterReconnect else { return remote.report(.subscribed) }
+            guard afterReconnect else {
+                remote.setTracking(true)
+                return remote.report(.subscribed)
+            }
             // Invalidations published while the connection was down are lost: the memory tier
-            // forgets everything; disk copies of remote values end within the local cap.
+            // forgets everything; disk copies of remote values end within the local cap. With
+            // tracking, the disk tier goes too: what this instance stored while tracking was
+            // down may have been replaced by another meanwhile.
             remote.generations.bump(nil)
-            memory.removeAll()
-            typedMemories.removeAll()
+            if remote.options.invalidation == .tracking {
+                dropLocalCopies()
+                remote.setTracking(true)
+            } else {
+                memory.removeAll()
+                typedMemories.removeAll()
+            }
             remote.report(.subscriptionRestored)
         case .lost(let reason):
             remote.counters.failures.add(1, ordering: .relaxed)
+            // With tracking, a loss is the moment copies stop being provably fresh: they go now
+            // (once per outage), and remote hits stay out of the local tiers until it is back.
+            if remote.options.invalidation == .tracking, remote.setTracking(false) { dropLocalCopies() }
             remote.report(.subscriptionLost(reason))
+        case .changed(let storeKeys):
+            guard let storeKeys else {
+                remote.counters.received.add(1, ordering: .relaxed)
+                applyInvalidation(.all)
+                return remote.report(.invalidated(.all))
+            }
+            for storeKey in storeKeys {
+                guard let key = remote.cacheKey(ofStoreKey: storeKey) else { continue }
+                remote.counters.received.add(1, ordering: .relaxed)
+                applyInvalidation(.key(key))
+                remote.report(.invalidated(.key(key)))
+            }
+        }
+    }
+
+    /// Empties the memory and disk tiers (the memory tier alone when the disk fails), after
+    /// moving every key's generation on so that no remote read under way promotes its value.
+    private func dropLocalCopies() {
+        remote?.generations.bump(nil)
+        if (try? removeAllLocally()) == nil {
+            memory.removeAll()
+            typedMemories.removeAll()
         }
     }
 

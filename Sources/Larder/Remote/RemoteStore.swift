@@ -79,6 +79,38 @@ public protocol RemoteStore: Sendable {
     /// Checks that the store answers (Redis: `PING`); the cache's circuit breaker probes with it.
     /// - Throws: ``CacheError/Code/remoteFailure``.
     func ping(timeouts: RemoteTimeouts) throws(CacheError)
+
+    /// Whether ``trackChanges(ofKeysWithPrefix:timeouts:handler:)`` is supported (`false` unless
+    /// the store says otherwise): ``RemoteTierOptions/Invalidation/tracking`` needs it.
+    var canTrackChanges: Bool { get }
+
+    /// Reports every change of a value whose key starts with `prefix`, whoever made it (Redis:
+    /// `CLIENT TRACKING on BCAST PREFIX` on a RESP3 connection of its own), on a thread of the
+    /// store's, until the subscription is cancelled. Reports
+    /// ``RemoteSubscriptionEvent/subscribed(afterReconnect:)`` once changes are tracked,
+    /// ``RemoteSubscriptionEvent/lost(_:)`` as soon as the connection is lost (it reconnects by
+    /// itself), and ``RemoteSubscriptionEvent/changed(keys:)`` for the changes.
+    /// - Parameters:
+    ///   - prefix: The start of the keys to track, taken literally.
+    ///   - timeouts: How long to wait for each connection and its setup.
+    ///   - handler: Called with each change and each change of the connection.
+    /// - Returns: The subscription, to cancel it; `nil` when the store cannot track changes (the
+    ///   default implementation).
+    func trackChanges(
+        ofKeysWithPrefix prefix: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
+    ) -> (any RemoteSubscription)?
+}
+
+extension RemoteStore {
+    /// `false`: a store tracks changes only when it says so.
+    public var canTrackChanges: Bool { false }
+
+    /// `nil`: a store tracks changes only when it implements this.
+    public func trackChanges(
+        ofKeysWithPrefix prefix: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
+    ) -> (any RemoteSubscription)? {
+        nil
+    }
 }
 
 extension RemoteStore {
@@ -141,6 +173,10 @@ public enum RemoteSubscriptionEvent: Sendable, Hashable {
     case subscribed(afterReconnect: Bool)
     /// The connection was lost (the store retries); the text says why.
     case lost(String)
+    /// The values under `keys` (the store's keys, prefix included) changed or went, or, when
+    /// `keys` is `nil`, every value may have (Redis: a flush). Reported by
+    /// ``RemoteStore/trackChanges(ofKeysWithPrefix:timeouts:handler:)``.
+    case changed(keys: [String]?)
 }
 
 /// A subscription made by ``RemoteStore/subscribe(to:timeouts:handler:)``.

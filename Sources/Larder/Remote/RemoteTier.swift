@@ -29,6 +29,10 @@ final class RemoteTier: Sendable {
     /// The stores and removals the store did not take, until they are replayed.
     let outbox: RemoteOutbox
     private let subscription = LarderMutex<(any RemoteSubscription)?>(nil)
+    /// Whether every change of the store reaches this instance, so that a remote hit may be kept
+    /// in the local tiers: always with pub/sub (whose misses the local lifetime cap bounds);
+    /// with tracking, only while the tracking connection is up and tracking.
+    private let tracksChanges: Atomic<Bool>
     private let background = LarderMutex(Background())
 
     final class Counters: Sendable {
@@ -68,6 +72,7 @@ final class RemoteTier: Sendable {
     init(options: RemoteTierOptions, outboxPath: String? = nil, io: FileIO? = nil, writesOutbox: Bool = true) {
         self.options = options
         valuePrefix = options.namespace + ":v:"
+        tracksChanges = Atomic(options.invalidation == .publishSubscribe)
         breaker = LarderMutex(Breaker())
         promotions = PromotionQueue(capacity: options.diskPromotionBacklog)
         outbox = RemoteOutbox(namespace: options.namespace, path: outboxPath, io: io, writesFile: writesOutbox)
@@ -450,11 +455,34 @@ final class RemoteTier: Sendable {
 
     // MARK: - Subscription
 
-    /// Subscribes to the namespace's invalidations; `handler` gets the decoded ones from other
-    /// instances and the connection changes.
+    /// Subscribes to the namespace's invalidations (or, with tracking, to the changes of its
+    /// values); `handler` gets the messages, the changes and the connection changes.
     func subscribe(_ handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void) {
-        let made = options.store.subscribe(to: channel, timeouts: options.timeouts, handler: handler)
+        let made: (any RemoteSubscription)?
+        switch options.invalidation {
+        case .publishSubscribe:
+            made = options.store.subscribe(to: channel, timeouts: options.timeouts, handler: handler)
+        case .tracking:
+            made = options.store.trackChanges(ofKeysWithPrefix: valuePrefix, timeouts: options.timeouts, handler: handler)
+        }
         subscription.withLock { $0 = made }
+    }
+
+    /// Whether a remote hit may be kept in the local tiers now (see `tracksChanges`).
+    var keepsRemoteHits: Bool { tracksChanges.load(ordering: .acquiring) }
+
+    /// Records whether changes are tracked; returns whether they were. A pub/sub tier always
+    /// keeps remote hits, whatever this is told.
+    @discardableResult
+    func setTracking(_ tracking: Bool) -> Bool {
+        guard options.invalidation == .tracking else { return true }
+        return tracksChanges.exchange(tracking, ordering: .acquiringAndReleasing)
+    }
+
+    /// The cache's key for the store key `storeKey` of a value, or `nil` for another key.
+    func cacheKey(ofStoreKey storeKey: String) -> String? {
+        guard storeKey.hasPrefix(valuePrefix) else { return nil }
+        return String(storeKey.dropFirst(valuePrefix.count))
     }
 
     /// Cancels the subscription, stops the probes and replays (the outbox file keeps what is

@@ -16,6 +16,21 @@ public struct RemoteTierOptions: Sendable {
         case background
     }
 
+    /// How an instance learns that another changed a value it holds a copy of.
+    public enum Invalidation: Sendable, Hashable {
+        /// Each store and removal publishes an invalidation, which every instance receives on
+        /// a subscription (Redis pub/sub; the default). Works with any ``RemoteStore``; a
+        /// message missed while the subscription was down is made up for by clearing the memory
+        /// tier once it is back, and copies on disk end within ``localLifetimeCap``.
+        case publishSubscribe
+        /// The store reports every change under the namespace itself
+        /// (``RemoteStore/trackChanges(ofKeysWithPrefix:timeouts:handler:)``; Redis: RESP3
+        /// `CLIENT TRACKING`). Its loss is noticed when it happens: the memory and disk tiers are
+        /// emptied then, and remote hits are kept locally only once changes are tracked again.
+        /// Needs a store whose ``RemoteStore/canTrackChanges`` is `true`.
+        case tracking
+    }
+
     /// The shared store.
     public var store: any RemoteStore
     /// The start of every key this cache uses in the store, and the name of its invalidation
@@ -34,6 +49,11 @@ public struct RemoteTierOptions: Sendable {
     public var localLifetimeCap: TimeInterval = 60
     /// When stores and removals reach the store (``WriteMode/writeThrough``).
     public var writeMode: WriteMode = .writeThrough
+    /// How invalidations reach this instance (``Invalidation/publishSubscribe``, which every store
+    /// supports and which does not empty the local tiers when its connection blips).
+    /// Stores and removals publish their invalidations in either mode, so instances of either
+    /// kind can share a namespace.
+    public var invalidation: Invalidation = .publishSubscribe
     /// The most disk copies of remote hits waiting to be written (128). A remote hit goes to
     /// memory at once; its disk copy is written in the background, one per key (a later hit of a
     /// waiting key replaces it). The writes start once half this many wait, or 5 ms after the
@@ -83,6 +103,9 @@ public struct RemoteTierOptions: Sendable {
             return "the remote tier's loadLockWait must be finite and at least 0, not \(loadLockWait)"
         }
         if failureThreshold < 1 { return "the remote tier's failureThreshold must be at least 1, not \(failureThreshold)" }
+        if invalidation == .tracking, !store.canTrackChanges {
+            return "the remote tier's invalidation is .tracking, but its store cannot track changes"
+        }
         if diskPromotionBacklog < 0 { return "the remote tier's diskPromotionBacklog must be at least 0, not \(diskPromotionBacklog)" }
         return nil
     }
@@ -101,12 +124,16 @@ public enum RemoteEvent: Sendable {
     /// treated as a miss.
     case payloadRejected(key: String)
     /// The invalidation subscription listens (once, after the cache opens): invalidations
-    /// published from now on reach this instance.
+    /// published (or, with ``RemoteTierOptions/Invalidation/tracking``, changes made) from now on
+    /// reach this instance.
     case subscribed
-    /// The invalidation subscription lost its connection; it reconnects by itself.
+    /// The invalidation subscription lost its connection; it reconnects by itself. With
+    /// ``RemoteTierOptions/Invalidation/tracking``, the memory and disk tiers were emptied on the
+    /// first loss after the subscription listened.
     case subscriptionLost(String)
-    /// The invalidation subscription listens again after a loss; the memory tier was cleared,
-    /// since invalidations may have been missed meanwhile.
+    /// The invalidation subscription listens again after a loss; the memory tier was cleared
+    /// (with ``RemoteTierOptions/Invalidation/tracking``, the disk tier too), since invalidations
+    /// may have been missed meanwhile.
     case subscriptionRestored
     /// Another instance invalidated `scope`; the local copies were dropped.
     case invalidated(RemoteInvalidation.Scope)
