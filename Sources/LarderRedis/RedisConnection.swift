@@ -28,10 +28,16 @@ final class RedisConnection: @unchecked Sendable {
         output.reserveCapacity(1024)
     }
 
+    /// How a connection that only waits for pushes probes a silent peer (``open(_:timeout:limits:keepsAlive:)``):
+    /// after 5 idle seconds, every second, 3 times, so that a peer gone without closing the
+    /// connection is noticed within about 8 seconds.
+    static let keepAlive: (idle: Int32, interval: Int32, count: Int32) = (5, 1, 3)
+
     /// Connects to `server`, waiting at most `timeout` seconds for the connection and, when the
     /// server is reached over TLS, its handshake together; then authenticates and selects its
-    /// database (one round trip, within the same timeout) when it asks for them.
-    static func open(_ server: RedisServer, timeout: TimeInterval, limits: RedisReplyLimits = RedisReplyLimits())
+    /// database (one round trip, within the same timeout) when it asks for them. With
+    /// `keepsAlive`, the socket has TCP keepalive on (``keepAlive``).
+    static func open(_ server: RedisServer, timeout: TimeInterval, limits: RedisReplyLimits = RedisReplyLimits(), keepsAlive: Bool = false)
         throws(CacheError) -> RedisConnection
     {
         let (host, port) = (server.host, server.port)
@@ -39,6 +45,9 @@ final class RedisConnection: @unchecked Sendable {
         do throws(CacheError) {
             let deadline = timeout > 0 ? Socket.monotonicSeconds() + timeout : nil
             let socket = try Socket.connect(host: host, port: port, timeout: timeout)
+            if keepsAlive {
+                try socket.enableKeepAlive(idle: keepAlive.idle, interval: keepAlive.interval, count: keepAlive.count)
+            }
             if let tls = server.tls {
                 transport = try tls.handshake(over: socket, host: host, deadline: deadline)
             } else {

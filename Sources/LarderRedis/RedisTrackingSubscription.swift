@@ -4,7 +4,8 @@ import Synchronization
 
 /// A RESP3 connection with `CLIENT TRACKING on BCAST PREFIX <prefix>`, on a thread of its own:
 /// turns the server's `invalidate` pushes into ``RemoteSubscriptionEvent/changed(keys:)``,
-/// reports a loss as soon as the connection ends, reconnects (waiting longer after each failure,
+/// reports a loss as soon as the connection ends (a server that vanished without closing it is
+/// noticed by TCP keepalive), reconnects (waiting longer after each failure,
 /// up to a second) and tracks again, and stops when cancelled.
 ///
 /// Broadcast mode, because a cache's values all live under one prefix and are read on other
@@ -54,6 +55,12 @@ final class RedisTrackingSubscription: RemoteSubscription {
 
     private var isCancelled: Bool { state.withLock { $0.cancelled } }
 
+    /// The keepalive settings of the connection it tracks on now, `nil` between connections or
+    /// over TLS.
+    var keepAliveSettings: (on: Bool, idle: Int32, interval: Int32, count: Int32)? {
+        state.withLock { ($0.connection?.transport as? Socket)?.keepAliveSettings() }
+    }
+
     private func deliver(_ event: RemoteSubscriptionEvent) {
         if !isCancelled { handler(event) }
     }
@@ -78,7 +85,10 @@ final class RedisTrackingSubscription: RemoteSubscription {
     /// Connects, turns tracking on, and delivers changes until the connection fails or is shut
     /// down.
     private func track(afterLoss: Bool, tracking: () -> Void) throws(CacheError) {
-        let connection = try RedisConnection.open(server, timeout: timeouts.connect)
+        // Keepalive, because this connection only reads: without it, a server gone without
+        // closing the connection (a dropped route) would leave it waiting for pushes for ever,
+        // and the loss would never be reported.
+        let connection = try RedisConnection.open(server, timeout: timeouts.connect, keepsAlive: true)
         connection.pushHandler = { [self] push in
             if let event = Self.event(of: push) { deliver(event) }
         }

@@ -97,6 +97,47 @@ final class Socket: @unchecked Sendable {
         return socket
     }
 
+    /// Turns TCP keepalive on: after `idle` seconds without traffic the kernel probes the peer
+    /// every `interval` seconds, and after `count` unanswered probes a blocked read fails
+    /// (`ETIMEDOUT`). A connection that only waits for the server's pushes thus notices a peer
+    /// that vanished without closing it (a dropped route, a machine gone) instead of waiting for
+    /// ever.
+    func enableKeepAlive(idle: Int32, interval: Int32, count: Int32) throws(CacheError) {
+        let size = socklen_t(MemoryLayout<Int32>.size)
+        var on: Int32 = 1
+        var idle = idle
+        var interval = interval
+        var count = count
+        #if canImport(Glibc)
+        let idleOption = TCP_KEEPIDLE
+        #else
+        let idleOption = TCP_KEEPALIVE
+        #endif
+        guard setsockopt(descriptor, SOL_SOCKET, SO_KEEPALIVE, &on, size) == 0,
+            setsockopt(descriptor, Int32(IPPROTO_TCP), idleOption, &idle, size) == 0,
+            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_KEEPINTVL, &interval, size) == 0,
+            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_KEEPCNT, &count, size) == 0
+        else { throw Self.failure("could not turn TCP keepalive on") }
+    }
+
+    /// The keepalive settings in force: whether it is on, then idle, interval and count.
+    func keepAliveSettings() -> (on: Bool, idle: Int32, interval: Int32, count: Int32) {
+        func option(_ level: Int32, _ name: Int32) -> Int32 {
+            var value: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            return getsockopt(descriptor, level, name, &value, &length) == 0 ? value : -1
+        }
+        #if canImport(Glibc)
+        let idleOption = TCP_KEEPIDLE
+        #else
+        let idleOption = TCP_KEEPALIVE
+        #endif
+        let tcp = Int32(IPPROTO_TCP)
+        return (
+            option(SOL_SOCKET, SO_KEEPALIVE) != 0, option(tcp, idleOption), option(tcp, TCP_KEEPINTVL), option(tcp, TCP_KEEPCNT)
+        )
+    }
+
     /// Waits until the socket is ready for `events`; `false` when `deadline` passed first.
     private func poll(events: Int16, deadline: Double?) throws(CacheError) -> Bool {
         while true {

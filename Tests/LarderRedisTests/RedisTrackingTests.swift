@@ -92,6 +92,32 @@ struct RedisTrackingTests {
         #expect(pushes.withLock { $0.map(RedisTrackingSubscription.event(of:)) }.first == .changed(keys: [prefix + "a"]))
     }
 
+    @Test func theTrackingConnectionProbesASilentServer() throws {
+        guard let address = TestRedis.address else {
+            Issue.record("no test Redis server")
+            return
+        }
+        let colon = try #require(address.lastIndex(of: ":"))
+        let server = RedisServer(
+            host: String(address[..<colon]), port: try #require(Int(address[address.index(after: colon)...])), username: nil,
+            password: nil, database: 0)
+        let subscribed = Atomic<Int>(0)
+        let subscription = RedisTrackingSubscription.start(
+            server: server, prefix: uniqueNamespace("keepalive") + ":", timeouts: timeouts
+        ) { event in
+            if case .subscribed = event { subscribed.add(1, ordering: .relaxed) }
+        }
+        defer { subscription.cancel() }
+        waitUntil("it tracks") { subscribed.load(ordering: .relaxed) == 1 }
+        // Only the connection it waits for pushes on has keepalive: without it, a server gone
+        // without closing the connection would never be reported lost.
+        let settings = try #require(subscription.keepAliveSettings)
+        let expected = RedisConnection.keepAlive
+        #expect(settings.on && settings.idle == expected.idle && settings.interval == expected.interval && settings.count == expected.count)
+        let plain = try RedisConnection.open(server, timeout: 5)
+        #expect((plain.transport as? Socket)?.keepAliveSettings().on == false)
+    }
+
     @Test func aWriteByAInvalidatesBsCopiesThroughTracking() throws {
         let store = try TestRedis.store()
         let namespace = uniqueNamespace("tracking")
