@@ -111,6 +111,58 @@ struct AdaptivePolicyMirror {
         #expect(cache.statistics.evictions[.sizeLimit, default: 0] > 100)
     }
 
+    @Test func theDefaultIsAdaptiveAndTheSPTPresetKeepsLRU() {
+        let folder = URL(fileURLWithPath: "/tmp/unused", isDirectory: true)
+        #expect(DiskEvictionPolicy.recommended == .adaptive)
+        #expect(DiskCacheOptions(directory: folder).policy == .adaptive)
+        #expect(HybridCacheOptions(directory: folder).disk.policy == .adaptive)
+        #expect(DiskCacheOptions.spt(directory: folder).policy == .lru)
+        #expect("\(DiskEvictionPolicy.lru) \(DiskEvictionPolicy.adaptive)" == "lru adaptive")
+    }
+
+    /// A store the policy does not admit succeeds, and its record is evicted before the store
+    /// returns, counted and reported as any size-limit eviction; under LRU the same store evicts
+    /// the least recently used record instead.
+    @Test(arguments: [DiskEvictionPolicy.adaptive, .lru])
+    func aRefusedStoreSucceedsAndIsEvictedAtOnce(policy: DiskEvictionPolicy) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let events = EventLog()
+        let clock = ManualClock(now: 1_700_000_000)
+        var options = Self.options(dir.url, clock: clock, sizeLimit: 0)
+        options.policy = policy
+        options.eventHandler = events.handler
+        let block: Int
+        do {
+            let probe = try DiskCache(options: testOptions(dir.url.appendingPathComponent("probe")))
+            block = probe.blockSize
+            probe.close()
+        }
+        options.sizeLimit = 3 * block
+        let cache = try DiskCache(options: options)
+        cache.waitForIndex()
+        for key in ["k0", "k1", "k2"] {
+            try cache.store(Data(repeating: 1, count: 100), forKey: key)
+            clock.advance(by: 1)
+        }
+        // Each held record is used again; the newcomer is not.
+        for key in ["k0", "k1", "k2"] { #expect(try cache.value(forKey: key) != nil) }
+        _ = events.drain()
+        try cache.store(Data(repeating: 2, count: 100), forKey: "k3")
+        let evicted = Self.evictedKeys(events.drain())
+        #expect(cache.statistics.insertions == 4)
+        #expect(cache.statistics.evictions == [.sizeLimit: 1])
+        if policy == .adaptive {
+            #expect(evicted == ["k3"])
+            #expect(try cache.value(forKey: "k3") == nil)
+            #expect(try cache.keys(withPrefix: "") == ["k0", "k1", "k2"])
+        } else {
+            #expect(evicted == ["k0"])
+            #expect(try cache.keys(withPrefix: "") == ["k1", "k2", "k3"])
+        }
+        cache.state.withLock { $0.index._checkInvariants() }
+    }
+
     /// The policy's state lives in memory only: a reopened cache starts it afresh from the
     /// recency order its index image records, as a policy given those records as first requests,
     /// least recently used first; from then on it evicts as that policy does.
