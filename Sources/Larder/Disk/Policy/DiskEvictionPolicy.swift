@@ -40,10 +40,10 @@ public struct DiskEvictionPolicy: Hashable, Sendable, CustomStringConvertible {
     /// requests and of bytes alike), and a sampled LRU run alongside raises it while plain LRU
     /// would miss clearly less.
     ///
-    /// A store the policy does not admit still succeeds, and its record is evicted at once (as
-    /// any other eviction: ``CacheStatistics/evictions``, an ``CacheEvent`` and the eviction
-    /// handler, with ``EvictionReason/sizeLimit``): a new record that loses to the records it
-    /// would displace, or one larger than the size limit. The memory tier of a ``HybridCache``
+    /// A store the policy does not admit still succeeds, and its record is evicted before the
+    /// store returns, counted and reported as any other eviction (``CacheStatistics/evictions``
+    /// and ``CacheEvent/recordEvicted(key:file:reason:)``, with ``EvictionReason/sizeLimit``): a
+    /// new record that loses to the records it would displace, or one larger than the size limit. The memory tier of a ``HybridCache``
     /// still holds its value. The policy's state (its queues and frequency counts) is kept in
     /// memory only: a reopened cache starts it afresh from the least-recently-used order its
     /// index image records.
