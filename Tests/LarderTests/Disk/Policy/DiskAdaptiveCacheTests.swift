@@ -132,12 +132,11 @@ struct AdaptivePolicyMirror {
         var options = Self.options(dir.url, clock: clock, sizeLimit: 0)
         options.policy = policy
         options.eventHandler = events.handler
-        let block: Int
-        do {
-            let probe = try DiskCache(options: testOptions(dir.url.appendingPathComponent("probe")))
-            block = probe.blockSize
-            probe.close()
-        }
+        let probeDir = TemporaryDirectory()
+        defer { probeDir.remove() }
+        let probe = try DiskCache(options: testOptions(probeDir.url))  // for the block size
+        let block = probe.blockSize
+        probe.close()
         options.sizeLimit = 3 * block
         let cache = try DiskCache(options: options)
         cache.waitForIndex()
