@@ -131,6 +131,7 @@ public final class DiskCache: Sendable {
             defaultExpiration: options.effectiveDefaultExpiration, roundsToNearestSecond: options.roundsTimeToNearestSecond)
         var initialState = State()
         initialState.staleRetention = options.staleRetention
+        initialState.policyCapacity = options.policy == .adaptive && !options.isReadOnly ? options.sizeLimit : 0
         self.state = SharedMutex(initialState)
         self.indexBuild = DispatchGroup()
         self.ioQueue = WorkQueue(

@@ -169,6 +169,10 @@ public struct DiskCacheOptions: Sendable {
     public var sizeLimit: Int = 0
     /// The most records, 0 for no limit (0).
     public var countLimit: Int = 0
+    /// How to choose what to evict when a store takes the cache over its ``sizeLimit``
+    /// (``DiskEvictionPolicy/recommended``; ``DiskEvictionPolicy/lru`` in ``spt(directory:)``);
+    /// see <doc:EvictionPolicies>.
+    public var policy: DiskEvictionPolicy = .recommended
     /// Space to leave free on the volume (``MinimumFreeSpace/zero``; SPTPersistentCache keeps
     /// 10 % free once it has a size limit).
     public var minimumFreeDiskSpace: MinimumFreeSpace = .zero
@@ -279,7 +283,8 @@ public struct DiskCacheOptions: Sendable {
     /// Options with SPTPersistentCache's defaults (`SPTPersistentCacheOptions`, version 1.2),
     /// for a folder shared with it or migrated from it: verbatim keys (file name = key), shard
     /// folders, 10 minutes' default expiration, a collection every 363 s, 60 s floors on both,
-    /// 10 % of the volume kept free once a ``sizeLimit`` is set, the name `persistent.cache`,
+    /// 10 % of the volume kept free once a ``sizeLimit`` is set, least-recently-used eviction
+    /// (``DiskEvictionPolicy/lru``), the name `persistent.cache`,
     /// and SPT's time rules: the current time rounded to the nearest second
     /// (``roundsTimeToNearestSecond``), and no lock taken on a record whose time has run out
     /// (``refusesLockingElapsedRecords``). Files stay owner-only (``CacheSharing/ownerOnly``)
@@ -297,6 +302,7 @@ public struct DiskCacheOptions: Sendable {
         options.minimumFreeSpaceNeedsSizeLimit = true
         options.roundsTimeToNearestSecond = true
         options.refusesLockingElapsedRecords = true
+        options.policy = .lru
         return options
     }
 

@@ -25,6 +25,13 @@ final class LarderStore: BenchStore, Sendable {
         if let value = ProcessInfo.processInfo.environment["LARDER_BENCH_OPEN_FILES"], let limit = Int(value) {
             options.maximumOpenFiles = limit
         }
+        // And with a size limit (the bytes, none by default), under which the disk tier's
+        // eviction policy (`DiskCacheOptions.policy`, `LARDER_BENCH_DISK_POLICY=lru` or `adaptive`)
+        // keeps its order on every hit.
+        if let value = ProcessInfo.processInfo.environment["LARDER_BENCH_SIZE_LIMIT"], let bytes = Int(value) {
+            options.sizeLimit = bytes
+        }
+        if ProcessInfo.processInfo.environment["LARDER_BENCH_DISK_POLICY"] == "lru" { options.policy = .lru }
         // And with the bytes of records kept in memory beside them.
         if let value = ProcessInfo.processInfo.environment["LARDER_BENCH_PAYLOAD_MEMORY"], let bytes = Int(value) {
             options.maximumPayloadMemory = bytes

@@ -533,6 +533,7 @@ import Testing
         defer { probeDir.remove() }
         let probe = try DiskCache(options: testOptions(probeDir.url))  // for the block size
         options.sizeLimit = 3 * probe.blockSize
+        options.policy = .lru
         probe.close()
         let cache = try DiskCache(options: options)
         _ = cache.count

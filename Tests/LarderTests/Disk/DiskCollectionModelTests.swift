@@ -78,6 +78,7 @@ struct ReferenceDiskCache {
         options.defaultExpiration = 50
         options.sizeLimit = sizeLimit
         options.countLimit = countLimit
+        options.policy = .lru
         let cache = try DiskCache(options: options)
         let block = cache.blockSize
         var model = ReferenceDiskCache(defaultExpiration: 50, sizeLimit: options.sizeLimit, countLimit: options.countLimit)

@@ -389,6 +389,7 @@ import Testing
         func open(limit: Int) throws -> DiskCache {
             var options = testOptions(dir.url, clock: clock)
             options.sizeLimit = limit * block
+            options.policy = .lru
             return try DiskCache(options: options, systemCalls: calls)
         }
         // Stored by this instance: each store past the limit removes the oldest, unopened.
@@ -455,7 +456,10 @@ import Testing
 
         // Reopened with room for 40: 13 locked records stay, and the 27 most recent unlocked.
         let events = EventLog()
-        cache = try makeCache(dir, clock: clock, sizeLimit: 40 * block) { $0.eventHandler = events.handler }
+        cache = try makeCache(dir, clock: clock, sizeLimit: 40 * block) {
+            $0.eventHandler = events.handler
+            $0.policy = .lru
+        }
         let expectedEvictions = Array(unlocked.filter { $0 != lockedInPlace }.prefix(80))
         #expect(try cache.keys(withPrefix: "").count == 40)
         let evicted = events.all.compactMap { event -> String? in

@@ -4,15 +4,29 @@ import Foundation
 extension DiskCache {
     /// Trims the cache to its limits after a store, when it is over them; the record just stored
     /// stays. Does nothing before the index is complete (the build enforces them when it ends).
+    ///
+    /// Under ``DiskEvictionPolicy/adaptive``, the records waiting for the policy (the one just
+    /// stored among them) are admitted first; when they would take it over its budget, or the
+    /// cache is over a limit, the expired records are removed before any live one.
     func enforceLimits(excluding name: String?) -> [CacheEvent] {
         guard options.sizeLimit > 0 || options.countLimit > 0 || keepsFreeSpace else { return [] }
         let limit = effectiveSizeLimit(forceRefresh: false)
-        guard isOverLimits(limit) else { return [] }
+        let isOver = isOverLimits(limit)
+        guard isOver || hasPolicyWork else { return [] }
         var pass = CollectionPass()
         collectionGate.withLock { _ in
+            let expiredFirst = state.withLock { s in
+                s.isIndexReady && s.index.policy != nil && (isOver || s.index.admissionNeedsRoom)
+            }
+            if expiredFirst { removeExpired(in: &pass) }
             prune(sizeLimit: limit, countLimit: options.countLimit, excluding: name, reason: nil, in: &pass)
         }
         return pass.events
+    }
+
+    /// Whether the index is complete and the adaptive policy has records to admit or victims to remove.
+    var hasPolicyWork: Bool {
+        state.withLock { s in s.isIndexReady && s.index.hasPolicyWork }
     }
 
     /// Whether the index is complete and over `sizeLimit` or the count limit.

@@ -2,11 +2,23 @@ import Dispatch
 import Foundation
 
 extension DiskCache {
-    /// Removes least recently used records until the cache is within `sizeLimit` and
-    /// `countLimit` (`Int.max` and 0 for none): unlocked ones first, then, while locked records
-    /// alone exceed the size limit, locked ones. Expects the collection gate held.
+    /// Removes records in eviction order until the cache is within `sizeLimit` and `countLimit`
+    /// (`Int.max` and 0 for none): unlocked ones first, then, while locked records alone exceed
+    /// the size limit, locked ones. Under ``DiskEvictionPolicy/lru`` the order is least recently
+    /// used first; under ``DiskEvictionPolicy/adaptive`` the records waiting for the policy are
+    /// admitted and the victims it names removed first, then the policy's order goes on.
+    /// Expects the collection gate held.
     func prune(sizeLimit: Int, countLimit: Int, excluding: String?, reason: EvictionReason?, in pass: inout CollectionPass) {
         var skipped: Set<ExactName> = []
+        let policyVictims = state.withLock { $0.takePolicyVictims() }
+        if !policyVictims.isEmpty {
+            let removed = removeVictims(policyVictims.map { ($0, reason ?? .sizeLimit) }, in: &pass) { lockCount, _, _ in lockCount == 0 }
+            let kept = zip(policyVictims, removed).filter { !$0.1 }.map(\.0)
+            if !kept.isEmpty {
+                state.withLock { $0.queueForAdmission(kept) }
+                for name in kept { skipped.insert(ExactName(name)) }
+            }
+        }
         for allowLocked in [false, true] {
             while true {
                 var victims: [(name: String, reason: EvictionReason)] = []
@@ -23,7 +35,7 @@ extension DiskCache {
                         return nil
                     }
                     guard over() != nil else { return }
-                    s.index.forEachSlotLeastRecentFirst { slot in
+                    s.index.forEachSlotInEvictionOrder { slot in
                         guard let limit = over(), victims.count < Self.collectionBatch else { return false }
                         let fields = s.index.slots[Int(slot)]
                         if (fields.lockCount > 0) != allowLocked { return true }

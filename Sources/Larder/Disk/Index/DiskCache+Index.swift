@@ -43,7 +43,7 @@ extension DiskCache {
             return $0.finishBuild(loaded: reconciled.index, suspects: reconciled.suspects, listedEverything: reconciled.listedEverything)
         }
         events.append(.indexReady(recordCount: count))
-        if !options.isReadOnly, !isClosed.isSet, isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
+        if !options.isReadOnly, !isClosed.isSet, hasPolicyWork || isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
             // Reopened over its limits (smaller limits, or files added behind its back): expired
             // records go first, as in a collection, before any live one.
             var pass = CollectionPass()

@@ -43,6 +43,9 @@ extension DiskCache {
         /// Seconds an expired record stays for stale reads (``DiskCache/staleRetention``): the
         /// options' value, raised by a ``HybridCache`` in front with longer stale windows.
         var staleRetention: Double = 0
+        /// The adaptive policy's byte budget (the size limit) once the index is ready; 0 under
+        /// LRU, or without a size limit.
+        var policyCapacity = 0
 
         // MARK: Answers
 
@@ -157,6 +160,18 @@ extension DiskCache {
             return dirtyQueue
         }
 
+        /// Admits the records waiting for the eviction policy and takes its victims, with their
+        /// names (see `DiskIndex+Policy.swift`).
+        mutating func takePolicyVictims() -> [String] {
+            index.admitToPolicy()
+            return index.takePolicyVictims().map { index.name(atSlot: $0) }
+        }
+
+        /// Queues records the trim could not remove as the policy's victims for admission again.
+        mutating func queueForAdmission(_ names: [String]) {
+            for name in names { index.queueForAdmission(name) }
+        }
+
         /// Counts a corrupt record removed (a miss too, when a load found it) and drops its name.
         mutating func recordCorruptRemoval(_ name: String, countsAsMiss: Bool) {
             if countsAsMiss { counters.misses += 1 }
@@ -176,6 +191,7 @@ extension DiskCache {
         mutating func restart(entries: [IndexEntry], suspects found: Set<String>, listedEverything: Bool) {
             index = DiskIndex()
             index.prependOlder(entries)
+            if isIndexReady, policyCapacity > 0 { index.startPolicy(capacity: policyCapacity) }
             suspects = found
             touchedDuringBuild = []
             dirtyQueue = []
@@ -212,6 +228,7 @@ extension DiskCache {
             suspects = touchedDuringBuild.isEmpty ? found : found.filter { !touchedDuringBuild.contains(ExactName($0)) }
             touchedDuringBuild = []
             isIndexReady = true
+            if policyCapacity > 0 { index.startPolicy(capacity: policyCapacity) }
             isIndexAuthoritative = listedEverything
             return index.count
         }

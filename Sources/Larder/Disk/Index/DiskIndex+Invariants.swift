@@ -30,5 +30,6 @@ extension DiskIndex {
         }
         precondition(byKey.count + unmappedCount == count, "key table and unmapped count disagree")
         _checkExpiryQueues()
+        _checkPolicy()
     }
 }

@@ -94,6 +94,18 @@ struct DiskIndex: Sendable {
     /// The unlocked records in the order they expire, so that a collection finds the expired
     /// ones without visiting every slot (see `DiskIndex+Expiry.swift`).
     var expiry = ExpiryQueues()
+    /// The adaptive eviction policy over the unlocked records, `nil` under LRU (the list above is
+    /// then the eviction order); see `DiskIndex+Policy.swift`.
+    var policy: DiskAdaptivePolicy?
+    /// Unlocked records the policy does not hold yet (new, unlocked or resized since), in the
+    /// order they came; ``admitToPolicy()`` inserts them. Only those in ``awaitingSlots`` count:
+    /// a slot removed meanwhile stays here until then, so that a removal costs O(1).
+    var awaitingAdmission: [Int32] = []
+    var awaitingSlots: Set<Int32> = []
+    /// Records the policy evicted (or refused) that are still to be removed; likewise only those
+    /// in ``victimSlots`` count.
+    var policyVictims: [Int32] = []
+    var victimSlots: Set<Int32> = []
 
     init() {}
 
@@ -272,6 +284,7 @@ struct DiskIndex: Sendable {
             appendToTail(slot)
         }
         if moveToMostRecent { markMoved(slot) } else { markChanged(slot) }
+        if moveToMostRecent, policy != nil { policy!.access(slot) }
     }
 
     /// What a use sets in an entry: the fields a record's header vouches for, and its key
@@ -312,6 +325,7 @@ struct DiskIndex: Sendable {
             appendToTail(slot)
         }
         markMoved(slot)
+        if policy != nil { policy!.access(slot) }
         return marksAccessDirty && !wasDirty
     }
 
@@ -324,6 +338,7 @@ struct DiskIndex: Sendable {
             unlink(slot)
             appendToTail(slot)
             markMoved(slot)
+            if policy != nil { policy!.access(slot) }
             return slot
         } else {
             let slot = insert(entry)
@@ -384,6 +399,7 @@ struct DiskIndex: Sendable {
         slots[Int(slot)].lockCount = lockCount
         account(slot, sign: 1)
         noteExpiryChange(of: slot, from: expiring)
+        notePolicyChange(of: slot)
         markChanged(slot)
     }
 
@@ -408,6 +424,7 @@ struct DiskIndex: Sendable {
     /// Removes the entry in a slot.
     mutating func removeSlot(_ slot: Int32) {
         noteRemoval(slot)
+        notePolicyRemoval(of: slot)
         account(slot, sign: -1)
         unmapKey(of: slot)
         let found = PackedName.stored(slots[Int(slot)], in: arena) { packed in findName(packed) }
@@ -540,6 +557,7 @@ struct DiskIndex: Sendable {
         if isAccessDirty { slots[Int(slot)].flags.insert(.accessDirty) } else { slots[Int(slot)].flags.remove(.accessDirty) }
         account(slot, sign: 1)
         noteExpiryChange(of: slot, from: expiring)
+        notePolicyChange(of: slot)
     }
 
     // MARK: - Private: the arena

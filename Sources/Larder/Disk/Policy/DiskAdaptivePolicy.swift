@@ -27,7 +27,8 @@ package struct DiskAdaptivePolicy: Sendable {
     static let probation: UInt8 = 2
     static let protected: UInt8 = 3
 
-    private var queues = RecordQueues(queues: 3)
+    /// Internal, not private, so that the host can walk the order (`DiskAdaptivePolicy+Order.swift`).
+    var queues = RecordQueues(queues: 3)
     private var hashes: [UInt32] = []
     private var sketch = FrequencySketch()
     private var sketchUses = 0
