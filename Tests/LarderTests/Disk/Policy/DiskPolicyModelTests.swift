@@ -107,7 +107,7 @@ extension DiskAdaptivePolicy: DiskPolicyUnderTest {}
     }
 
     /// A record used often keeps its place against a stream of records used once: the contest
-    /// refuses newcomers used no more often than the victims they would displace.
+    /// refuses newcomers used less often than the victims they would displace.
     @Test func aOneOffScanDoesNotFlushFrequentRecords() {
         var policy = DiskAdaptivePolicy(capacity: 10_000)
         var id: Int32 = 0
@@ -127,5 +127,69 @@ extension DiskAdaptivePolicy: DiskPolicyUnderTest {}
         }
         let kept = hot.filter { policy.contains($0) }.count
         #expect(kept >= 45, "only \(kept) of 50 frequent records survived a scan of 2,000 one-off records")
+    }
+
+    /// Of records used as often, the bigger go first: small records inserted before big ones
+    /// outlast them when newcomers used more often take their bytes (oldest first would
+    /// evict the small ones).
+    @Test func smallRecordsOutlastBigOnesUsedAsOften() {
+        var policy = DiskAdaptivePolicy(capacity: 100_000)
+        var id: Int32 = 0
+        var small: [Int32] = []
+        var big: [Int32] = []
+        for i in 0 ..< 40 {
+            policy.insert(id, size: 1_000, hash: UInt32(i)) { _ in }
+            small.append(id)
+            id += 1
+        }
+        for i in 0 ..< 11 {
+            policy.insert(id, size: 5_000, hash: UInt32(100 + i)) { _ in }
+            big.append(id)
+            id += 1
+        }
+        // Newcomers, each requested (so counted) until it is admitted.
+        var victims: [Int32] = []
+        for i in 0 ..< 20 {
+            while !policy.insert(id, size: 1_000, hash: UInt32(1_000 + i), evicting: { victims.append($0) }) { id += 1 }
+            id += 1
+        }
+        let smallLost = small.filter { !policy.contains($0) }.count
+        let bigLost = big.filter { !policy.contains($0) }.count
+        #expect(smallLost <= 2, "\(smallLost) small and \(bigLost) big records were evicted")
+        #expect(bigLost >= 3, "\(smallLost) small and \(bigLost) big records were evicted")
+    }
+
+    /// The policy is a value: a copy given the same requests evicts the same records, so a
+    /// policy restored from its stored properties decides as the saved one would have (the
+    /// victims' random draws included).
+    @Test func aCopyDecidesAsTheOriginal() {
+        var original = DiskAdaptivePolicy(capacity: 50_000)
+        var random = SplitMix64(seed: 7)
+        var held: [Int32] = []
+        var id: Int32 = 0
+        func step(_ policy: inout DiskAdaptivePolicy, _ random: inout SplitMix64, _ held: inout [Int32], _ id: inout Int32) -> [Int32] {
+            var victims: [Int32] = []
+            if random.below(3) == 0, !held.isEmpty {
+                policy.access(held[random.below(held.count)])
+            } else {
+                let size = 100 + random.below(random.below(4) == 0 ? 5_000 : 900)
+                if policy.insert(id, size: size, hash: UInt32(random.below(400)), evicting: { victims.append($0) }) { held.append(id) }
+                id += 1
+                held.removeAll { victims.contains($0) }
+            }
+            return victims
+        }
+        for _ in 0 ..< 3_000 { _ = step(&original, &random, &held, &id) }
+        var copy = original
+        var (copyRandom, copyHeld, copyID) = (random, held, id)
+        var evictions = 0
+        for index in 0 ..< 3_000 {
+            let victims = step(&original, &random, &held, &id)
+            let copyVictims = step(&copy, &copyRandom, &copyHeld, &copyID)
+            evictions += victims.count
+            #expect(victims == copyVictims, "step \(index): the copy evicted \(copyVictims), the original \(victims)")
+        }
+        #expect(evictions > 100)
+        #expect(original.evictionOrder == copy.evictionOrder)
     }
 }

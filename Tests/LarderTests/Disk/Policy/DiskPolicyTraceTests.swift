@@ -75,7 +75,9 @@ struct DiskPolicyTraceTests {
     }
 
     /// The recommended policy misses fewer objects and bytes than LRU over the cells (measured:
-    /// geometric means 0.892 and 0.911 of LRU's, no cell more than 0.5 % above it).
+    /// geometric means 0.836 and 0.904 of LRU's, no cell above it on either measure), and per
+    /// cell at most 2 % more objects than the best online policy of `expected.csv` whose byte
+    /// misses are no worse than LRU's (measured: at most 1.7 % more).
     @Test func recommendedBeatsLRU() throws {
         var logObjects = 0.0
         var logBytes = 0.0
@@ -87,15 +89,22 @@ struct DiskPolicyTraceTests {
                 let capacity = SizedTraces.capacity(workingSet: workingSet, fraction: fraction)
                 let lru = try #require(expected.first { $0.fraction == fraction && $0.policy == "LRU" })
                 let replay = Self.replay(trace, capacity: capacity, lru: false)
-                #expect(replay.objects <= 1.01 * lru.objectMissRatio, "\(name) at \(fraction): objects \(replay.objects)")
-                #expect(replay.bytes <= 1.01 * lru.byteMissRatio, "\(name) at \(fraction): bytes \(replay.bytes)")
+                #expect(replay.objects <= lru.objectMissRatio, "\(name) at \(fraction): objects \(replay.objects)")
+                #expect(replay.bytes <= lru.byteMissRatio, "\(name) at \(fraction): bytes \(replay.bytes)")
+                let online = expected.filter {
+                    $0.fraction == fraction && $0.policy != "BeladySize" && $0.byteMissRatio <= lru.byteMissRatio
+                }
+                let best = try #require(online.min { $0.objectMissRatio < $1.objectMissRatio })
+                #expect(
+                    replay.objects <= 1.02 * best.objectMissRatio,
+                    "\(name) at \(fraction): objects \(replay.objects) against \(best.policy)'s \(best.objectMissRatio)")
                 logObjects += log(replay.objects / lru.objectMissRatio)
                 logBytes += log(replay.bytes / lru.byteMissRatio)
                 cells += 1
             }
         }
         let (objects, bytes) = (exp(logObjects / Double(cells)), exp(logBytes / Double(cells)))
-        #expect(objects < 0.90, "geometric mean of object misses against LRU's: \(objects)")
-        #expect(bytes < 0.92, "geometric mean of byte misses against LRU's: \(bytes)")
+        #expect(objects < 0.85, "geometric mean of object misses against LRU's: \(objects)")
+        #expect(bytes < 0.91, "geometric mean of byte misses against LRU's: \(bytes)")
     }
 }
