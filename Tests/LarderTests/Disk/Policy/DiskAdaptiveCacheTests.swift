@@ -54,8 +54,10 @@ struct AdaptivePolicyMirror {
         return options
     }
 
-    static func diskSize(key: String, payload: Int, block: Int) -> Int {
-        let fileSize = 64 + key.utf8.count + payload
+    /// A record's bytes on disk: the header and the payload, in whole blocks. Under the verbatim
+    /// encoding these tests use, the key is the file's name and the record does not carry it.
+    static func diskSize(payload: Int, block: Int) -> Int {
+        let fileSize = 64 + payload
         return (fileSize + block - 1) / block * block
     }
 
@@ -87,7 +89,7 @@ struct AdaptivePolicyMirror {
                 nextKey += 1
                 let payload = random.below(8) == 0 ? 3 * block + random.below(4 * block) : random.below(block)
                 try cache.store(Data(repeating: 7, count: payload), forKey: key)
-                let expected = mirror.insert(key, size: diskSize(key: key, payload: payload, block: block))
+                let expected = mirror.insert(key, size: diskSize(payload: payload, block: block))
                 #expect(Set(evictedKeys(events.drain())) == Set(expected), "step \(step)")
             }
         }
@@ -144,8 +146,10 @@ struct AdaptivePolicyMirror {
             try cache.store(Data(repeating: 1, count: 100), forKey: key)
             clock.advance(by: 1)
         }
-        // Each held record is used again; the newcomer is not.
-        for key in ["k0", "k1", "k2"] { #expect(try cache.value(forKey: key) != nil) }
+        // Each held record is used three times more; the newcomer is not.
+        for _ in 0 ..< 3 {
+            for key in ["k0", "k1", "k2"] { #expect(try cache.value(forKey: key) != nil) }
+        }
         _ = events.drain()
         try cache.store(Data(repeating: 2, count: 100), forKey: "k3")
         let evicted = Self.evictedKeys(events.drain())
