@@ -60,9 +60,11 @@ struct RedisClusterBudgetTests {
         let store = try RedisClusterStore(seeds: cluster.addresses)
         let log = SentLog()
         store.hooks.withLock { $0.observer = { log.record($0) } }
-        let timeouts = RemoteTimeouts(connect: 5, command: 0.3)
+        let timeouts = RemoteTimeouts(connect: 5, command: 1)
         let keys = (0 ..< 30).map { "hung:\($0)" }
-        for key in keys { _ = try store.store(Data(key.utf8), forKey: key, expiresIn: nil, onlyIfAbsent: false, timeouts: timeouts) }
+        // The keys go in with room for a loaded machine: the first call waits for the slot map.
+        let setup = RemoteTimeouts(connect: 60, command: 60)
+        for key in keys { _ = try store.store(Data(key.utf8), forKey: key, expiresIn: nil, onlyIfAbsent: false, timeouts: setup) }
         let hung = try #require(try cluster.masterPort(ofSlot: HashSlot.slot(of: keys[0]), askedPort: cluster.ports[0]))
         let hungAddress = "127.0.0.1:\(hung)"
         let elsewhere = try #require(
