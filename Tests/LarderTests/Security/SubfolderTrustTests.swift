@@ -9,19 +9,47 @@ import Testing
 @Suite struct SubfolderTrustTests {
     /// A folder inside the victim's root given to `nobody` with `mode`, as root leaves it when it
     /// unpacks an archive with its owners kept (`nobody` cannot make it: the root is the victim's).
+    /// A new folder appears already given away: it is made beside the root and renamed into it,
+    /// so that the cache (whose index build may list the root meanwhile) never sees it as its own
+    /// user's, which no other user could arrange.
     private func makeForeignFolder(_ path: String, mode: String = "0777") {
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
-        HostileFiles.chmod(path, UInt16(mode, radix: 8)!)
-        HostileFiles.chown(path)
+        plant(at: path) { staging in
+            try? FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: false)
+            HostileFiles.chmod(staging, UInt16(mode, radix: 8)!)
+            HostileFiles.chown(staging)
+        }
         #expect(HostileFiles.modeAndOwner(path)?.owner == HostileFiles.otherUser)
     }
 
     /// The attacker's side: a valid record of `key` holding `payload`, planted at `path` and
-    /// given to `nobody`.
+    /// given to `nobody`, appearing there with its owner and mode already set.
     private func plantRecord(_ payload: String, key: String, at path: String, mode: UInt16 = 0o644) {
-        #expect(FileManager.default.createFile(atPath: path, contents: Data(recordBytes(Array(payload.utf8), key: key))))
-        HostileFiles.chmod(path, mode)
-        HostileFiles.chown(path)
+        plant(at: path) { staging in
+            #expect(FileManager.default.createFile(atPath: staging, contents: Data(recordBytes(Array(payload.utf8), key: key))))
+            HostileFiles.chmod(staging, mode)
+            HostileFiles.chown(staging)
+        }
+    }
+
+    /// Makes what `make` makes at a staging path outside the cache's root (on the same volume),
+    /// then renames it to `path`; something already at `path` is changed in place instead.
+    private func plant(at path: String, _ make: (String) -> Void) {
+        guard !FileManager.default.fileExists(atPath: path) else { return make(path) }
+        // Beside the cache's root (the first folder up that holds `.larder`), else beside the
+        // folder `path` is in.
+        func parent(_ path: String) -> String { (path as NSString).deletingLastPathComponent }
+        var outside = parent(parent(path))
+        var folder = parent(path)
+        while folder.count > 1 {
+            if FileManager.default.fileExists(atPath: folder + "/.larder") {
+                outside = parent(folder)
+                break
+            }
+            folder = parent(folder)
+        }
+        let staging = outside + "/.planting-\(UUID().uuidString)"
+        make(staging)
+        #expect(rename(staging, path) == 0, "could not rename the planted item into place (errno \(errno))")
     }
 
     /// The reproduction: the shard folder of "token" belongs to `nobody` and anyone may write
