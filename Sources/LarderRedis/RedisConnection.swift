@@ -35,7 +35,7 @@ final class RedisConnection: @unchecked Sendable {
 
     /// Connects to `server`, waiting at most `timeout` seconds for the connection and, when the
     /// server is reached over TLS, its handshake together; then authenticates and selects its
-    /// database (one round trip, within the same timeout) when it asks for them. With
+    /// database (one exchange with the server, within the same timeout) when it asks for them. With
     /// `keepsAlive`, the socket has TCP keepalive on (``keepAlive``).
     static func open(_ server: RedisServer, timeout: TimeInterval, limits: RedisReplyLimits = RedisReplyLimits(), keepsAlive: Bool = false)
         throws(CacheError) -> RedisConnection
