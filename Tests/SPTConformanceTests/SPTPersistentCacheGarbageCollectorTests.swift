@@ -40,12 +40,10 @@ import Testing
     /// `collectGarbage()`, which removes expired records and then enforces the size limit. The
     /// 60-second floor is lowered so that the timer fires within the test.
     ///
-    /// The time limit only guards against a hang. It is generous because this test is `async`:
-    /// in the whole parallel run on two cores, each of its awaits resumes only when a cooperative
-    /// thread is free of the synchronous suites. Once (a dry run of `.ci/run`, 2026-12-02) it ran
-    /// past one minute there, and it passed alone and in the next whole run; waits of that kind
-    /// are the likely cause.
-    @Test(.timeLimit(.minutes(3))) func testGarbageCollectorEnqueue() async throws {
+    /// No time limit: in the whole parallel run, each await of an `async` test resumes behind
+    /// the tests still queued on the cooperative pool, minutes later under the thread sanitizer.
+    /// The wait for the timer is bounded by ``waitForCollection(_:)`` instead.
+    @Test func testGarbageCollectorEnqueue() async throws {
         let clock = ManualClock(now: 10_000)
         let finished = Box<[(CollectionReport, onCacheQueue: Bool)]>([])
         let queueKey = DispatchSpecificKey<Int>()
@@ -67,9 +65,9 @@ import Testing
                 try await cache.store(Data("new".utf8), forKey: "live")
                 clock.advance(by: 61)
                 cache.scheduleGarbageCollection()
-                // Wait for the first scheduled pass (a wait for an event, not a timed assertion).
-                while finished.value.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+                Self.waitForCollection { !finished.value.isEmpty }
                 cache.unscheduleGarbageCollection()
+                try #require(!finished.value.isEmpty)
                 let (report, onCacheQueue) = finished.value[0]
                 #expect(report.removed.map(\.key) == ["expired"] && report.removed.first?.reason == .expired)
                 #expect(report.effectiveSizeLimit == 1 << 20, "the pass enforced the size limit")
@@ -93,7 +91,7 @@ import Testing
     /// `garbageCollectionInterval` (363 s) seconds. A dispatch timer does not tell its interval
     /// (SPT reads `timer.timeInterval`), so the timer is also seen to fire: a cache whose
     /// interval is 10 ms, without the floor, reports a collection it did not run itself.
-    @Test(.timeLimit(.minutes(1))) func testScheduleGarbageCollection() async throws {
+    @Test func testScheduleGarbageCollection() async throws {
         try await Self.withCache { cache in
             cache.scheduleGarbageCollection()
             let timer = cache.state.withLock { $0.timer }
@@ -104,18 +102,27 @@ import Testing
         }
         let dir = TemporaryDirectory("spt-gc-timer")
         defer { dir.remove() }
-        let (collections, collected) = AsyncStream<Void>.makeStream()
+        let collections = Box(0)
         var options = DiskCacheOptions.spt(directory: dir.url)
         options.minimumGarbageCollectionInterval = 0
         options.garbageCollectionInterval = 0.01
         options.eventHandler = { event in
-            if case .collectionFinished = event { collected.yield() }
+            if case .collectionFinished = event { collections.update { $0 += 1 } }
         }
         let cache = try DiskCache(options: options)
         defer { cache.close() }
         cache.scheduleGarbageCollection()
-        var next = collections.makeAsyncIterator()
-        #expect(await next.next() != nil)
+        Self.waitForCollection { collections.value > 0 }
+        #expect(collections.value > 0, "the timer ran a collection")
+    }
+
+    /// Blocks this thread until `done` holds or ten minutes pass (a loaded machine), checking
+    /// every 10 ms. It waits on the thread, not in an `await`: an await in the whole parallel run
+    /// resumes only behind the tests still queued on the cooperative pool. The callers then
+    /// assert what they waited for, so a timer that never fires fails the test, not hangs it.
+    static func waitForCollection(_ done: () -> Bool) {
+        let deadline = Date().addingTimeInterval(600)
+        while !done(), Date() < deadline { usleep(10_000) }
     }
 
     /// SPTPersistentCacheGarbageCollectorTests.m:108. Scheduling twice keeps the first timer.
