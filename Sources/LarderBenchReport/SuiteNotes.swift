@@ -35,8 +35,11 @@ struct SuiteNote {
                 index, the least a file-per-entry cache can do), SQLite, and a naive Foundation cache. `larder-noverify` \
                 skips the payload checksum. Loads read records in the page cache in a shuffled order (`load-4k-zipf`: \
                 Zipf(0.9) over the same keys, as an app rereads its hot records), the implementations taking turns \
-                every 500 loads; stores are fresh inserts. The `load-4k` rows of `larder` alone show a hit as the \
-                record count grows. A 4 KiB hit is bound by the kernel's open and read, which the floor pays too.
+                every 500 loads; stores are fresh inserts. `larder-limit-lru` and `larder-limit-adaptive` hold the \
+                same 4 KiB records under a size limit twice what they take, so that each hit keeps the order of the \
+                eviction policy (`DiskEvictionPolicy.lru`, or `.adaptive`, the default) without evicting. The \
+                `load-4k` rows of `larder` alone show a hit as the record count grows. A 4 KiB hit is bound by the \
+                kernel's open and read, which the floor pays too.
                 """,
             baselines: [(nil, ["posix-floor"])], chart: "latency-disk"),
         SuiteNote(

@@ -16,6 +16,11 @@ import LarderTestSupport
 // data). Implementations take turns within each round, every 500 loads, so that a noisy
 // neighbour slows all of them alike. `load-4k-zipf` loads the same 4 KiB records with a skew, Zipf(0.9) over the n
 // keys (n draws per round, the same each round), as an app rereads its hot records.
+//
+// The 4 KiB loads also run on two caches with a size limit, twice what their records take, so
+// that nothing is evicted but the index keeps its eviction policy's order on every hit:
+// `larder-limit-lru` (`DiskEvictionPolicy.lru`) and `larder-limit-adaptive` (the default,
+// `.adaptive`). Their stores are not measured; they hold the same keys as the others.
 
 func runDiskSuite(_ context: BenchContext) throws {
     // `LARDER_BENCH_DISK_KINDS=larder,sqlite` runs those implementations alone (profiling).
@@ -35,7 +40,9 @@ func runDiskSuite(_ context: BenchContext) throws {
     defer { directory.remove() }
     // Every store round of every size stays on disk until the end: (repeats + 1) rounds of n
     // records per implementation and size (about 18 GiB in a full run, 1.2 GiB with --quick).
-    let needed = sizes.reduce(0) { $0 + (repeats + 1) * kinds.count * $1.n * ($1.bytes + 4096) }
+    let limited: [(name: String, policy: DiskEvictionPolicy)] =
+        [("larder-limit-lru", .lru), ("larder-limit-adaptive", .adaptive)].filter { chosenKinds?.contains($0.name) ?? true }
+    let needed = sizes.reduce(0) { $0 + (repeats + 1) * kinds.count * $1.n * ($1.bytes + 4096) } + limited.count * sizes[0].n * 8192
     try requireFreeSpace(needed, at: directory.path)
     var random = SplitMix64(seed: 7)
 
@@ -72,18 +79,30 @@ func runDiskSuite(_ context: BenchContext) throws {
         }
 
         // Loads of the last round's keys, and misses, interleaved the same way.
-        let stores = kept.compactMap { $0 }
+        var stores = kept.compactMap { $0 }
+        var names = kinds.map(\.name)
+        if size.label == "4k" {
+            // The same records under a size limit (see the top of the file), stored unmeasured.
+            for (name, policy) in limited {
+                let store = try LarderStore(
+                    directory: directory.sub("\(name)-\(size.label)"), sizeLimit: 2 * size.n * (size.bytes + 4096), policy: policy)
+                for key in keys { try store.store(payload, forKey: key) }
+                stores.append(store)
+                names.append(name)
+            }
+            sync()
+        }
         let probes = keys.shuffled(using: &random)
         let hits = try interleavedLoads(stores, probes: probes, repeats: repeats, expectedBytes: size.bytes)
-        for (k, kind) in kinds.enumerated() { lines.append(("load-\(size.label)", kind.name, hits[k])) }
+        for (k, name) in names.enumerated() { lines.append(("load-\(size.label)", name, hits[k])) }
         if size.label == "4k" {
             // Hot records: Zipf(0.9) over the same keys, where kept descriptors pay off.
             let skewed = zipfProbes(over: keys, exponent: 0.9, count: size.n, seed: 9)
             let zipf = try interleavedLoads(stores, probes: skewed, repeats: repeats, expectedBytes: size.bytes)
-            for (k, kind) in kinds.enumerated() { lines.append(("load-4k-zipf", kind.name, zipf[k])) }
+            for (k, name) in names.enumerated() { lines.append(("load-4k-zipf", name, zipf[k])) }
             let misses = (0 ..< size.n).map { "missing-\($0)" }
             let missed = try interleavedLoads(stores, probes: misses, repeats: repeats, expectedBytes: nil)
-            for (k, kind) in kinds.enumerated() { lines.append(("load-miss", kind.name, missed[k])) }
+            for (k, name) in names.enumerated() { lines.append(("load-miss", name, missed[k])) }
         }
         for store in stores { store.close() }
         for line in lines.sorted(by: { $0.name < $1.name }) {

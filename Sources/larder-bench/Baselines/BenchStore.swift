@@ -18,7 +18,11 @@ protocol BenchStore: AnyObject {
 final class LarderStore: BenchStore, Sendable {
     let cache: DiskCache
 
-    init(directory: String, verifiesPayloadChecksum: Bool = true) throws {
+    /// Opens a `DiskCache` on `directory`, with a size limit and eviction policy when given
+    /// (otherwise from the environment, see below).
+    init(
+        directory: String, verifiesPayloadChecksum: Bool = true, sizeLimit: Int? = nil, policy: DiskEvictionPolicy? = nil
+    ) throws {
         var options = DiskCacheOptions(directory: URL(fileURLWithPath: directory, isDirectory: true))
         options.verifiesPayloadChecksum = verifiesPayloadChecksum
         // For experiments with the bound of kept descriptors (default: the cache's own).
@@ -36,6 +40,8 @@ final class LarderStore: BenchStore, Sendable {
         if let value = ProcessInfo.processInfo.environment["LARDER_BENCH_PAYLOAD_MEMORY"], let bytes = Int(value) {
             options.maximumPayloadMemory = bytes
         }
+        if let sizeLimit { options.sizeLimit = sizeLimit }
+        if let policy { options.policy = policy }
         cache = try DiskCache(options: options)
     }
 
