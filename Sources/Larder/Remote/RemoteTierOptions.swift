@@ -29,7 +29,7 @@ public struct RemoteTierOptions: Sendable {
         /// emptied then, and remote hits are kept locally only once changes are tracked again.
         /// Needs a store whose ``RemoteStore/canTrackChanges`` is `true` (`RedisRemoteStore`, and
         /// `RedisClusterStore`, which tracks every master and reports a loss on any of them).
-        /// The instance's own stores and removals still publish (see ``invalidation``).
+        /// The instance's own stores and removals still publish (see ``RemoteTierOptions/invalidation``).
         case tracking
     }
 

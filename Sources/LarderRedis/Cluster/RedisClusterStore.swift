@@ -400,8 +400,8 @@ public final class RedisClusterStore: RemoteStore {
     /// reconnects and tracks again after a loss, and the server's `invalidate` pushes of all of
     /// them, reported as one subscription.
     ///
-    /// It reports ``RemoteSubscriptionEvent/subscribed(afterReconnect:)`` once every master
-    /// tracks, and ``RemoteSubscriptionEvent/lost(_:)`` as soon as one does not: its connection
+    /// It reports `RemoteSubscriptionEvent.subscribed(afterReconnect:)` once every master
+    /// tracks, and `RemoteSubscriptionEvent.lost(_:)` as soon as one does not: its connection
     /// ended, or the slot map (reloaded after such a loss, a `MOVED`, or a failed call) names a
     /// master that is not tracked yet, such as a replica promoted after a failover. A
     /// redirection to a node that is not tracked reports the loss before the redirected command
