@@ -92,14 +92,25 @@ struct RedisClusterTrackingTests {
         let key = "k"
         let victim = try #require(
             try cluster.masterPort(ofSlot: HashSlot.slot(of: caches.namespace + ":v:" + key), askedPort: cluster.ports[0]))
-        try caches.a.store(Data("v1".utf8), forKey: key)
-        waitUntil("b hears of v1") { caches.heard(key) >= 1 }
-        #expect(try caches.b.value(forKey: key) == Data("v1".utf8))
+        // A key on another master: b cannot tell which master a copy came from, so that copy
+        // goes at the loss too.
+        let other = try #require(
+            (0 ..< 100).map { "other/\($0)" }.first { candidate in
+                (try? cluster.masterPort(ofSlot: HashSlot.slot(of: caches.namespace + ":v:" + candidate), askedPort: cluster.ports[0]))
+                    != victim
+            })
+        for shared in [key, other] {
+            try caches.a.store(Data("v1".utf8), forKey: shared)
+            waitUntil("b hears of v1") { caches.heard(shared) >= 1 }
+            #expect(try caches.b.value(forKey: shared) == Data("v1".utf8))
+        }
         caches.b.flushRemoteWrites()
-        #expect(try caches.b.value(forKey: key, from: [.memory]) == Data("v1".utf8))
-        #expect(try caches.b.value(forKey: key, from: [.disk]) == Data("v1".utf8))
-        // Replication is asynchronous: the replica holds v1 before its master goes.
-        waitUntil("the replica holds v1") { cluster.ports.map { (try? cluster.keyCount($0)) ?? 0 }.reduce(0, +) == 2 }
+        for shared in [key, other] {
+            #expect(try caches.b.value(forKey: shared, from: [.memory]) == Data("v1".utf8))
+            #expect(try caches.b.value(forKey: shared, from: [.disk]) == Data("v1".utf8))
+        }
+        // Replication is asynchronous: the replicas hold v1 before a master goes.
+        waitUntil("the replicas hold v1") { cluster.ports.map { (try? cluster.keyCount($0)) ?? 0 }.reduce(0, +) == 4 }
 
         cluster.killNode(victim)
         try cluster.waitUntilHealthy()
@@ -109,6 +120,7 @@ struct RedisClusterTrackingTests {
         // The loss is noticed, and b's copy, which it can no longer prove fresh, went with it.
         waitUntil("b notices the loss") { caches.losses >= 1 }
         #expect(caches.bHoldsNoCopy(of: key))
+        #expect(caches.bHoldsNoCopy(of: other))
         // a replaces the value on the promoted master; b never serves v1 again, and tracks the
         // promoted master once its map names it.
         try caches.a.store(Data("v2".utf8), forKey: key)
