@@ -27,7 +27,9 @@ public struct RemoteTierOptions: Sendable {
         /// (``RemoteStore/trackChanges(ofKeysWithPrefix:timeouts:handler:)``; Redis: RESP3
         /// `CLIENT TRACKING`). Its loss is noticed when it happens: the memory and disk tiers are
         /// emptied then, and remote hits are kept locally only once changes are tracked again.
-        /// Needs a store whose ``RemoteStore/canTrackChanges`` is `true`.
+        /// Needs a store whose ``RemoteStore/canTrackChanges`` is `true` (`RedisRemoteStore`, and
+        /// `RedisClusterStore`, which tracks every master and reports a loss on any of them).
+        /// The instance's own stores and removals still publish (see ``RemoteTierOptions/invalidation``).
         case tracking
     }
 
@@ -51,8 +53,9 @@ public struct RemoteTierOptions: Sendable {
     public var writeMode: WriteMode = .writeThrough
     /// How invalidations reach this instance (``Invalidation/publishSubscribe``, which every store
     /// supports and which does not empty the local tiers when its connection blips).
-    /// Stores and removals publish their invalidations in either mode, so instances of either
-    /// kind can share a namespace.
+    /// Stores and removals publish their invalidations in either mode: a writer cannot know
+    /// whether other instances of the namespace use pub/sub, and those hear only what is
+    /// published. So instances of either kind can share a namespace.
     public var invalidation: Invalidation = .publishSubscribe
     /// The most disk copies of remote hits waiting to be written (128). A remote hit goes to
     /// memory at once; its disk copy is written in the background, one per key (a later hit of a

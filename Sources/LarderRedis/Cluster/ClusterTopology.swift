@@ -68,6 +68,13 @@ enum ClusterRedirection: Equatable {
     /// being migrated there).
     case ask(slot: Int, address: String)
 
+    /// The node the command is redirected to, `host:port`.
+    var address: String {
+        switch self {
+        case .moved(_, let address), .ask(_, let address): address
+        }
+    }
+
     /// The redirection in an error reply, or `nil` when it is another error. An empty host
     /// (Redis 7 with an unknown endpoint) means the node that answered (`askedHost`).
     init?(_ message: String, askedHost: String) {

@@ -46,7 +46,17 @@ extension RedisClusterStore {
         guard starts else { return }
         DispatchQueue.global(qos: .userInitiated).async { [self] in
             let loaded: Result<ClusterTopology, CacheError> = Result { () throws(CacheError) in try loadTopology(timeouts) }
-            let waiters = state.withLock { state -> [DispatchSemaphore] in
+            // The tracking connections follow the map before any call is routed by it: a master
+            // that joined is reported untracked before a value read from it could be kept.
+            let trackings = state.withLock { $0.trackings }
+            for tracking in trackings {
+                switch loaded {
+                case .success(let topology): tracking.reconcile(masters: topology.masters)
+                case .failure(let error): tracking.mapFailed(error)
+                }
+            }
+            let (waiters, late) = state.withLock { state -> ([DispatchSemaphore], [RedisClusterTracking]) in
+                let late = state.trackings.filter { tracking in !trackings.contains { $0 === tracking } }
                 state.refreshing = false
                 switch loaded {
                 case .success(let topology):
@@ -58,7 +68,14 @@ extension RedisClusterStore {
                     state.lastRefreshError = error
                 }
                 defer { state.refreshWaiters.removeAll() }
-                return state.refreshWaiters
+                return (state.refreshWaiters, late)
+            }
+            // Trackings that began during the load have not listened yet: no loss to report first.
+            for tracking in late {
+                switch loaded {
+                case .success(let topology): tracking.reconcile(masters: topology.masters)
+                case .failure(let error): tracking.mapFailed(error)
+                }
             }
             for waiter in waiters { waiter.signal() }
         }

@@ -39,7 +39,10 @@ import Synchronization
 /// Reads and removals of several keys are split by slot, sent to each master in one pipelined
 /// write, and merged back in the keys' order. Removal by prefix scans every master.
 /// Invalidations use `PUBLISH`, which a cluster forwards to every node, and a `SUBSCRIBE`
-/// connection to one node, which moves to another master when that node is lost.
+/// connection to one node, which moves to another master when that node is lost. With
+/// `RemoteTierOptions.invalidation = .tracking`, every master tracks the changes of the keys it
+/// serves instead, on a connection per master that follows the cluster's masters as they change
+/// (``trackChanges(ofKeysWithPrefix:timeouts:handler:)``).
 public final class RedisClusterStore: RemoteStore {
     /// The addresses the store first asks for the cluster's map, `host:port`.
     public let seeds: [String]
@@ -63,6 +66,8 @@ public final class RedisClusterStore: RemoteStore {
         var refreshWaiters: [DispatchSemaphore] = []
         /// Which master the subscription tries next.
         var nextSubscriptionNode = 0
+        /// The tracking subscriptions, which follow the map's masters.
+        var trackings: [RedisClusterTracking] = []
     }
 
     /// What tests may replace: the clock budgets are kept on, and an observer of what is sent.
@@ -200,6 +205,8 @@ public final class RedisClusterStore: RemoteStore {
         guard redirectionsLeft > 0 else {
             throw CacheError(.remoteFailure, "Redis Cluster redirected \(arguments.name) more than twice (slots moving?)")
         }
+        // A value read from a node whose changes are not tracked must not be kept as if they were.
+        for tracking in state.withLock({ $0.trackings }) { tracking.ensureTracked(redirection.address) }
         let target: RedisClusterNode
         let asking: Bool
         switch redirection {
@@ -382,6 +389,40 @@ public final class RedisClusterStore: RemoteStore {
         RedisSubscription.start(
             nextServer: { [self] () throws(CacheError) -> RedisServer in try subscriptionServer(channel: channel, timeouts: timeouts) },
             channel: channel, timeouts: timeouts, handler: handler)
+    }
+
+    /// `true`: every master tracks the changes of the keys it serves (`CLIENT TRACKING`, Redis 6
+    /// and later).
+    public var canTrackChanges: Bool { true }
+
+    /// `HELLO 3` (with `AUTH` when the store has a password) and `CLIENT TRACKING on BCAST PREFIX
+    /// prefix` on a connection of its own to every master, each on a thread of its own that
+    /// reconnects and tracks again after a loss, and the server's `invalidate` pushes of all of
+    /// them, reported as one subscription.
+    ///
+    /// It reports `RemoteSubscriptionEvent.subscribed(afterReconnect:)` once every master
+    /// tracks, and `RemoteSubscriptionEvent.lost(_:)` as soon as one does not: its connection
+    /// ended, or the slot map (reloaded after such a loss, a `MOVED`, or a failed call) names a
+    /// master that is not tracked yet, such as a replica promoted after a failover. A
+    /// redirection to a node that is not tracked reports the loss before the redirected command
+    /// is sent. Tracking is in broadcast mode, as on a single server: the values are read on the
+    /// pooled connections, which do not track.
+    public func trackChanges(
+        ofKeysWithPrefix prefix: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void
+    ) -> (any RemoteSubscription)? {
+        let tracking = RedisClusterTracking(store: self, prefix: prefix, timeouts: timeouts, handler: handler)
+        let known = state.withLock { state -> [String] in
+            state.trackings.append(tracking)
+            return state.topology.masters
+        }
+        if !known.isEmpty { tracking.reconcile(masters: known) }
+        startRefresh(timeouts)
+        return tracking
+    }
+
+    /// Forgets a tracking subscription that was cancelled.
+    func stopTracking(_ tracking: RedisClusterTracking) {
+        state.withLock { $0.trackings.removeAll { $0 === tracking } }
     }
 
     /// The node a subscription connects to next: the channel's slot's master first, then the
