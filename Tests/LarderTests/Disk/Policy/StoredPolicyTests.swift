@@ -75,6 +75,23 @@ import Testing
         #expect(actual == expected)
     }
 
+    /// The layout docs/FORMAT.md gives: the magic, the version, 216 bytes before the lists,
+    /// 8 a record, 4 a probation record more, 12 a shadow key, 8 a sketch word, 4 of CRC.
+    @Test func theSectionsLayout() throws {
+        #expect(IndexSnapshot.encodePolicy(StoredPolicy()).count == 216 + 4)
+        var mirror = AdaptivePolicyMirror(capacity: 20_000)
+        Self.drive(&mirror, seed: 5, steps: 200, keyOffset: 0)
+        let stored = mirror.policy.stored { UInt32($0) }
+        let encoded = IndexSnapshot.encodePolicy(stored)
+        #expect(Array(encoded.prefix(8)) == Array("LRDP".utf8) + [1, 0, 0, 0])
+        let records = stored.queues.map(\.count).reduce(0, +)
+        #expect(
+            encoded.count
+                == 216 + 8 * records + 4 * stored.queues[1].count + 12 * stored.shadow.count + 8 * stored.sketch.count + 4)
+        // The capacity is the first scalar after the version.
+        #expect(encoded[8 ..< 16].reversed().reduce(0) { $0 << 8 | Int($1) } == 20_000)
+    }
+
     /// Every byte flipped, and every shorter length, is refused by the section's checksum or
     /// its structure; nothing traps.
     @Test func aDamagedSectionIsRefused() {
