@@ -81,10 +81,10 @@ import Darwin
         #expect(IndexSnapshot.decodeStamps(bytes) == stamps)
         #expect(IndexSnapshot.decode(bytes)?.map(\.name) == ["abc"])
         #expect(IndexSnapshot.decodeStamps(IndexSnapshot.encode(entries)) == FolderStamps.none)
-        // The version is 3; a version-2 snapshot (the same bytes, relabelled) is ignored.
-        #expect(bytes[4] == 3)
+        // The version is 4; a version-3 snapshot (the same bytes, relabelled) is ignored.
+        #expect(bytes[4] == 4)
         var relabelled = bytes
-        relabelled[4] = 2
+        relabelled[4] = 3
         relabelled.replaceSubrange((relabelled.count - 4)..., with: Self.crc(relabelled.dropLast(4)))
         #expect(IndexSnapshot.decode(relabelled) == nil)
     }

@@ -21,8 +21,10 @@ extension DiskCache {
         var snapshot: DiskIndex?
         var stamps = FolderStamps.none
         var mustList: Set<String> = []
+        var storedPolicy: StoredPolicy?
         if let loaded = loadIndexImage() {
             snapshot = loaded.image.index
+            storedPolicy = loaded.image.policy
             stamps = loaded.stamps
             mustList = shardFolders(of: loaded.image.touched)
         }
@@ -40,7 +42,9 @@ extension DiskCache {
         let count = state.withLock {
             $0.foldersVouchedFor = reconciled.vouchedFolders.count
             $0.imageReference = stamps.reference
-            return $0.finishBuild(loaded: reconciled.index, suspects: reconciled.suspects, listedEverything: reconciled.listedEverything)
+            return $0.finishBuild(
+                loaded: reconciled.index, policy: storedPolicy, suspects: reconciled.suspects,
+                listedEverything: reconciled.listedEverything)
         }
         events.append(.indexReady(recordCount: count))
         if !options.isReadOnly, !isClosed.isSet, hasPolicyWork || isOverLimits(effectiveSizeLimit(forceRefresh: true)) {

@@ -211,9 +211,13 @@ extension DiskCache {
 
         /// Merges an index loaded from the snapshot (and reconciled with the folders), deferring
         /// to names changed meanwhile, which stay the most recently used; marks the index ready.
+        /// The eviction policy is restored from `policy`, the state the snapshot held, when it
+        /// fits the merged index, else started afresh.
         /// - Returns: The number of records indexed.
         /// - Complexity: O(*m*) for the *m* names changed during the build.
-        mutating func finishBuild(loaded: consuming DiskIndex, suspects found: Set<String>, listedEverything: Bool) -> Int {
+        mutating func finishBuild(
+            loaded: consuming DiskIndex, policy: StoredPolicy? = nil, suspects found: Set<String>, listedEverything: Bool
+        ) -> Int {
             var merged = loaded
             for name in touchedDuringBuild { merged.remove(name.string) }
             index.forEachLeastRecentFirst { entry in
@@ -221,14 +225,16 @@ extension DiskCache {
                 return true
             }
             index = merged
-            return finishBuild(suspects: found, listedEverything: listedEverything)
+            return finishBuild(suspects: found, listedEverything: listedEverything, policy: policy)
         }
 
-        private mutating func finishBuild(suspects found: Set<String>, listedEverything: Bool) -> Int {
+        private mutating func finishBuild(suspects found: Set<String>, listedEverything: Bool, policy: StoredPolicy? = nil) -> Int {
             suspects = touchedDuringBuild.isEmpty ? found : found.filter { !touchedDuringBuild.contains(ExactName($0)) }
             touchedDuringBuild = []
             isIndexReady = true
-            if policyCapacity > 0 { index.startPolicy(capacity: policyCapacity) }
+            if policyCapacity > 0, !(policy.map { index.restorePolicy($0, capacity: policyCapacity) } ?? false) {
+                index.startPolicy(capacity: policyCapacity)
+            }
             isIndexAuthoritative = listedEverything
             return index.count
         }

@@ -94,6 +94,10 @@ enum IndexJournal {
         /// repeat): the base's facts about them are stale, so a build that trusts the base for
         /// a folder must look at their folders again.
         var touched: [String]
+        /// The eviction policy's state the base holds, its records named by their positions in
+        /// the base's entry order, which are the index's slots for the entries the commits left
+        /// where they were (``DiskIndex/restorePolicy(_:capacity:)`` checks it fits).
+        var policy: StoredPolicy?
     }
 
     /// The index the base `base` and the journal `journal` (`nil` or empty for none) describe,
@@ -136,7 +140,7 @@ enum IndexJournal {
             guard ok else { return nil }
         }
         index.clearChanges()
-        return Image(index: index, epoch: epoch, touched: touched)
+        return Image(index: index, epoch: epoch, touched: touched, policy: decoded.policy)
     }
 
     /// Reads the record at `offset` and advances past it; `nil` when it is torn or damaged.

@@ -1,22 +1,24 @@
 /// The persisted index, the base of the index image (``IndexJournal`` holds the changes since):
 /// every entry in least-recently-used order, so a reopened cache knows its records, totals and
-/// LRU order without reading each header. Version 3 is a near-binary image of ``DiskIndex``'s
+/// LRU order without reading each header. Version 4 is a near-binary image of ``DiskIndex``'s
 /// slots and arena, loaded with one pass and no allocation per entry; it names the epoch that
-/// journal records must carry to apply to it, and ends with the shard folders' stamps
-/// (``FolderStamps``), so that an open lists only the folders that changed since.
+/// journal records must carry to apply to it, carries the adaptive eviction policy's state
+/// (`IndexSnapshot+Policy.swift`), and ends with the shard folders' stamps (``FolderStamps``),
+/// so that an open lists only the folders that changed since.
 ///
-/// Layout (little-endian): magic "LRDX", version u32 (3), count u32, arena length u64, epoch
+/// Layout (little-endian): magic "LRDX", version u32 (4), count u32, arena length u64, epoch
 /// u64; then the entry list: per entry, 39 bytes: flags u8 (2: the name is 64 hex digits kept
 /// as 32 bytes; 4: the key is the name), name length u16, key length u32 (`0xFFFF_FFFF` for
 /// none), diskSize u64, updateTime u64, lastAccessMs u64, ttl u32, lockCount u32; then the
-/// arena: each entry's name then key bytes, in entry order; then the stamps section: reference
+/// arena: each entry's name then key bytes, in entry order; then the policy section (empty under
+/// LRU) and its length u32; then the stamps section: reference
 /// seconds i64 and nanoseconds u32, folder count u32, per folder its name length u8 and name,
 /// then modification and change times (seconds i64, nanoseconds u32 each), inode u64 and size
 /// u64; then the stamps section's length u32; last, a CRC-32 of everything before it. Versions
-/// 1 and 2 (and any other) are ignored: the index is then rebuilt from the headers.
+/// 1 to 3 (and any other) are ignored: the index is then rebuilt from the headers.
 enum IndexSnapshot {
     static let magic: UInt32 = 0x5844_524C  // "LRDX"
-    static let version: UInt32 = 3
+    static let version: UInt32 = 4
     static let headerSize = 28
     static let entrySize = 39
 
@@ -30,14 +32,15 @@ enum IndexSnapshot {
             order.append(slot)
             slot = index.slots[Int(slot)].next
         }
-        return encode(index.slots, order: order, arena: index.arena, epoch: epoch, stamps: stamps)
+        let policy = policySection(index, order: order)
+        return encode(index.slots, order: order, arena: index.arena, epoch: epoch, policy: policy, stamps: stamps)
     }
 
     /// Encodes entries in their order (least recently used first); repeated names are kept,
     /// as a damaged or crafted snapshot may hold them.
     static func encode(_ entries: [IndexEntry], epoch: UInt64 = 0, stamps: FolderStamps = .none) -> [UInt8] {
         let (slots, arena) = DiskIndex.pack(entries)
-        return encode(slots, order: (0 ..< Int32(slots.count)).map { $0 }, arena: arena, epoch: epoch, stamps: stamps)
+        return encode(slots, order: (0 ..< Int32(slots.count)).map { $0 }, arena: arena, epoch: epoch, policy: [], stamps: stamps)
     }
 
     private static func storedLength(_ s: DiskIndex.Slot) -> Int {
@@ -45,11 +48,11 @@ enum IndexSnapshot {
     }
 
     private static func encode(
-        _ slots: [DiskIndex.Slot], order: [Int32], arena: [UInt8], epoch: UInt64, stamps: FolderStamps
+        _ slots: [DiskIndex.Slot], order: [Int32], arena: [UInt8], epoch: UInt64, policy: [UInt8], stamps: FolderStamps
     ) -> [UInt8] {
         let arenaLength = self.arenaLength(slots, order: order)
         let stampBytes = encode(stamps)
-        let total = headerSize + order.count * entrySize + arenaLength + stampBytes.count + 4 + 4
+        let total = headerSize + order.count * entrySize + arenaLength + policy.count + 4 + stampBytes.count + 4 + 4
         return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
             var writer = LittleEndianWriter(UnsafeMutableRawBufferPointer(buffer))
             writer.put(magic)
@@ -58,6 +61,8 @@ enum IndexSnapshot {
             writer.put(UInt64(arenaLength))
             writer.put(epoch)
             writeEntryList(slots, order: order, arena: arena, into: &writer)
+            writer.put(bytes: policy)
+            writer.put(UInt32(policy.count))
             writer.put(bytes: stampBytes)
             writer.put(UInt32(stampBytes.count))
             writer.put(CRC32.checksum(writer.written))
@@ -109,7 +114,7 @@ enum IndexSnapshot {
     /// dropped (its record is then read from its header like any unknown file), so a crafted
     /// snapshot cannot make one key answer with another key's file.
     static func decode(_ bytes: [UInt8], keyEncoding: KeyEncoding? = nil) -> [IndexEntry]? {
-        guard let (slots, arena, _) = decodeSlots(bytes) else { return nil }
+        guard let (slots, arena, _, _) = decodeSlots(bytes) else { return nil }
         return slots.compactMap { s in
             if let keyEncoding, !keyMapsToName(s, arena: arena, keyEncoding) { return nil }
             return DiskIndex.entry(s, in: arena)
@@ -124,8 +129,10 @@ enum IndexSnapshot {
         decodeBase(bytes, keyEncoding: keyEncoding)?.index
     }
 
-    /// ``decodeIndex(_:keyEncoding:)`` and the base's epoch.
-    static func decodeBase(_ bytes: [UInt8], keyEncoding: KeyEncoding) -> (index: DiskIndex, epoch: UInt64)? {
+    /// ``decodeIndex(_:keyEncoding:)``, the base's epoch, and the policy its policy section holds
+    /// (`nil` when it holds none, or is damaged, or an entry was dropped, which moves the
+    /// positions it names).
+    static func decodeBase(_ bytes: [UInt8], keyEncoding: KeyEncoding) -> (index: DiskIndex, epoch: UInt64, policy: StoredPolicy?)? {
         guard let decoded = decodeSlots(bytes) else { return nil }
         var slots = decoded.slots
         let arena = decoded.arena
@@ -135,9 +142,10 @@ enum IndexSnapshot {
             spoofed = true
         }
         if spoofed { slots.removeAll { $0.flags.isEmpty } }
+        let policy = spoofed ? nil : bytes.withUnsafeBytes { decodePolicy(UnsafeRawBufferPointer(rebasing: $0[decoded.policy])) }
         var index = DiskIndex()
         index.load(slots: consume slots, arena: arena)
-        return (index, decoded.epoch)
+        return (index, decoded.epoch, policy)
     }
 
     /// Whether a slot's key, if any, maps to its name under `keyEncoding`.
@@ -161,10 +169,13 @@ enum IndexSnapshot {
         }
     }
 
-    /// The slots (in order, unlinked), arena and epoch a snapshot holds, checked and clamped.
-    private static func decodeSlots(_ bytes: [UInt8]) -> (slots: [DiskIndex.Slot], arena: [UInt8], epoch: UInt64)? {
+    /// The slots (in order, unlinked), arena and epoch a snapshot holds, checked and clamped, and
+    /// where its policy section lies (not decoded).
+    private static func decodeSlots(
+        _ bytes: [UInt8]
+    ) -> (slots: [DiskIndex.Slot], arena: [UInt8], epoch: UInt64, policy: Range<Int>)? {
         guard bytes.count >= headerSize + 4 else { return nil }
-        return bytes.withUnsafeBytes { buffer -> (slots: [DiskIndex.Slot], arena: [UInt8], epoch: UInt64)? in
+        return bytes.withUnsafeBytes { buffer -> (slots: [DiskIndex.Slot], arena: [UInt8], epoch: UInt64, policy: Range<Int>)? in
             let body = UnsafeRawBufferPointer(rebasing: buffer[0 ..< buffer.count - 4])
             let crc = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: buffer.count - 4, as: UInt32.self))
             guard CRC32.checksum(body) == crc else { return nil }
@@ -178,10 +189,15 @@ enum IndexSnapshot {
             // The stamps section, then its length, end the body; a damaged one damages the whole.
             guard body.count >= headerSize + 4, decodeStamps(body) != nil else { return nil }
             let stampsLength = Int(load(body.count - 4, UInt32.self)) + 4
-            guard let list = readEntryList(body, at: headerSize, count: count, arenaLength: arenaLength),
-                list.end == body.count - stampsLength
+            // Before it, the policy section and its length, which must end where the arena does.
+            let policyEnd = body.count - stampsLength - 4
+            guard policyEnd >= headerSize else { return nil }
+            let policyLength = Int(load(policyEnd, UInt32.self))
+            guard policyLength <= policyEnd - headerSize,
+                let list = readEntryList(body, at: headerSize, count: count, arenaLength: arenaLength),
+                list.end == policyEnd - policyLength
             else { return nil }
-            return (list.slots, list.arena, epoch)
+            return (list.slots, list.arena, epoch, list.end ..< policyEnd)
         }
     }
 

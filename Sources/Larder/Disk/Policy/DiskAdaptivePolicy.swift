@@ -28,53 +28,55 @@
 /// which the sketch counts (ids are reused; keys are not). Memory: 25 bytes a record id (two
 /// links, the size, the hash, the queue byte, the probation slot), 4 bytes a probation record
 /// (its slot) and 8 to 16 bytes a record for the sketch. Victims are drawn by a seeded
-/// generator kept in the state, so a policy restored from its stored properties decides as
-/// the one it was saved from.
+/// generator kept in the state, so a policy restored from its stored state (``StoredPolicy``,
+/// which the index image carries) decides as the one it was saved from.
 package struct DiskAdaptivePolicy: Sendable {
     static let window: UInt8 = 1
     static let probation: UInt8 = 2
     static let protected: UInt8 = 3
 
-    /// Internal, not private, so that the host can walk the order (`DiskAdaptivePolicy+Order.swift`).
+    // The state is internal, not private, so that the host can walk the order
+    // (`DiskAdaptivePolicy+Order.swift`) and the index image can save and restore it
+    // (`DiskAdaptivePolicy+Stored.swift`).
     var queues = RecordQueues(queues: 3)
-    private var hashes: [UInt32] = []
-    private var sketch = FrequencySketch()
-    private var sketchUses = 0
+    var hashes: [UInt32] = []
+    var sketch = FrequencySketch()
+    var sketchUses = 0
     /// A contest's pool of possible victims, kept to reuse its storage.
     private var contestPool: [(value: Double, id: Int32, frequency: Int)] = []
     /// Probation's records in no order, for drawing victims at random.
-    private var probationSlots: [Int32] = []
+    var probationSlots: [Int32] = []
     /// Per id: its index in `probationSlots`, while it is in probation.
-    private var probationSlotOf: [Int32] = []
+    var probationSlotOf: [Int32] = []
     /// The state of the generator that draws victims (SplitMix64).
-    private var randomState: UInt64 = 0x2545_F491_4F6C_DD1D
+    var randomState: UInt64 = 0x2545_F491_4F6C_DD1D
 
     /// The byte budget.
     package private(set) var capacity: Int
     /// The window's share of the capacity, 0 through 1.
-    package private(set) var windowShare = 0.01
+    package internal(set) var windowShare = 0.01
     /// The least share the LRU check allows.
-    package private(set) var windowFloor = 0.0
+    package internal(set) var windowFloor = 0.0
 
     // The hill climber.
-    private var periodRequests = 0
-    private var periodHits = 0
-    private var periodBytes = 0
-    private var periodHitBytes = 0
-    private var previousScore = -1.0
-    private var climbStep = 0.0625
-    private var climbDirection = 1.0
+    var periodRequests = 0
+    var periodHits = 0
+    var periodBytes = 0
+    var periodHitBytes = 0
+    var previousScore = -1.0
+    var climbStep = 0.0625
+    var climbDirection = 1.0
 
     // The LRU check.
-    private var sampleMask: UInt32 = 0
-    private var shadow: SampledLRU
-    private var onlyOrderMissed = 0
-    private var onlyShadowMissed = 0
-    private var sampledRequests = 0
-    private var shadowMisses = 0
-    private var shadowMissedBytes = 0
-    private var onlyOrderMissedBytes = 0
-    private var onlyShadowMissedBytes = 0
+    var sampleMask: UInt32 = 0
+    var shadow: SampledLRU
+    var onlyOrderMissed = 0
+    var onlyShadowMissed = 0
+    var sampledRequests = 0
+    var shadowMisses = 0
+    var shadowMissedBytes = 0
+    var onlyOrderMissedBytes = 0
+    var onlyShadowMissedBytes = 0
 
     /// A policy that holds at most `capacity` bytes.
     package init(capacity: Int) {

@@ -45,8 +45,10 @@ public struct DiskEvictionPolicy: Hashable, Sendable, CustomStringConvertible {
     /// and ``CacheEvent/recordEvicted(key:file:reason:)``, with ``EvictionReason/sizeLimit``): a
     /// new record that loses to the records it would displace, or one larger than the size limit. The memory tier of a ``HybridCache``
     /// still holds its value. The policy's state (its queues and frequency counts) is kept in
-    /// memory only: a reopened cache starts it afresh from the least-recently-used order its
-    /// index image records.
+    /// the index image when a whole image is written (`flush()`, `close()`),
+    /// so a reopened cache evicts as the closed one would have; when the image no longer matches
+    /// it (or the size limit changed), a reopened cache starts it afresh from the
+    /// least-recently-used order its index image records.
     public static let adaptive = DiskEvictionPolicy(.adaptive)
 
     /// The policy Larder recommends, and the default of ``DiskCacheOptions`` (and so of a

@@ -40,6 +40,13 @@ struct SampledLRU {
         return false
     }
 
+    /// The hashes it holds and their sizes, least recently used first: given to ``access(_:size:)``
+    /// in this order, an empty one of the same capacity holds the same.
+    /// - Complexity: O(*n*).
+    var leastRecentFirst: [(hash: UInt32, size: Int)] {
+        order.ids(in: 1).map { (hashes[Int($0)], order.size(of: $0)) }
+    }
+
     /// Forgets `hash` (its record was removed, not evicted).
     mutating func remove(_ hash: UInt32) {
         guard let node = nodes.removeValue(forKey: hash) else { return }

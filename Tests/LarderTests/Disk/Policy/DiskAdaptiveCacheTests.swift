@@ -165,37 +165,4 @@ struct AdaptivePolicyMirror {
         }
         cache.state.withLock { $0.index._checkInvariants() }
     }
-
-    /// The policy's state lives in memory only: a reopened cache starts it afresh from the
-    /// recency order its index image records, as a policy given those records as first requests,
-    /// least recently used first; from then on it evicts as that policy does.
-    @Test func aReopenedCacheStartsThePolicyFromTheRecencyOrder() throws {
-        let dir = TemporaryDirectory()
-        defer { dir.remove() }
-        let events = EventLog()
-        let clock = ManualClock(now: 1_700_000_000)
-        var options = Self.options(dir.url, clock: clock, sizeLimit: 60 * 4096)
-        options.eventHandler = events.handler
-        var mirror = AdaptivePolicyMirror(capacity: options.sizeLimit)
-        let recency: [String]
-        do {
-            let cache = try DiskCache(options: options)
-            cache.waitForIndex()
-            try Self.replay(cache, &mirror, events: events, seed: 9, steps: 800, keyOffset: 0)
-            recency = try cache.keys(withPrefix: "")
-            cache.close()
-        }
-        let reopened = try DiskCache(options: options)
-        reopened.waitForIndex()
-        #expect(try reopened.keys(withPrefix: "") == recency)
-        #expect(Self.evictedKeys(events.drain()).isEmpty)
-        // The fresh policy: every record as a first request, least recently used first.
-        var fresh = AdaptivePolicyMirror(capacity: options.sizeLimit)
-        for key in recency {
-            let size = reopened.state.withLock { $0.index[key]!.diskSize }
-            #expect(fresh.insert(key, size: size).isEmpty)
-        }
-        #expect(reopened.state.withLock { $0.index.policy?.count } == recency.count)
-        try Self.replay(reopened, &fresh, events: events, seed: 10, steps: 800, keyOffset: 100_000)
-    }
 }
