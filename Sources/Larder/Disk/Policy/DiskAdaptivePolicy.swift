@@ -25,9 +25,11 @@
 ///   is plain LRU), which sinks again while the policy does better.
 ///
 /// Records are the disk index's dense ids; the host passes a 32-bit hash of each record's key,
-/// which the sketch counts (ids are reused; keys are not). Memory: 25 bytes a record id (two
-/// links, the size, the hash, the queue byte, the probation slot), 4 bytes a probation record
-/// (its slot) and 8 to 16 bytes a record for the sketch. Victims are drawn by a seeded
+/// which the sketch counts (ids are reused; keys are not). Memory: 21 bytes a record id (two
+/// links, the size in 32 bits, the hash, the queue byte, the probation slot), 4 bytes a
+/// probation record (its slot) and 8 to 16 bytes a record for the sketch; a host that knows
+/// how many ids it will use reserves them (``reserveCapacity(_:)``), so that no array grows by
+/// doubling and leaves the storage it outgrew resident. Victims are drawn by a seeded
 /// generator kept in the state, so a policy restored from its stored properties decides as
 /// the one it was saved from.
 package struct DiskAdaptivePolicy: Sendable {
@@ -80,6 +82,18 @@ package struct DiskAdaptivePolicy: Sendable {
     package init(capacity: Int) {
         self.capacity = max(0, capacity)
         shadow = SampledLRU(capacity: self.capacity)
+    }
+
+    /// Makes room for ids below `ids` without growing its per-id arrays, and sizes the frequency
+    /// sketch for that many records if it counted nothing yet (reserved, not touched: what is
+    /// never filled costs no resident memory).
+    /// - Complexity: O(`ids`) for a sketch sized now, else O(1) amortized.
+    package mutating func reserveCapacity(_ ids: Int) {
+        queues.reserveCapacity(ids)
+        hashes.reserveCapacity(ids)
+        probationSlotOf.reserveCapacity(ids)
+        probationSlots.reserveCapacity(ids)
+        if sketchUses == 0 && sketch.table.count < ids { sketch.ensureCapacity(ids) }
     }
 
     /// The bytes of the records it holds.
@@ -274,7 +288,8 @@ package struct DiskAdaptivePolicy: Sendable {
         queues.move(id, to: Self.probation)
         let i = Int(id)
         if i >= probationSlotOf.count {
-            probationSlotOf.append(contentsOf: repeatElement(-1, count: max(i + 1, 2 * probationSlotOf.count) - probationSlotOf.count))
+            // Only as far as `id`, as ``RecordQueues`` grows.
+            probationSlotOf.append(contentsOf: repeatElement(-1, count: i + 1 - probationSlotOf.count))
         }
         probationSlotOf[i] = Int32(probationSlots.count)
         probationSlots.append(id)
