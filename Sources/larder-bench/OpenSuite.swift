@@ -66,7 +66,8 @@ func runOpenSuite(_ context: BenchContext) throws {
             try DiskCache(options: options).close()
         }
         let adaptive = try runIndexMemoryChild(folder, n: n, sizeLimit: 2 * n * 4096)
-        context.report(suite: "open", case: "index-memory", impl: "larder-adaptive", n: n, bytes: adaptive.bytesPerRecord, nsPerOp: adaptive.ns)
+        context.report(
+            suite: "open", case: "index-memory", impl: "larder-adaptive", n: n, bytes: adaptive.bytesPerRecord, nsPerOp: adaptive.ns)
         removeTree(folder)
     }
 }
