@@ -167,8 +167,9 @@ struct AdaptivePolicyMirror {
     }
 
     /// The policy's state lives in memory only: a reopened cache starts it afresh from the
-    /// recency order its index image records, as a policy given those records as first requests,
-    /// least recently used first; from then on it evicts as that policy does.
+    /// recency order its index image records, as a policy with room for the index's slots given
+    /// those records as first requests, least recently used first; from then on it evicts as that
+    /// policy does.
     @Test func aReopenedCacheStartsThePolicyFromTheRecencyOrder() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
@@ -189,8 +190,10 @@ struct AdaptivePolicyMirror {
         reopened.waitForIndex()
         #expect(try reopened.keys(withPrefix: "") == recency)
         #expect(Self.evictedKeys(events.drain()).isEmpty)
-        // The fresh policy: every record as a first request, least recently used first.
+        // The fresh policy: every record as a first request, least recently used first, with
+        // room reserved for the index's slots as the index reserves it.
         var fresh = AdaptivePolicyMirror(capacity: options.sizeLimit)
+        fresh.policy.reserveCapacity(reopened.state.withLock { $0.index.slots.count })
         for key in recency {
             let size = reopened.state.withLock { $0.index[key]!.diskSize }
             #expect(fresh.insert(key, size: size).isEmpty)
