@@ -40,8 +40,8 @@ import Testing
     }
 
     /// The policy an index starts holds its per-id arrays in the storage reserved for the index's
-    /// slots: filled as the index walks its records, they are not copied, nor grown by doubling
-    /// (which would leave the storage they outgrew resident).
+    /// slots, filled only as far as the ids reach: not grown by doubling, which would leave the
+    /// storage they outgrew resident.
     @Test func aStartedPolicyFillsTheStorageReservedForTheSlots() throws {
         var index = DiskIndex()
         let n = 1_000
@@ -52,7 +52,7 @@ import Testing
         index.startPolicy(capacity: 1 << 30)
         let policy = try #require(index.policy)
         #expect(policy.count == n)
-        // Grown one id at a time, or copied then grown, an array reaches the next power of two.
+        // Grown by doubling, an array would reach the next power of two.
         #expect(policy.queues.previous.count == n && policy.queues.previous.capacity < 1_024)
         #expect(policy.queues.next.capacity < 1_024)
         #expect(policy.queues.sizes.capacity < 1_024)
