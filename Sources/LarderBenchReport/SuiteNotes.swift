@@ -66,7 +66,9 @@ struct SuiteNote {
                 A closed cache of n records of 1 KiB, reopened with its files in the page cache: `first-load` is the \
                 time from `init` to the first hit, `index-ready` to the index knowing every record. \
                 `larder-no-snapshot` has its index snapshot deleted first, as after a crash, so the index is rebuilt \
-                from the records' headers. `index-memory` is the open cache's resident memory per record.
+                from the records' headers. `index-memory` is the open cache's resident memory per record; \
+                `larder-adaptive` opens with the snapshot and a size limit, so that the adaptive eviction policy \
+                holds every record too.
                 """,
             baselines: [("larder-snapshot", ["larder-no-snapshot"])], chart: nil),
         SuiteNote(

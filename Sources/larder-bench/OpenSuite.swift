@@ -20,7 +20,9 @@ import Larder
 // fixture is reused: its resident size (`/proc/self/statm`) before `init` (after a cache of 100
 // records was opened and closed, so that the libraries and threads any cache starts are
 // counted out), then once the index is ready; the time is that of the open. With the
-// snapshot, and without (the index built from the headers).
+// snapshot, and without (the index built from the headers); and `larder-adaptive`, with the
+// snapshot and a size limit (twice the records' bytes, so nothing is evicted), under which the
+// default policy (`.adaptive`) holds every record too.
 
 func runOpenSuite(_ context: BenchContext) throws {
     let sizes = context.sizes ?? (context.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000])
@@ -63,17 +65,21 @@ func runOpenSuite(_ context: BenchContext) throws {
             // Reopened once more, so the next impl finds a snapshot again.
             try DiskCache(options: options).close()
         }
+        let adaptive = try runIndexMemoryChild(folder, n: n, sizeLimit: 2 * n * 4096)
+        context.report(
+            suite: "open", case: "index-memory", impl: "larder-adaptive", n: n, bytes: adaptive.bytesPerRecord, nsPerOp: adaptive.ns)
         removeTree(folder)
     }
 }
 
-/// Runs `--index-memory` in a child process; returns the bytes per record and the open's time.
-private func runIndexMemoryChild(_ folder: String, n: Int) throws -> (bytesPerRecord: Int, ns: Double) {
+/// Runs `--index-memory` in a child process, with `sizeLimit` unless it is 0; returns the bytes
+/// per record and the open's time.
+private func runIndexMemoryChild(_ folder: String, n: Int, sizeLimit: Int = 0) throws -> (bytesPerRecord: Int, ns: Double) {
     let process = Process()
     process.executableURL = URL(
         fileURLWithPath: CommandLine.arguments[0].hasPrefix("/")
             ? CommandLine.arguments[0] : FileManager.default.currentDirectoryPath + "/" + CommandLine.arguments[0])
-    process.arguments = ["--index-memory", folder, String(n)]
+    process.arguments = ["--index-memory", folder, String(n)] + (sizeLimit > 0 ? [String(sizeLimit)] : [])
     let pipe = Pipe()
     process.standardOutput = pipe
     try process.run()
@@ -94,11 +100,13 @@ private func residentBytes() throws -> Int {
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
-/// Opens the cache of `n` records in `folder` (with whatever snapshot it has), waits for its
-/// index, and returns "bytes-per-record ns" for the child's standard output.
-func measureIndexMemory(_ folder: String, n: Int) throws -> String {
+/// Opens the cache of `n` records in `folder` (with whatever snapshot it has, and `sizeLimit`
+/// unless it is 0), waits for its index, and returns "bytes-per-record ns" for the child's
+/// standard output.
+func measureIndexMemory(_ folder: String, n: Int, sizeLimit: Int = 0) throws -> String {
     let clock = ManualClock(now: CacheFixture.startTime + Double(n))
-    let options = CacheFixture.options(folder, clock: clock)
+    var options = CacheFixture.options(folder, clock: clock)
+    if sizeLimit > 0 { options.sizeLimit = sizeLimit }
     // Libraries and threads a first cache starts (a constant) are not the index: a cache of
     // 100 records is opened, used and closed first.
     let warmUp = try BenchDirectory("index-memory-warm-up")

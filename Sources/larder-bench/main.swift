@@ -81,10 +81,12 @@ if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--gc-once", le
     }
 }
 
-// The child process `open/index-memory` runs: `--index-memory FOLDER N`.
-if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--index-memory", let n = Int(CommandLine.arguments[3]) {
+// The child process `open/index-memory` runs: `--index-memory FOLDER N [SIZE-LIMIT]`.
+if (4 ... 5).contains(CommandLine.arguments.count), CommandLine.arguments[1] == "--index-memory", let n = Int(CommandLine.arguments[3]),
+    let sizeLimit = CommandLine.arguments.count == 5 ? Int(CommandLine.arguments[4]) : 0
+{
     do {
-        print(try measureIndexMemory(CommandLine.arguments[2], n: n))
+        print(try measureIndexMemory(CommandLine.arguments[2], n: n, sizeLimit: sizeLimit))
         exit(0)
     } catch {
         printError("larder-bench: \(error)")

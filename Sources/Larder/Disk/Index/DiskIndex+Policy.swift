@@ -17,7 +17,12 @@ extension DiskIndex {
     /// When they exceed the budget they wait for admission instead, for the next trim.
     /// - Complexity: O(*n*).
     mutating func startPolicy(capacity: Int) {
-        policy = DiskAdaptivePolicy(capacity: capacity)
+        // Built aside and stored once full: a closure that changed the index's own policy while
+        // the index walks its slots would change a copy's worth of shared arrays, copying each
+        // (and the reservation with it) at its first change.
+        var started = DiskAdaptivePolicy(capacity: capacity)
+        // Slot numbers are the policy's ids: room for every slot the index has now.
+        started.reserveCapacity(slots.count)
         (awaitingAdmission, awaitingSlots, policyVictims, victimSlots) = ([], [], [], [])
         var unlockedBytes = 0
         forEachSlotLeastRecentFirst { slot in
@@ -26,18 +31,22 @@ extension DiskIndex {
         }
         // Over the budget, they wait for the trim that follows the build, which removes the
         // expired records before it admits the rest; else they go in at once, without the lists.
-        let fits = unlockedBytes <= capacity
-        forEachSlotLeastRecentFirst { slot in
-            let s = slots[Int(slot)]
-            guard s.lockCount == 0 else { return true }
-            if fits {
-                policy!.insert(slot, size: s.diskSize, hash: policyHash(ofSlot: slot)) { _ in
+        if unlockedBytes <= capacity {
+            forEachSlotLeastRecentFirst { slot in
+                let s = slots[Int(slot)]
+                guard s.lockCount == 0 else { return true }
+                started.insert(slot, size: s.diskSize, hash: policyHash(ofSlot: slot)) { _ in
                     preconditionFailure("records within the budget evict nothing")
                 }
-            } else {
-                awaitForAdmission(slot)
+                return true
             }
-            return true
+            policy = started
+        } else {
+            policy = started
+            forEachSlotLeastRecentFirst { slot in
+                if slots[Int(slot)].lockCount == 0 { awaitForAdmission(slot) }
+                return true
+            }
         }
     }
 
