@@ -111,6 +111,14 @@ final class RedisConnection: @unchecked Sendable {
         return try flushAndRead()
     }
 
+    /// Sends `name key...` (a command of several keys, such as `MGET`) and reads its reply,
+    /// written straight into the output buffer (the remote tier's read of several keys).
+    func command(_ name: StaticString, keys: [String]) throws(CacheError) -> RedisReply {
+        try checkUsable()
+        RESPEncoding.appendCommand(name, keys: keys, to: &output)
+        return try flushAndRead()
+    }
+
     /// Sends every command in one write, then reads their replies in order, so the commands cost one wait for the server together.
     func pipeline(_ commands: [RedisArguments]) throws(CacheError) -> [RedisReply] {
         try checkUsable()

@@ -154,7 +154,8 @@ public final class RedisRemoteStore: RemoteStore {
     /// key would buy nothing.
     public func values(forKeys keys: [String], timeouts: RemoteTimeouts) throws(CacheError) -> [RemoteValue?] {
         guard keys.count > 1 else { return keys.isEmpty ? [] : [try value(forKey: keys[0], timeouts: timeouts)] }
-        return try Self.values(in: try command(["MGET"] + keys, timeouts: timeouts), count: keys.count)
+        let reply = try withConnection(timeouts) { (connection) throws(CacheError) in try connection.command("MGET", keys: keys) }
+        return try Self.values(in: reply, count: keys.count)
     }
 
     /// The value under `key`: one `GET`, written straight into the connection's output buffer

@@ -50,6 +50,29 @@ import Testing
         #expect(scripted.received(0) == Array(String(repeating: "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", count: 2).utf8))
     }
 
+    @Test func aReadOfSeveralKeysIsOneMGETAndItsErrorReplyIsThrown() throws {
+        let scripted = try ScriptedServer(["*3\r\n$1\r\nx\r\n$-1\r\n$0\r\n\r\n", "-ERR denied\r\n", "$1\r\ny\r\n"])
+        defer { scripted.stop() }
+        let store = try RedisRemoteStore(host: "127.0.0.1", port: scripted.port)
+        // Keys go out as their UTF-8 bytes, each with its length: spaces, accents, empty.
+        let found = try store.values(forKeys: ["a", "clé b", ""], timeouts: timeouts)
+        #expect(found.map { $0?.data } == [Data("x".utf8), nil, Data()])
+        do throws(CacheError) {
+            _ = try store.values(forKeys: ["a", "b"], timeouts: timeouts)
+            Issue.record("an error reply to MGET was not thrown")
+        } catch {
+            #expect(error.code == .remoteFailure)
+            #expect(error.message == "Redis answered MGET: ERR denied")
+        }
+        // An error reply leaves the connection usable: the next read goes out on it.
+        #expect(try store.values(forKeys: ["c"], timeouts: timeouts).first??.data == Data("y".utf8))
+        #expect(scripted.accepted == 1)
+        let sent =
+            "*4\r\n$4\r\nMGET\r\n$1\r\na\r\n$6\r\nclé b\r\n$0\r\n\r\n" + "*3\r\n$4\r\nMGET\r\n$1\r\na\r\n$1\r\nb\r\n"
+            + "*2\r\n$3\r\nGET\r\n$1\r\nc\r\n"
+        #expect(scripted.received(0) == Array(sent.utf8))
+    }
+
     @Test func aBrokenConnectionIsNeverPooledAgain() throws {
         let scripted = try ScriptedServer(["+PONG\r\n", "@3\r\n", "+PONG\r\n"])
         defer { scripted.stop() }

@@ -27,13 +27,15 @@ extension HybridCache {
                 results[index] = hit
                 continue
             }
-            var generation = remote.generations.snapshot(key)
+            // Hashed once: the key lock, the generation, and the promotion's key lock.
+            let keyHash = StripedLock.hash(ofKey: key)
+            var generation = remote.generations.snapshot(keyHash: keyHash)
             if tiers.contains(.disk) {
-                let local = try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Data? in
+                let local = try keyLocks.withLock(forKeyHash: keyHash) { () throws(CacheError) -> Data? in
                     if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false, countingOwnerHit: true) {
                         return hit
                     }
-                    generation = remote.generations.snapshot(key)
+                    generation = remote.generations.snapshot(keyHash: keyHash)
                     return try _valueFromDisk(forKey: key, promoting: tiers.contains(.memory), countingMiss: false)
                 }
                 if let local {

@@ -60,7 +60,7 @@ extension HybridCache {
         guard tiers.contains(.disk) else { return nil }
         // The job holds the disk tier's background handle, never the hybrid: a queued copy
         // does not keep the cache, or its folder, open past its owner's release.
-        let disk = disk.backgroundHandle
+        let disk = backgroundDisk
         let keyLocks = keyLocks
         return {
             // A copy already out of date is not written at all; the check that decides is the

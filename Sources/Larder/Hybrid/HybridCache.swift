@@ -68,6 +68,10 @@ public final class HybridCache: Sendable {
     let loadEventHandler: (@Sendable (LoadEvent) -> Void)?
     /// The shared remote tier (``HybridCacheOptions/remote``), if any.
     let remote: RemoteTier?
+    /// The disk tier's ``DiskCache/backgroundHandle``, made once: what the queued disk copies of
+    /// remote hits hold, so that they do not keep the disk open past its owner's release, and a
+    /// hit does not make a handle of its own.
+    let backgroundDisk: DiskCache
     /// The memory tiers of the typed views (`typed(_:coder:countLimit:totalCostLimit:)`), which
     /// lose a key's copy whenever this cache changes it.
     let typedMemories: TypedMemories
@@ -185,6 +189,7 @@ public final class HybridCache: Sendable {
         self.remote = remote
         self.memory = memory
         self.disk = disk
+        self.backgroundDisk = disk.backgroundHandle
         self.coder = coder
         self.preloaded = preloaded
         self.preloadReport = report
@@ -203,7 +208,8 @@ public final class HybridCache: Sendable {
         typedMemories = owner.typedMemories
         remote = owner.remote
         memory = owner.memory
-        disk = owner.disk.backgroundHandle
+        disk = owner.backgroundDisk
+        backgroundDisk = owner.backgroundDisk
         coder = owner.coder
         preloaded = owner.preloaded
         preloadReport = owner.preloadReport

@@ -112,7 +112,25 @@ final class RemoteTier: Sendable {
         // An earlier command of the same call spent the budget (its failure was counted). A
         // store may end a wait up to a millisecond before its deadline (it sets its socket's
         // timeout only when that is off by more), so what is left then is no budget.
-        let left = Self.seconds(deadline - .now)
+        return perform(operation, budget: Self.seconds(deadline - .now), body)
+    }
+
+    /// ``call(_:deadline:_:)`` with a budget of its own: the whole command timeout, from now.
+    /// A call of one command (a read) needs no deadline to know what is left of it, so it reads
+    /// no clock here (the store reads its own, once, to end its waits).
+    func call<T>(_ operation: String, _ body: (any RemoteStore, RemoteTimeouts) throws(CacheError) -> T) -> T? {
+        if admit() == .skip {
+            counters.skips.add(1, ordering: .relaxed)
+            return nil
+        }
+        return perform(operation, budget: options.commandTimeout, body)
+    }
+
+    /// Runs `body` with `budget` seconds, unless that is no budget; counts a failure, and a
+    /// success after failures closes the breaker's count.
+    private func perform<T>(
+        _ operation: String, budget left: Double, _ body: (any RemoteStore, RemoteTimeouts) throws(CacheError) -> T
+    ) -> T? {
         guard left > Self.leastBudget else { return nil }
         do throws(CacheError) {
             let result = try body(options.store, RemoteTimeouts(connect: options.connectTimeout, command: left))
@@ -127,11 +145,6 @@ final class RemoteTier: Sendable {
             fail(operation: operation, error: error, probing: false)
             return nil
         }
-    }
-
-    /// ``call(_:deadline:_:)`` with a budget of its own.
-    func call<T>(_ operation: String, _ body: (any RemoteStore, RemoteTimeouts) throws(CacheError) -> T) -> T? {
-        call(operation, deadline: deadline(), body)
     }
 
     /// Less time than this left of a call's budget sends no further command.

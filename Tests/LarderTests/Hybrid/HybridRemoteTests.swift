@@ -155,6 +155,25 @@ import Testing
         #expect(pair.a.statistics.misses == 1)
     }
 
+    @Test func aReadIsGivenItsWholeBudgetAndNoMore() throws {
+        let pair = try Pair {
+            $0.commandTimeout = 0.25
+            $0.connectTimeout = 0.5
+        }
+        defer { pair.close() }
+        try pair.a.store(bytes("v"), forKey: "k")
+        try pair.a.store(bytes("w"), forKey: "l")
+        // A read of one key, then of several: one call each, given the command timeout itself
+        // (a read sends one command, so its budget is the whole timeout from the call's start).
+        let calls = pair.store.calls
+        #expect(try pair.b.value(forKey: "k") == bytes("v"))
+        #expect(try pair.b.values(forKeys: ["l", "absent"]) == [bytes("w"), nil])
+        #expect(pair.store.calls == calls + 2)
+        let given = pair.store.timeoutsGiven.suffix(2)
+        #expect(given.map(\.command) == [0.25, 0.25])
+        #expect(given.map(\.connect) == [0.5, 0.5])
+    }
+
     @Test func theBreakerSkipsTheRemoteAfterRepeatedFailuresThenProbesWithPing() throws {
         let pair = try Pair {
             $0.failureThreshold = 2
