@@ -51,6 +51,8 @@ final class EventLog: Sendable {
     var handler: @Sendable (RemoteEvent) -> Void { { [self] event in events.withLock { $0.append(event) } } }
     func count(_ matches: (RemoteEvent) -> Bool) -> Int { events.withLock { $0.filter(matches).count } }
     var subscribed: Int { count { if case .subscribed = $0 { true } else { false } } }
+    var lost: Int { count { if case .subscriptionLost = $0 { true } else { false } } }
+    var restored: Int { count { if case .subscriptionRestored = $0 { true } else { false } } }
 }
 
 /// Polls `condition` every 10 ms for up to two minutes (a loaded machine); records an issue if
