@@ -73,12 +73,12 @@ enum IndexJournal {
         return Array(record[13 ..< record.count - 4])
     }
 
-    /// Applies a payload of ``changesPayload(_:)`` to `index`, checking it as a commit's;
-    /// `false` when it is damaged (what it applied before the damage stays).
+    /// Applies a payload of ``changesPayload(_:)`` to `index`, checking it as a commit's, and
+    /// appends the names it removed, changed or added to `touched`; `false` when it is damaged
+    /// (what it applied before the damage stays).
     /// - Complexity: O(*c*) for the *c* changes it holds.
-    static func applyChanges(_ payload: [UInt8], to index: inout DiskIndex, keyEncoding: KeyEncoding) -> Bool {
-        var touched: [String] = []
-        return payload.withUnsafeBytes { apply($0, to: &index, keyEncoding: keyEncoding, touched: &touched) }
+    static func applyChanges(_ payload: [UInt8], to index: inout DiskIndex, keyEncoding: KeyEncoding, touched: inout [String]) -> Bool {
+        payload.withUnsafeBytes { apply($0, to: &index, keyEncoding: keyEncoding, touched: &touched) }
     }
 
     private static func record(

@@ -194,9 +194,11 @@ import Testing
         }
         cursor = next
         #expect(records.map(\.kind) == [2])
+        var touched: [String] = []
         for record in records {
-            #expect(IndexJournal.applyChanges(record.payload, to: &theirs, keyEncoding: .verbatim))
+            #expect(IndexJournal.applyChanges(record.payload, to: &theirs, keyEncoding: .verbatim, touched: &touched))
         }
+        #expect(Set(touched) == ["k1", "k3"])
         #expect(!theirs.contains("k1"))
         #expect(theirs.contains("k2"))
         #expect(theirs.contains("k3"))
