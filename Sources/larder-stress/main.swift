@@ -26,6 +26,9 @@
 //   larder-stress changes --dir D --worker W --count N [--hold 1]
 //       Appends N records to D's change log (FolderChangeLog), each under its own change lock,
 //       prints "done <pid>" and exits 0; with --hold 1, holds the change lock until killed.
+//   larder-stress shared --dir D --worker W --count N [--keys K] [--seed S] [--size-limit B] [--fsync-log FILE]
+//       One of several writer processes on D at once (sharesFolderWithWriters): N operations on
+//       shared churn keys and durable keys of its own, logged as churn's are (SharedWriterWorker.swift).
 //
 // Payloads are "key\tversion\tlength\n" followed by `length` bytes derived from key and version
 // (`StampedPayload` in the LarderTestSupport target, which the tests use to check them).
@@ -271,5 +274,6 @@ case "flush": flushThenHold(arguments)
 case "read": read(arguments)
 case "soak": soak(arguments)
 case "changes": appendChanges(arguments)
-default: fail("usage: larder-stress churn|hold|flush|read|soak|changes --dir D ...")
+case "shared": sharedWriter(arguments)
+default: fail("usage: larder-stress churn|hold|flush|read|soak|changes|shared --dir D ...")
 }

@@ -36,6 +36,9 @@ final class LarderStore: BenchStore, Sendable {
         if let value = ProcessInfo.processInfo.environment["LARDER_BENCH_PAYLOAD_MEMORY"], let bytes = Int(value) {
             options.maximumPayloadMemory = bytes
         }
+        // And as one of several writers sharing the folder (the change log's cost to a writer
+        // alone: `LARDER_BENCH_SHARED_FOLDER=1`).
+        if ProcessInfo.processInfo.environment["LARDER_BENCH_SHARED_FOLDER"] == "1" { options.sharesFolderWithWriters = true }
         cache = try DiskCache(options: options)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The change log that writer processes sharing one folder append to and replay
 /// (`.larder-changes`), and the short change lock around each append: the groundwork for several
@@ -29,7 +30,7 @@ import Foundation
 /// The file keeps its inode for good (a reset truncates it in place), so that every process's
 /// `flock` is on the same file; a lock taken on a file that was unlinked or replaced meanwhile
 /// is let go of, and the path opened again.
-package final class FolderChangeLog {
+package final class FolderChangeLog: Sendable {
     /// The log's file name, beside `.larder.lock`.
     package static let fileName = ".larder-changes"
     /// The header's size in bytes.
@@ -88,7 +89,10 @@ package final class FolderChangeLog {
         var length: Int
     }
 
-    private var fd: Int32
+    /// The open file: replaced when the path names another file than the one locked (see
+    /// ``withChangeLock(sync:_:)``); a cache uses the log from one thread at a time.
+    private let descriptor: Atomic<Int32>
+    private var fd: Int32 { descriptor.load(ordering: .relaxed) }
     private let io: FileIO
     private let path: String
     private let sharedWithGroup: Bool
@@ -104,7 +108,7 @@ package final class FolderChangeLog {
         self.io = io
         self.path = path
         self.sharedWithGroup = sharedWithGroup
-        self.fd = try Self.open(path, io: io, sharedWithGroup: sharedWithGroup)
+        self.descriptor = Atomic(try Self.open(path, io: io, sharedWithGroup: sharedWithGroup))
     }
 
     deinit { io.close(fd) }
@@ -324,10 +328,14 @@ package final class FolderChangeLog {
     /// Runs `body` holding the change lock (`flock`, waiting for the holder: each holds it for
     /// one change), then writes what it appended and lets go, on every path. A damaged or new
     /// header starts a new generation first.
-    /// - Parameter sync: Whether to `fsync` the records and the header (``Durability/fsync``).
+    /// - Parameters:
+    ///   - sync: Whether to `fsync` the records and the header (``Durability/fsync``).
+    ///   - committed: Runs after what `body` appended is written, still holding the lock.
     /// - Returns: What `body` returned.
     /// - Throws: ``CacheError/Code/ioFailure`` when the lock cannot be taken or the log written.
-    package func withChangeLock<T>(sync: Bool = false, _ body: (inout Appender) -> T) throws(CacheError) -> T {
+    package func withChangeLock<T>(
+        sync: Bool = false, committed: () -> Void = {}, _ body: (inout Appender) -> T
+    ) throws(CacheError) -> T {
         try lockCurrentFile()
         defer { io.unlock(fd) }
         var appender = Appender(fd: fd, io: io, header: readHeader() ?? Header(generation: 0, sequence: 0, length: 0))
@@ -340,6 +348,7 @@ package final class FolderChangeLog {
         } catch {
             throw CacheError(.ioFailure, "cannot write the change log", path: path, errno: error.rawValue)
         }
+        committed()
         return result
     }
 
@@ -370,7 +379,7 @@ package final class FolderChangeLog {
             io.unlock(fd)
             let reopened = try Self.open(path, io: io, sharedWithGroup: sharedWithGroup)
             io.close(fd)
-            fd = reopened
+            descriptor.store(reopened, ordering: .relaxed)
         }
     }
 }

@@ -41,7 +41,21 @@ struct IndexFollower {
         return apply(log.changes(after: cursor), to: &index, keyEncoding: keyEncoding, rebuild: rebuild)
     }
 
-    private mutating func apply(
+    /// A follower that has replayed the log up to `cursor`.
+    init(at cursor: FolderChangeLog.Cursor = .start) {
+        self.cursor = cursor
+    }
+
+    /// Takes `cursor` as the place replayed up to: the end of what this writer appended, its
+    /// index already holding the changes.
+    mutating func move(to cursor: FolderChangeLog.Cursor) {
+        self.cursor = cursor
+    }
+
+    /// Applies `tail`, read from the log after ``cursor``, to `index`; builds the index again
+    /// (`rebuild`) when it cannot be replayed.
+    /// - Complexity: O(*c*) for the *c* changes in `tail`.
+    mutating func apply(
         _ tail: FolderChangeLog.Tail, to index: inout DiskIndex, keyEncoding: KeyEncoding, rebuild: () -> DiskIndex
     ) -> Step {
         switch tail {
