@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 // A writer that shares its folder with other writers open at once
 // (``DiskCacheOptions/sharesFolderWithWriters``): each keeps its own index, in step with the
@@ -36,6 +37,10 @@ final class SharedFolder: Sendable {
     let log: FolderChangeLog
     /// Held across one change (the change lock is taken inside), and across a replay.
     let following: SharedMutex<FolderFollowing>
+    /// The generation and sequence of the follower's cursor, set after it moves: what the
+    /// header is compared with before an operation, without waiting for a change under way.
+    private let seenGeneration = Atomic<UInt64>(0)
+    private let seenSequence = Atomic<UInt64>(0)
     private let sharingFD: Int32
     private let io: FileIO
 
@@ -52,6 +57,8 @@ final class SharedFolder: Sendable {
         // A header written now, so that the first place read is one every writer shares.
         let start = try log.withChangeLock { appender in appender.cursor }
         following = SharedMutex(FolderFollowing(follower: IndexFollower(at: start)))
+        seenGeneration.store(start.generation, ordering: .releasing)
+        seenSequence.store(start.sequence, ordering: .releasing)
         self.io = io
         let path = root + "/" + Self.sharingFileName
         let fd: Int32
@@ -73,6 +80,20 @@ final class SharedFolder: Sendable {
     }
 
     deinit { io.close(sharingFD) }
+
+    /// Whether the log may hold changes this writer has not replayed: one `pread` of its header.
+    /// A cursor caught moving reads as moved, which the caller checks again under ``following``.
+    var hasMoved: Bool {
+        let seen = FolderChangeLog.Cursor(
+            generation: seenGeneration.load(ordering: .acquiring), sequence: seenSequence.load(ordering: .acquiring), offset: 0)
+        return log.hasMoved(since: seen)
+    }
+
+    /// Publishes where the follower is, for ``hasMoved``. Called holding ``following``.
+    func noteFollowed(_ cursor: FolderChangeLog.Cursor) {
+        seenGeneration.store(cursor.generation, ordering: .releasing)
+        seenSequence.store(cursor.sequence, ordering: .releasing)
+    }
 
     /// Runs `body` holding the collection lock, or returns `nil` at once when another process
     /// (or another cache of this one) holds it.
@@ -112,11 +133,12 @@ extension DiskCache {
     /// one `pread` of the log's header when nothing was. Does nothing for a cache that holds its
     /// folder alone.
     func followFolder() {
-        guard let sharedFolder, !SharedChange.isHeld else { return }
+        guard let sharedFolder, !SharedChange.isHeld, sharedFolder.hasMoved else { return }
         let log = sharedFolder.log
         sharedFolder.following.withLock { following in
             guard log.hasMoved(since: following.follower.cursor) else { return }
             _follow(log.changes(after: following.follower.cursor), &following)
+            sharedFolder.noteFollowed(following.follower.cursor)
         }
     }
 
@@ -177,6 +199,7 @@ extension DiskCache {
                         appender.append(kind: IndexFollower.indexChangeKind, payload: IndexJournal.changesPayload(taken))
                     }
                     following.follower.move(to: appender.cursor)
+                    sharedFolder.noteFollowed(appender.cursor)
                 }
             } catch {
                 following.mustReset = true
