@@ -23,6 +23,12 @@
 //       call failed and neither grew over the second half beyond the rule in Soak.swift (3: wrong
 //       bytes, 4: a failed call, 5: growth, 6: the reader failed). D defaults to a new temporary
 //       folder, removed afterwards; FILE gets every sample as CSV.
+//   larder-stress changes --dir D --worker W --count N [--hold 1]
+//       Appends N records to D's change log (FolderChangeLog), each under its own change lock,
+//       prints "done <pid>" and exits 0; with --hold 1, holds the change lock until killed.
+//   larder-stress shared --dir D --worker W --count N [--keys K] [--seed S] [--size-limit B] [--fsync-log FILE]
+//       One of several writer processes on D at once (sharesFolderWithWriters): N operations on
+//       shared churn keys and durable keys of its own, logged as churn's are (SharedWriterWorker.swift).
 //
 // Payloads are "key\tversion\tlength\n" followed by `length` bytes derived from key and version
 // (`StampedPayload` in the LarderTestSupport target, which the tests use to check them).
@@ -267,5 +273,7 @@ case "hold": hold(arguments)
 case "flush": flushThenHold(arguments)
 case "read": read(arguments)
 case "soak": soak(arguments)
-default: fail("usage: larder-stress churn|hold|flush|read|soak --dir D ...")
+case "changes": appendChanges(arguments)
+case "shared": sharedWriter(arguments)
+default: fail("usage: larder-stress churn|hold|flush|read|soak|changes|shared --dir D ...")
 }

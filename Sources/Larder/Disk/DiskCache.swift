@@ -48,6 +48,9 @@ public final class DiskCache: Sendable {
     let directoryLock: SharedMutex<DirectoryLock?>
     /// Flushes the cache when the app moves to the background or exits (Apple platforms).
     let lifecycle: LifecycleFlusher
+    /// The change log and collection lock of a writer sharing its folder with other writers
+    /// (``DiskCacheOptions/sharesFolderWithWriters``); `nil` for one that holds it alone.
+    let sharedFolder: SharedFolder?
     private let temporaryCounter: SharedCounter
     /// This process's id, part of every temporary file's name.
     private let processID: Int32
@@ -76,15 +79,21 @@ public final class DiskCache: Sendable {
         try options.validate()
         // Every path below resolves beneath a descriptor of the root (see `FileIO`).
         var (layout, io) = try Self.openFolder(options: options, systemCalls: systemCalls)
+        let sharesFolder = options.sharesFolderWithWriters && !options.isReadOnly
         let lock =
             options.isReadOnly
             ? nil
             : try DirectoryLock(
-                path: layout.lockPath, io: io, sharedWithGroup: options.sharing == .group, waitingUpTo: options.writerWaitTimeout)
+                path: layout.lockPath, io: io, sharedWithGroup: options.sharing == .group, waitingUpTo: options.writerWaitTimeout,
+                shared: sharesFolder)
         let folder: FolderFacts
+        let sharedFolder: SharedFolder?
         do {
             folder = try Self.checkMetadata(layout: layout, options: options, io: io)
-            if !options.isReadOnly { try Self.prepareTemporaryFolder(layout: layout, io: io) }
+            if !options.isReadOnly { try Self.prepareTemporaryFolder(layout: layout, io: io, sharedWithWriters: sharesFolder) }
+            // The place in the change log is taken before the index is built, so that a change
+            // another writer makes meanwhile is replayed on top of the build, not missed.
+            sharedFolder = sharesFolder ? try SharedFolder(root: layout.root, io: io, sharedWithGroup: options.sharing == .group) : nil
         } catch {
             lock?.release()
             throw error
@@ -101,7 +110,7 @@ public final class DiskCache: Sendable {
         self.init(
             options: options, layout: layout.with(folder.layout), io: io,
             records: RecordFile(io: io, maximumPayloadSize: options.maximumRecordSize, descriptors: descriptors),
-            blockSize: max(512, rootInfo?.blockSize ?? 4096), directoryLock: lock)
+            blockSize: max(512, rootInfo?.blockSize ?? 4096), directoryLock: lock, sharedFolder: sharedFolder)
         emit([.opened(name: options.name, layout: folder.layout, layoutWasDetected: folder.wasDetected)])
         indexBuild.enter()
         let background = backgroundHandle
@@ -115,12 +124,15 @@ public final class DiskCache: Sendable {
             }
             if begins { background.buildIndex() }
         }
+        // A writer sharing its folder answers from an index that is the folder's from the start.
+        if sharedFolder != nil { waitForIndex() }
         if options.flushesOnBackground, !options.isReadOnly { lifecycle.start(flushing: self) }
     }
 
     /// The owner's handle on a cache just opened.
     private init(
-        options: DiskCacheOptions, layout: DiskLayout, io: FileIO, records: RecordFile, blockSize: Int, directoryLock: DirectoryLock?
+        options: DiskCacheOptions, layout: DiskLayout, io: FileIO, records: RecordFile, blockSize: Int, directoryLock: DirectoryLock?,
+        sharedFolder: SharedFolder?
     ) {
         self.options = options
         self.layout = layout
@@ -142,6 +154,7 @@ public final class DiskCache: Sendable {
         self.keyLocks = StripedLock()
         self.directoryLock = SharedMutex(directoryLock)
         self.lifecycle = LifecycleFlusher()
+        self.sharedFolder = sharedFolder
         self.temporaryCounter = SharedCounter()
         self.processID = ProcessIdentity.processID
         self.isClosed = SharedFlag()
@@ -165,6 +178,7 @@ public final class DiskCache: Sendable {
         keyLocks = owner.keyLocks
         directoryLock = owner.directoryLock
         lifecycle = owner.lifecycle
+        sharedFolder = owner.sharedFolder
         temporaryCounter = owner.temporaryCounter
         processID = owner.processID
         isClosed = owner.isClosed
@@ -227,6 +241,7 @@ public final class DiskCache: Sendable {
         var computedName: String?
         if case .sha256 = options.keyEncoding {} else { computedName = try options.keyEncoding.fileName(for: key) }
         let ownsDirectory = !options.isReadOnly
+        followFolder()
         let lookup: IndexLookup = state.withLock { s in
             if let slot = s.index.slot(forKey: key) {
                 // The name and length alone: building the whole entry would copy its key out too.
@@ -457,6 +472,7 @@ public final class DiskCache: Sendable {
     public func keys(withPrefix prefix: String = "", includingExpired: Bool = false) throws(CacheError) -> [String] {
         try checkOpen(key: nil)
         waitForIndex()
+        followFolder()
         let now = options.clock.now
         return state.withLock { s in
             var result: [String] = []
@@ -513,7 +529,7 @@ public final class DiskCache: Sendable {
         try changingRecords(name: name) { () throws(E) -> T in
             try keyLocks.withLock(forName: name) { () throws(E) -> T in
                 defer { records.descriptors?.retire(name) }
-                return try body()
+                return try _sharingChange(body)
             }
         }
     }
@@ -596,11 +612,13 @@ public final class DiskCache: Sendable {
     /// a collection found it (`countsAsMiss`). Expects the key lock of `name` held.
     func _removeCorrupt(name: String, key: String?, path: String, reason: CorruptionReason, countsAsMiss: Bool = true) -> CacheEvent {
         changingRecords(name: name) {
-            // Only files that start as a record does reach here (``RecordReadResult/foreign``
-            // covers the rest), so what goes is a damaged record, never a file Larder did not write.
-            if !options.isReadOnly { _ = try? io.unlink(path) }
-            records.descriptors?.retire(name)
-            state.withLock { $0.recordCorruptRemoval(name, countsAsMiss: countsAsMiss) }
+            _sharingChange {
+                // Only files that start as a record does reach here (``RecordReadResult/foreign``
+                // covers the rest), so what goes is a damaged record, never a file Larder did not write.
+                if !options.isReadOnly { _ = try? io.unlink(path) }
+                records.descriptors?.retire(name)
+                state.withLock { $0.recordCorruptRemoval(name, countsAsMiss: countsAsMiss) }
+            }
         }
         return .corruptRecordRemoved(key: key, file: path, reason: reason)
     }
@@ -659,9 +677,11 @@ public final class DiskCache: Sendable {
         if outcome.expired {
             let name = name.string
             changingRecords(name: name) {
-                if !options.isReadOnly { _ = try? io.unlink(path()) }
-                records.descriptors?.retire(name)
-                state.withLock { $0.forget(name) }
+                _sharingChange {
+                    if !options.isReadOnly { _ = try? io.unlink(path()) }
+                    records.descriptors?.retire(name)
+                    state.withLock { $0.forget(name) }
+                }
             }
             return nil
         }

@@ -134,6 +134,11 @@ public struct DiskCacheOptions: Sendable {
     /// blocks its thread while it waits (open off the main thread when the wait may be long).
     /// Ignored when ``isReadOnly``; must be 0 or a positive, finite number.
     public var writerWaitTimeout: TimeInterval = 0
+    /// Whether this writer shares the folder with other writers open at once, each with its own
+    /// index kept in step through the folder's change log (`DiskCache+Sharing.swift`), rather
+    /// than holding the folder alone (`false`). Not public: the protocol is switched on by the
+    /// package's own tests and tools until it is proven.
+    package var sharesFolderWithWriters: Bool = false
     /// Whether a writable open accepts a folder that holds files but is not a cache (`false`).
     ///
     /// A folder with files in it is opened for writing only when it is a Larder cache (it has

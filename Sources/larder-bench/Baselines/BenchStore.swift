@@ -42,6 +42,9 @@ final class LarderStore: BenchStore, Sendable {
         }
         if let sizeLimit { options.sizeLimit = sizeLimit }
         if let policy { options.policy = policy }
+        // And as one of several writers sharing the folder (the change log's cost to a writer
+        // alone: `LARDER_BENCH_SHARED_FOLDER=1`).
+        if ProcessInfo.processInfo.environment["LARDER_BENCH_SHARED_FOLDER"] == "1" { options.sharesFolderWithWriters = true }
         cache = try DiskCache(options: options)
     }
 

@@ -40,25 +40,32 @@ extension DiskCache {
         // A folder deleted behind the cache's back is made again, before the pass and after it
         // (it may go while the pass runs): the index converges, and the snapshot lands there.
         pass.events += recoverRemovedFolderReportingEvents()
+        followFolder()
         collectionGate.withLock { _ in
-            pass.events += writeBackAccessTimes()
-            removeCorruptSuspects(in: &pass)
-            removeExpired(in: &pass)
-            let limit = effectiveSizeLimit(forceRefresh: true)
-            prune(sizeLimit: limit, countLimit: options.countLimit, excluding: nil, reason: nil, in: &pass)
-            pass.folders = [nil, nil]  // closes them
-            pass.events += recoverRemovedFolderReportingEvents()
-            state.withLock { s in
-                s.counters.collections += 1
-                pass.report.remainingCount = s.index.count
-                pass.report.remainingSize = s.index.totalSize
-            }
-            pass.report.effectiveSizeLimit = limit == Int.max ? 0 : limit
-            pass.events += writeSnapshot()
+            // A writer sharing its folder skips its pass while another process's runs.
+            _ = withCollectionTurn { () -> Void in collect(in: &pass) }
         }
         pass.events.append(.collectionFinished(pass.report))
         emit(pass.events)
         return pass.report
+    }
+
+    /// The pass of ``collectGarbage()``. Expects the collection gate held.
+    private func collect(in pass: inout CollectionPass) {
+        pass.events += writeBackAccessTimes()
+        removeCorruptSuspects(in: &pass)
+        removeExpired(in: &pass)
+        let limit = effectiveSizeLimit(forceRefresh: true)
+        prune(sizeLimit: limit, countLimit: options.countLimit, excluding: nil, reason: nil, in: &pass)
+        pass.folders = [nil, nil]  // closes them
+        pass.events += recoverRemovedFolderReportingEvents()
+        state.withLock { s in
+            s.counters.collections += 1
+            pass.report.remainingCount = s.index.count
+            pass.report.remainingSize = s.index.totalSize
+        }
+        pass.report.effectiveSizeLimit = limit == Int.max ? 0 : limit
+        pass.events += writeSnapshot()
     }
 
     /// Starts collecting every ``DiskCacheOptions/effectiveGarbageCollectionInterval`` seconds on a

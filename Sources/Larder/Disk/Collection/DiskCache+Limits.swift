@@ -10,16 +10,22 @@ extension DiskCache {
     /// cache is over a limit, the expired records are removed before any live one.
     func enforceLimits(excluding name: String?) -> [CacheEvent] {
         guard options.sizeLimit > 0 || options.countLimit > 0 || keepsFreeSpace else { return [] }
+        // The totals of a folder shared with other writers are the folder's once replayed.
+        followFolder()
         let limit = effectiveSizeLimit(forceRefresh: false)
         let isOver = isOverLimits(limit)
         guard isOver || hasPolicyWork else { return [] }
         var pass = CollectionPass()
         collectionGate.withLock { _ in
-            let expiredFirst = state.withLock { s in
-                s.isIndexReady && s.index.policy != nil && (isOver || s.index.admissionNeedsRoom)
+            // One trim at a time across the writers sharing the folder: while another process
+            // trims, this one's totals come down with the removals it replays.
+            _ = withCollectionTurn { () -> Void in
+                let expiredFirst = state.withLock { s in
+                    s.isIndexReady && s.index.policy != nil && (isOver || s.index.admissionNeedsRoom)
+                }
+                if expiredFirst { removeExpired(in: &pass) }
+                prune(sizeLimit: limit, countLimit: options.countLimit, excluding: name, reason: nil, in: &pass)
             }
-            if expiredFirst { removeExpired(in: &pass) }
-            prune(sizeLimit: limit, countLimit: options.countLimit, excluding: name, reason: nil, in: &pass)
         }
         return pass.events
     }

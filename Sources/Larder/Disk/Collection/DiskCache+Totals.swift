@@ -5,18 +5,21 @@ extension DiskCache {
     /// The bytes every record occupies on disk (lengths rounded up to the block size). Waits for the index.
     public var totalSize: Int {
         waitForIndex()
+        followFolder()
         return state.withLock { $0.index.totalSize }
     }
 
     /// The bytes locked records occupy on disk. Waits for the index.
     public var lockedSize: Int {
         waitForIndex()
+        followFolder()
         return state.withLock { $0.index.lockedSize }
     }
 
     /// The number of records. Waits for the index.
     public var count: Int {
         waitForIndex()
+        followFolder()
         return state.withLock { $0.index.count }
     }
 

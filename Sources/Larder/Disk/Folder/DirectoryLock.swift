@@ -23,10 +23,14 @@ package struct DirectoryLock: Sendable {
     ///   - io: A rooted ``FileIO``.
     ///   - sharedWithGroup: Whether a lock file owned by another user is accepted (``CacheSharing/group``).
     ///   - wait: How long, in seconds, to wait for a holder to let go (0: not at all).
+    ///   - shared: Whether to take the lock shared, as one of several writers that share the
+    ///     folder (each one's lock says "a writer is present"), rather than alone.
     /// - Throws: ``CacheError/Code/directoryInUse``, ``CacheError/Code/unsafeDirectory`` for a
     ///   lock file that is not a regular file with one link owned by the user,
     ///   ``CacheError/Code/ioFailure``.
-    package init(path: String, io: FileIO, sharedWithGroup: Bool = false, waitingUpTo wait: TimeInterval = 0) throws(CacheError) {
+    package init(
+        path: String, io: FileIO, sharedWithGroup: Bool = false, waitingUpTo wait: TimeInterval = 0, shared: Bool = false
+    ) throws(CacheError) {
         self.io = io
         let fd: Int32
         do {
@@ -56,7 +60,7 @@ package struct DirectoryLock: Sendable {
             throw CacheError(.ioFailure, "cannot inspect the lock file", path: path, errno: (error as? Errno)?.rawValue)
         }
         do {
-            try Self.lock(fd, io: io, waitingUpTo: wait)
+            try Self.lock(fd, io: io, waitingUpTo: wait, shared: shared)
         } catch {
             var buffer = [UInt8](repeating: 0, count: 32)
             let n =
@@ -78,6 +82,12 @@ package struct DirectoryLock: Sendable {
             throw CacheError(.ioFailure, "cannot lock the cache directory", path: path, errno: error.rawValue)
         }
         let pid = Array("\(ProcessIdentity.processID)\n".utf8)
+        // A shared holder leaves the file as it is: the others hold it too, and the pid names
+        // whoever took the folder alone.
+        if shared {
+            self.fd = fd
+            return
+        }
         do {
             try io.ftruncate(fd, 0)
             try pid.withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(fd, b, at: 0) } }.get()
@@ -90,14 +100,14 @@ package struct DirectoryLock: Sendable {
     /// Takes the `flock` on `fd`, trying again with growing pauses while another holds it, until
     /// `wait` seconds have passed.
     /// - Throws: ``Errno/wouldBlock`` when the holder kept it past the wait, or the failure.
-    private static func lock(_ fd: Int32, io: FileIO, waitingUpTo wait: TimeInterval) throws(Errno) {
+    private static func lock(_ fd: Int32, io: FileIO, waitingUpTo wait: TimeInterval, shared: Bool) throws(Errno) {
         let clock = ContinuousClock()
         // Capped at a billion seconds (about 32 years), which a `Duration` holds without overflow.
         let deadline = clock.now + .seconds(wait.isFinite ? min(max(0, wait), 1e9) : 0)
         var pause = Duration.milliseconds(1)
         while true {
             do {
-                try io.lockExclusively(fd)
+                if shared { try io.flock(fd, LOCK_SH | LOCK_NB) } else { try io.lockExclusively(fd) }
                 return
             } catch  where (error == .wouldBlock || error == .tryAgain) && clock.now < deadline {
                 Thread.sleep(forTimeInterval: Self.seconds(min(pause, deadline - clock.now)))

@@ -209,11 +209,20 @@ extension DiskCache {
     }
 
     /// Creates the temporary folder and removes what a crashed writer left in it, and the
-    /// temporary files of metadata and snapshot writes it left at the root.
+    /// temporary files of metadata and snapshot writes it left at the root. With
+    /// `sharedWithWriters`, only the files of processes no longer running go: the names begin
+    /// with their writer's pid, and the other writers sharing the folder are writing theirs.
     /// - Throws: ``CacheError/Code/unsafeDirectory`` when the temporary folder belongs to another
     ///   user or others may write it (``FolderTrust``): records written there could be swapped
     ///   before they are renamed into place. ``CacheError/Code/ioFailure``.
-    static func prepareTemporaryFolder(layout: DiskLayout, io: FileIO) throws(CacheError) {
+    static func prepareTemporaryFolder(layout: DiskLayout, io: FileIO, sharedWithWriters: Bool = false) throws(CacheError) {
+        // "<pid>-<n>" in the temporary folder, "<name>.tmp-<pid>-<n>" at the root.
+        func isAbandoned(_ name: String) -> Bool {
+            guard sharedWithWriters else { return true }
+            let tail = name.range(of: ".tmp-").map { name[$0.upperBound...] } ?? name[...]
+            guard let pid = tail.split(separator: "-").first.flatMap({ Int32($0) }) else { return true }
+            return !ProcessIdentity.isRunning(pid)
+        }
         if let root = io.root, let problem = root.problem(withFolder: DiskLayout.temporaryFolderName) {
             throw CacheError(
                 .unsafeDirectory,
@@ -233,17 +242,19 @@ extension DiskCache {
             if !temporary.isEmpty {
                 let folder = try io.openDirectory(layout.temporaryFolder)
                 defer { io.close(folder) }
-                for entry in temporary { _ = try? io.unlink(entry.fileName, inFolder: folder) }
+                for entry in temporary where entry.name.map(isAbandoned) ?? !sharedWithWriters {
+                    _ = try? io.unlink(entry.fileName, inFolder: folder)
+                }
             }
             // `FileIO.writeFileAtomically` writes `<path>.tmp-<pid>-<n>` beside its target; the
-            // caller holds the directory lock, so no live writer owns one.
+            // caller holds the directory lock, so no live writer owns one but those sharing it.
             for entry in try io.listDirectory(layout.root) where entry.isDirectory != true {
                 guard let name = entry.name,
                     [DiskLayout.metadataName, DiskLayout.snapshotName, DiskLayout.outboxName].contains(where: {
                         name.hasPrefix($0 + ".tmp-")
                     })
                 else { continue }
-                _ = try? io.unlink(layout.root + "/" + name)
+                if isAbandoned(name) { _ = try? io.unlink(layout.root + "/" + name) }
             }
         } catch {
             throw CacheError(.ioFailure, "cannot prepare the temporary folder", path: layout.temporaryFolder, errno: error.rawValue)

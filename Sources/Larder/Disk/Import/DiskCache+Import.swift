@@ -99,6 +99,7 @@ extension DiskCache {
     /// answers, for a caller that knows the file name but not the key. Answered from the index
     /// once it is complete, else from the record's header.
     package func containsLiveRecord(named name: String) -> Bool {
+        followFolder()
         let now = options.clock.now
         let known: Bool? = state.withLock { s in
             guard s.isIndexReady, !isClosed.isSet else { return nil }

@@ -134,17 +134,21 @@ extension DiskCache {
             for queuedName in queued {
                 let name = queuedName.string
                 let path = layout.path(for: name)
+                // Under the change lock when the folder is shared: another writer's store may
+                // replace the file between the header's read and its rewrite.
                 withKeyLock(name) {
-                    guard let entry = state.withLock({ $0.index[name] }), entry.isAccessDirty else { return }
-                    defer { state.withLock { $0.markAccessClean(name) } }
-                    guard case .record(let contents)? = try? records.read(path, readPayload: false) else { return }
-                    var header = contents.header
-                    _mergeAccessTimes(into: &header, from: entry)
-                    guard header != contents.header else { return }
-                    do throws(Errno) {
-                        _ = try records.rewriteHeader(header, at: path, sync: sync)
-                    } catch {
-                        events.append(.ioError(operation: "write-back", path: path, errno: error.rawValue))
+                    _sharingChange { () -> Void in
+                        guard let entry = state.withLock({ $0.index[name] }), entry.isAccessDirty else { return }
+                        defer { state.withLock { $0.markAccessClean(name) } }
+                        guard case .record(let contents)? = try? records.read(path, readPayload: false) else { return }
+                        var header = contents.header
+                        _mergeAccessTimes(into: &header, from: entry)
+                        guard header != contents.header else { return }
+                        do throws(Errno) {
+                            _ = try records.rewriteHeader(header, at: path, sync: sync)
+                        } catch {
+                            events.append(.ioError(operation: "write-back", path: path, errno: error.rawValue))
+                        }
                     }
                 }
             }

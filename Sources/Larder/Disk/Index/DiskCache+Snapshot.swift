@@ -90,7 +90,8 @@ extension DiskCache {
     ///     it survives a power loss (`flush()` under ``Durability/fsync``).
     ///   - compacting: Whether to write a new base whatever the journal holds (`flush()`, `close()`).
     func writeSnapshot(sync: Bool, compacting: Bool = true) -> SnapshotWrite {
-        guard !options.isReadOnly else { return .skipped }
+        // A writer sharing its folder writes no image: its index is not the other writers'.
+        guard !options.isReadOnly, sharedFolder == nil else { return .skipped }
         return snapshotGate.withLock { gate -> SnapshotWrite in
             // Changes register under this lock before they touch a record, so with none in
             // flight the index holds every change that reached the disk.

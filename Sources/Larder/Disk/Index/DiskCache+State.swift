@@ -149,6 +149,35 @@ extension DiskCache {
             return index
         }
 
+        /// Forgets the index's changes since they were last taken: what a writer sharing its
+        /// folder replayed from the change log is not its own to record.
+        mutating func clearIndexChanges() {
+            index.clearChanges()
+        }
+
+        /// Applies what other writers sharing the folder recorded (`tail`, read past
+        /// `follower`'s cursor); when it cannot be replayed, starts the index again from
+        /// `rebuild`'s scan of the folder.
+        /// - Complexity: O(*c*) for the *c* changes in `tail`; a rebuild reads every header.
+        mutating func follow(
+            _ tail: FolderChangeLog.Tail, with follower: inout IndexFollower, keyEncoding: KeyEncoding,
+            rebuild: () -> (entries: [IndexEntry], suspects: Set<String>, listedEverything: Bool)
+        ) -> IndexFollower.Step {
+            var scanned: (entries: [IndexEntry], suspects: Set<String>, listedEverything: Bool)?
+            let step = follower.apply(tail, to: &index, keyEncoding: keyEncoding) {
+                scanned = rebuild()
+                return DiskIndex()
+            }
+            if let scanned {
+                // The least recently used first, by their headers' last access.
+                let entries = scanned.entries.sorted { $0.lastAccessMs < $1.lastAccessMs }
+                restart(entries: entries, suspects: scanned.suspects, listedEverything: scanned.listedEverything)
+            } else if case .applied(let touched) = step, !suspects.isEmpty {
+                for name in touched { suspects.remove(name) }
+            }
+            return step
+        }
+
         /// Marks an entry's access times as written to its header.
         mutating func markAccessClean(_ name: String) {
             index.setAccessDirty(name, false)

@@ -65,6 +65,22 @@ enum IndexJournal {
         }
     }
 
+    /// The payload of a `commit` record holding `changes`: what a ``FolderChangeLog`` record
+    /// carries for a change, so that another writer replays it as a commit.
+    /// - Complexity: O(*c*) for the *c* changes.
+    static func changesPayload(_ changes: DiskIndex.Changes) -> [UInt8] {
+        let record = commitRecord(epoch: 0, changes: changes)
+        return Array(record[13 ..< record.count - 4])
+    }
+
+    /// Applies a payload of ``changesPayload(_:)`` to `index`, checking it as a commit's, and
+    /// appends the names it removed, changed or added to `touched`; `false` when it is damaged
+    /// (what it applied before the damage stays).
+    /// - Complexity: O(*c*) for the *c* changes it holds.
+    static func applyChanges(_ payload: [UInt8], to index: inout DiskIndex, keyEncoding: KeyEncoding, touched: inout [String]) -> Bool {
+        payload.withUnsafeBytes { apply($0, to: &index, keyEncoding: keyEncoding, touched: &touched) }
+    }
+
     private static func record(
         _ kind: Kind, epoch: UInt64, payloadSize: Int, _ writePayload: (inout LittleEndianWriter) -> Void
     ) -> [UInt8] {

@@ -119,6 +119,12 @@ package enum ProcessIdentity {
     package static var effectiveUserID: UInt32 { UInt32(geteuid()) }
     /// The process id.
     package static var processID: Int32 { getpid() }
+    /// Whether a process `pid` runs now (`kill` with no signal): one of another user answers
+    /// `EPERM`, and runs too.
+    package static func isRunning(_ pid: Int32) -> Bool {
+        guard pid > 0 else { return false }
+        return kill(pid, 0) == 0 || errno == EPERM
+    }
 }
 
 /// `malloc` and `free`, for buffers whose allocation may fail without trapping and that are

@@ -1,0 +1,219 @@
+import Foundation
+import Synchronization
+
+// A writer that shares its folder with other writers open at once
+// (``DiskCacheOptions/sharesFolderWithWriters``): each keeps its own index, in step with the
+// others' through the folder's change log (``FolderChangeLog``).
+// - Every change to a record file, and the index change that goes with it, is made under the
+//   change lock, after replaying what the others recorded, and recorded there before the lock
+//   is let go of (``DiskCache/_sharingChange(_:)``): the indexes apply the same changes in the
+//   same order.
+// - Before an operation whose answer comes from the index alone (a miss, a listing, totals,
+//   limits), the log's header is read (one `pread`); when it moved, the tail is replayed
+//   (``DiskCache/followFolder()``). A hit opens the record's file, which holds the current bytes,
+//   so the header check is not what makes a hit right; a kept descriptor or payload of a name the
+//   tail touched is dropped as the tail is replayed.
+// - No index image is written (a base and journal of one writer's index would not be every
+//   writer's); the image a writer that held the folder alone left is withdrawn at the first change.
+// - One collection at a time across the processes: a pass takes the collection lock without
+//   waiting, and a process that finds it taken skips its pass.
+
+/// Where a writer sharing its folder is in the change log.
+struct FolderFollowing {
+    var follower: IndexFollower
+    /// Whether a change could not be recorded (the change lock or the log failed): the next
+    /// change starts a new generation, so that the other writers build their indexes again.
+    var mustReset = false
+}
+
+/// The change log, and the sharing file, of a writer sharing its folder.
+///
+/// The sharing file (`.larder-sharing`) serves two ends: its `flock`, taken without waiting,
+/// is the collection lock (one collection at a time across the processes); its first byte is 1
+/// while a holder of the change lock is changing records and 0 once the change is recorded, so
+/// that the next holder, finding 1, knows a writer died mid-change, its change on disk but not
+/// in the log, and starts a new generation (every writer builds its index from the folder).
+final class SharedFolder: Sendable {
+    let log: FolderChangeLog
+    /// Held across one change (the change lock is taken inside), and across a replay.
+    let following: SharedMutex<FolderFollowing>
+    /// The generation and sequence of the follower's cursor, set after it moves: what the
+    /// header is compared with before an operation, without waiting for a change under way.
+    private let seenGeneration = Atomic<UInt64>(0)
+    private let seenSequence = Atomic<UInt64>(0)
+    private let sharingFD: Int32
+    private let io: FileIO
+
+    /// The log's size past which a change starts a new generation: the other writers then
+    /// build their indexes from the folder once, instead of replaying an ever longer log.
+    static let logBound = 4 << 20
+    /// The sharing file's name, beside `.larder.lock`.
+    static let sharingFileName = ".larder-sharing"
+
+    /// Opens the change log and the sharing file in `root`, and takes the place in the log to
+    /// replay from: where it ends now, before the index is built.
+    init(root: String, io: FileIO, sharedWithGroup: Bool) throws(CacheError) {
+        log = try FolderChangeLog(path: root + "/" + FolderChangeLog.fileName, io: io, sharedWithGroup: sharedWithGroup)
+        // A header written now, so that the first place read is one every writer shares.
+        let start = try log.withChangeLock { appender in appender.cursor }
+        following = SharedMutex(FolderFollowing(follower: IndexFollower(at: start)))
+        seenGeneration.store(start.generation, ordering: .releasing)
+        seenSequence.store(start.sequence, ordering: .releasing)
+        self.io = io
+        let path = root + "/" + Self.sharingFileName
+        let fd: Int32
+        do {
+            fd = try io.openForUpdate(path, creating: true)
+        } catch {
+            throw CacheError(
+                .unsafeDirectory, "cannot open the sharing file; remove it if it is not a regular file", path: path, errno: error.rawValue)
+        }
+        let info = try? io.info(fd)
+        guard let info, info.kind == .regular, info.linkCount == 1, sharedWithGroup || info.ownerID == ProcessIdentity.effectiveUserID
+        else {
+            io.close(fd)
+            throw CacheError(
+                .unsafeDirectory, "the sharing file is not a regular file of this user with one link; remove it if this is your cache",
+                path: path)
+        }
+        sharingFD = fd
+    }
+
+    deinit { io.close(sharingFD) }
+
+    /// Whether the log may hold changes this writer has not replayed: one `pread` of its header.
+    /// A cursor caught moving reads as moved, which the caller checks again under ``following``.
+    var hasMoved: Bool {
+        let seen = FolderChangeLog.Cursor(
+            generation: seenGeneration.load(ordering: .acquiring), sequence: seenSequence.load(ordering: .acquiring), offset: 0)
+        return log.hasMoved(since: seen)
+    }
+
+    /// Publishes where the follower is, for ``hasMoved``. Called holding ``following``.
+    func noteFollowed(_ cursor: FolderChangeLog.Cursor) {
+        seenGeneration.store(cursor.generation, ordering: .releasing)
+        seenSequence.store(cursor.sequence, ordering: .releasing)
+    }
+
+    /// Runs `body` holding the collection lock, or returns `nil` at once when another process
+    /// (or another cache of this one) holds it.
+    func withCollectionLock<T>(_ body: () -> T) -> T? {
+        do throws(Errno) {
+            try io.flock(sharingFD, LOCK_EX | LOCK_NB)
+        } catch {
+            return nil
+        }
+        defer { io.unlock(sharingFD) }
+        return body()
+    }
+
+    /// Marks a change as begun (`true`) or recorded; returns whether the previous change was
+    /// left marked as begun (its writer died mid-change). Called holding the change lock.
+    func markChange(begun: Bool) -> Bool {
+        var byte: [UInt8] = [0]
+        let n =
+            (try? byte.withUnsafeMutableBytes { b in Result { () throws(Errno) in try io.pread(sharingFD, into: b, at: 0) } }.get()) ?? 0
+        let wasBegun = n == 1 && byte[0] != 0
+        byte[0] = begun ? 1 : 0
+        if wasBegun != begun {
+            _ = try? byte.withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(sharingFD, b, at: 0) } }.get()
+        }
+        return wasBegun
+    }
+}
+
+/// Whether this thread is inside a change of a writer sharing its folder, so that a change it
+/// makes on the way (a corrupt record removed) is recorded with the outer one.
+enum SharedChange {
+    @TaskLocal static var isHeld = false
+}
+
+extension DiskCache {
+    /// Replays what the other writers sharing the folder recorded since this writer last looked:
+    /// one `pread` of the log's header when nothing was. Does nothing for a cache that holds its
+    /// folder alone.
+    func followFolder() {
+        guard let sharedFolder, !SharedChange.isHeld, sharedFolder.hasMoved else { return }
+        let log = sharedFolder.log
+        sharedFolder.following.withLock { following in
+            guard log.hasMoved(since: following.follower.cursor) else { return }
+            _follow(log.changes(after: following.follower.cursor), &following)
+            sharedFolder.noteFollowed(following.follower.cursor)
+        }
+    }
+
+    /// Applies `tail` to the index, and drops the kept descriptors and payloads of the names it
+    /// touched (every one after a rebuild).
+    private func _follow(_ tail: FolderChangeLog.Tail, _ following: inout FolderFollowing) {
+        if case .current = tail { return }
+        let step = state.withLock { s in
+            s.follow(tail, with: &following.follower, keyEncoding: options.keyEncoding) { scanFolderForSharing() }
+        }
+        switch step {
+        case .current: break
+        case .applied(let touched): for name in touched { records.descriptors?.retire(name) }
+        case .rebuilt: records.descriptors?.retireAll()
+        }
+    }
+
+    /// Every record's index entry, read from the folder: what a writer whose log fell behind a
+    /// new generation starts again from.
+    private func scanFolderForSharing() -> (entries: [IndexEntry], suspects: Set<String>, listedEverything: Bool) {
+        var events: [CacheEvent] = []
+        let listed = listRecordNames(events: &events)
+        let scanned = scanHeaders(listed.names)
+        return (scanned.entries, scanned.suspects, listed.isComplete)
+    }
+
+    /// Runs `body`, a change to record files and the index change that goes with it, as a writer
+    /// sharing its folder must: under the change lock, after replaying what the others recorded,
+    /// then records the index's changes in the log. Runs `body` alone for a cache that holds its
+    /// folder alone, and inside another such change (whose record takes this one's changes too).
+    ///
+    /// When the change lock cannot be taken or the log written, `body` runs (or ran) all the
+    /// same, and the next change starts a new generation: the others build their indexes from
+    /// the folder then, rather than miss this change.
+    func _sharingChange<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        guard let sharedFolder, !SharedChange.isHeld else { return try body() }
+        let log = sharedFolder.log
+        // Set under the mutex and read after it, on this thread: `body` and what it returns are
+        // the caller's, never sent anywhere.
+        nonisolated(unsafe) var outcome: Result<T, E>?
+        sharedFolder.following.withLock { following in
+            do {
+                try log.withChangeLock(
+                    sync: options.durability == .fsync, committed: { _ = sharedFolder.markChange(begun: false) }
+                ) { appender in
+                    _follow(log.changes(after: following.follower.cursor), &following)
+                    if sharedFolder.markChange(begun: true) { following.mustReset = true }
+                    state.withLock { $0.clearIndexChanges() }
+                    outcome = SharedChange.$isHeld.withValue(true) { Result { () throws(E) -> T in try body() } }
+                    let taken = state.withLock { $0.takeIndexChanges() }
+                    if following.mustReset || taken == nil || appender.cursor.offset > SharedFolder.logBound {
+                        // Changes that cannot be replayed, a writer that died mid-change, or a
+                        // log grown long: a new generation, which the others meet by building
+                        // their indexes from the folder.
+                        appender.reset()
+                        following.mustReset = false
+                    } else if let taken, !taken.isEmpty {
+                        appender.append(kind: IndexFollower.indexChangeKind, payload: IndexJournal.changesPayload(taken))
+                    }
+                    following.follower.move(to: appender.cursor)
+                    sharedFolder.noteFollowed(appender.cursor)
+                }
+            } catch {
+                following.mustReset = true
+            }
+        }
+        if let outcome { return try outcome.get() }
+        return try SharedChange.$isHeld.withValue(true) { Result { () throws(E) -> T in try body() } }.get()
+    }
+
+    /// Runs a collection pass's `body` holding the collection lock of a writer sharing its
+    /// folder; `nil`, without running it, when another process's pass holds it. Runs `body`
+    /// for a cache that holds its folder alone.
+    func withCollectionTurn<T>(_ body: () -> T) -> T? {
+        guard let sharedFolder else { return body() }
+        return sharedFolder.withCollectionLock(body)
+    }
+}
