@@ -43,13 +43,7 @@ package struct DirectoryLock: Sendable {
         }
         do {
             let info = try io.info(fd)
-            let problem: String? =
-                if info.kind != .regular { "is not a regular file" } else if info.linkCount != 1 {
-                    "has \(info.linkCount) links (a hard link to another file?)"
-                } else if !sharedWithGroup, info.ownerID != ProcessIdentity.effectiveUserID {
-                    "belongs to user \(info.ownerID), not to this user"
-                } else { nil }
-            if let problem {
+            if let problem = info.problemAsFolderFile(sharedWithGroup: sharedWithGroup) {
                 io.close(fd)
                 throw CacheError(.unsafeDirectory, "the lock file \(problem); remove it if this is your cache", path: path)
             }
@@ -128,5 +122,17 @@ package struct DirectoryLock: Sendable {
         // open file description, would outlive this close until then.
         io.unlock(fd)
         io.close(fd)
+    }
+}
+
+extension FileInfo {
+    /// Why a file Larder keeps beside the records (the lock file, the change log) cannot be
+    /// trusted, or `nil`: it must be a regular file with one link, and the user's own unless the
+    /// folder is shared with the group.
+    func problemAsFolderFile(sharedWithGroup: Bool) -> String? {
+        if kind != .regular { return "is not a regular file" }
+        if linkCount != 1 { return "has \(linkCount) links (a hard link to another file?)" }
+        if !sharedWithGroup, ownerID != ProcessIdentity.effectiveUserID { return "belongs to user \(ownerID), not to this user" }
+        return nil
     }
 }

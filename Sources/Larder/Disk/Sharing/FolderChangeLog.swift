@@ -130,13 +130,7 @@ package final class FolderChangeLog: Sendable {
             io.close(fd)
             throw CacheError(.ioFailure, "cannot inspect the change log", path: path, errno: error.rawValue)
         }
-        let problem: String? =
-            if info.kind != .regular { "is not a regular file" } else if info.linkCount != 1 {
-                "has \(info.linkCount) links (a hard link to another file?)"
-            } else if !sharedWithGroup, info.ownerID != ProcessIdentity.effectiveUserID {
-                "belongs to user \(info.ownerID), not to this user"
-            } else { nil }
-        if let problem {
+        if let problem = info.problemAsFolderFile(sharedWithGroup: sharedWithGroup) {
             io.close(fd)
             throw CacheError(.unsafeDirectory, "the change log \(problem); remove it if this is your cache", path: path)
         }
