@@ -9,6 +9,13 @@ import Testing
         try FolderChangeLog(path: dir.path + "/" + FolderChangeLog.fileName, io: try FileIO().rooted(at: dir.path))
     }
 
+    /// Two logs on one file in a new folder, as two processes open it; the folder goes after `body`.
+    static func withTwoLogs(_ body: (TemporaryDirectory, FolderChangeLog, FolderChangeLog) throws -> Void) throws {
+        let dir = TemporaryDirectory("larder-changes")
+        defer { dir.remove() }
+        try body(dir, try open(dir), try open(dir))
+    }
+
     static func append(_ log: FolderChangeLog, _ texts: [String], kind: UInt8 = 1) throws {
         try log.withChangeLock { appender in
             for text in texts { appender.append(kind: kind, payload: Array(text.utf8)) }
@@ -37,98 +44,88 @@ import Testing
     }
 
     @Test func whatOneAppendsTheOtherReadsInOrderOnce() throws {
-        let dir = TemporaryDirectory("larder-changes")
-        defer { dir.remove() }
-        let a = try Self.open(dir)
-        let b = try Self.open(dir)
-        try Self.append(a, ["first"])
-        var cursor = try Self.follow(b)
-        #expect(!b.hasMoved(since: cursor))
-        #expect(b.changes(after: cursor) == .current)
-        try Self.append(a, ["store k1", "remove k2"])
-        try Self.append(a, ["lock k3"])
-        #expect(b.hasMoved(since: cursor))
-        let tail = b.changes(after: cursor)
-        #expect(Self.texts(tail) == ["store k1", "remove k2", "lock k3"])
-        guard case .records(let records, let next) = tail else { return }
-        #expect(records.map(\.sequence) == [2, 3, 4])
-        cursor = next
-        #expect(!b.hasMoved(since: cursor))
-        #expect(b.changes(after: cursor) == .current)
+        try Self.withTwoLogs { dir, a, b in
+            try Self.append(a, ["first"])
+            var cursor = try Self.follow(b)
+            #expect(!b.hasMoved(since: cursor))
+            #expect(b.changes(after: cursor) == .current)
+            try Self.append(a, ["store k1", "remove k2"])
+            try Self.append(a, ["lock k3"])
+            #expect(b.hasMoved(since: cursor))
+            let tail = b.changes(after: cursor)
+            #expect(Self.texts(tail) == ["store k1", "remove k2", "lock k3"])
+            guard case .records(let records, let next) = tail else { return }
+            #expect(records.map(\.sequence) == [2, 3, 4])
+            cursor = next
+            #expect(!b.hasMoved(since: cursor))
+            #expect(b.changes(after: cursor) == .current)
+        }
     }
 
     @Test func aResetSendsEveryReaderBackToTheFolder() throws {
-        let dir = TemporaryDirectory("larder-changes")
-        defer { dir.remove() }
-        let a = try Self.open(dir)
-        let b = try Self.open(dir)
-        try Self.append(a, ["one"])
-        let cursor = try Self.follow(b)
-        try a.withChangeLock { appender in
-            appender.reset()
-            appender.append(kind: 1, payload: Array("after".utf8))
+        try Self.withTwoLogs { dir, a, b in
+            try Self.append(a, ["one"])
+            let cursor = try Self.follow(b)
+            try a.withChangeLock { appender in
+                appender.reset()
+                appender.append(kind: 1, payload: Array("after".utf8))
+            }
+            guard case .reset(let fresh) = b.changes(after: cursor) else {
+                Issue.record("a new generation was replayed as a tail")
+                return
+            }
+            #expect(fresh.generation != cursor.generation)
+            #expect(fresh.sequence == 1)
+            #expect(b.changes(after: fresh) == .current)
+            // The old generation's bytes are given back.
+            let size = try FileManager.default.attributesOfItem(atPath: dir.path + "/" + FolderChangeLog.fileName)[.size] as? Int
+            #expect(size == FolderChangeLog.headerSize + FolderChangeLog.recordOverhead + 5)
         }
-        guard case .reset(let fresh) = b.changes(after: cursor) else {
-            Issue.record("a new generation was replayed as a tail")
-            return
-        }
-        #expect(fresh.generation != cursor.generation)
-        #expect(fresh.sequence == 1)
-        #expect(b.changes(after: fresh) == .current)
-        // The old generation's bytes are given back.
-        let size = try FileManager.default.attributesOfItem(atPath: dir.path + "/" + FolderChangeLog.fileName)[.size] as? Int
-        #expect(size == FolderChangeLog.headerSize + FolderChangeLog.recordOverhead + 5)
     }
 
     /// A writer killed after writing its record and before the header that makes it visible.
     @Test func aRecordWithoutItsHeaderIsNeverReadAndIsOverwritten() throws {
-        let dir = TemporaryDirectory("larder-changes")
-        defer { dir.remove() }
-        let a = try Self.open(dir)
-        let b = try Self.open(dir)
-        try Self.append(a, ["one"])
-        let cursor = try Self.follow(b)
-        let end = UInt64(cursor.offset)
-        try Self.patch(dir, at: end, [UInt8](repeating: 0x5A, count: 40))
-        #expect(b.changes(after: cursor) == .current)
-        try Self.append(a, ["two"])
-        #expect(Self.texts(b.changes(after: cursor)) == ["two"])
+        try Self.withTwoLogs { dir, a, b in
+            try Self.append(a, ["one"])
+            let cursor = try Self.follow(b)
+            let end = UInt64(cursor.offset)
+            try Self.patch(dir, at: end, [UInt8](repeating: 0x5A, count: 40))
+            #expect(b.changes(after: cursor) == .current)
+            try Self.append(a, ["two"])
+            #expect(Self.texts(b.changes(after: cursor)) == ["two"])
+        }
     }
 
     @Test(arguments: [0, 9, 20, 33])
     func aDamagedHeaderIsAResetThatTheNextAppendRepairs(offset: Int) throws {
-        let dir = TemporaryDirectory("larder-changes")
-        defer { dir.remove() }
-        let a = try Self.open(dir)
-        let b = try Self.open(dir)
-        try Self.append(a, ["one"])
-        let cursor = try Self.follow(b)
-        try Self.patch(dir, at: UInt64(offset), [0xFF])
-        #expect(b.hasMoved(since: cursor))
-        #expect(b.changes(after: cursor) == .reset(.start))
-        try Self.append(a, ["two"])
-        guard case .reset(let fresh) = b.changes(after: cursor) else {
-            Issue.record("a repaired log was replayed as a tail")
-            return
+        try Self.withTwoLogs { dir, a, b in
+            try Self.append(a, ["one"])
+            let cursor = try Self.follow(b)
+            try Self.patch(dir, at: UInt64(offset), [0xFF])
+            #expect(b.hasMoved(since: cursor))
+            #expect(b.changes(after: cursor) == .reset(.start))
+            try Self.append(a, ["two"])
+            guard case .reset(let fresh) = b.changes(after: cursor) else {
+                Issue.record("a repaired log was replayed as a tail")
+                return
+            }
+            #expect(fresh.generation != cursor.generation && fresh.generation != 0)
+            try Self.append(a, ["three"])
+            #expect(Self.texts(b.changes(after: fresh)) == ["three"])
         }
-        #expect(fresh.generation != cursor.generation && fresh.generation != 0)
-        try Self.append(a, ["three"])
-        #expect(Self.texts(b.changes(after: fresh)) == ["three"])
     }
 
     @Test(arguments: [0, 4, 5, 13, 16])
     func aDamagedRecordIsAResetNotACrash(offset: Int) throws {
-        let dir = TemporaryDirectory("larder-changes")
-        defer { dir.remove() }
-        let a = try Self.open(dir)
-        let b = try Self.open(dir)
-        try Self.append(a, ["zero"])
-        let cursor = try Self.follow(b)
-        try Self.append(a, ["one", "two"])
-        try Self.patch(dir, at: UInt64(cursor.offset + offset), [0xFF, 0xFF])
-        guard case .reset = b.changes(after: cursor) else {
-            Issue.record("a damaged record at \(offset) was replayed")
-            return
+        try Self.withTwoLogs { dir, a, b in
+            try Self.append(a, ["zero"])
+            let cursor = try Self.follow(b)
+            try Self.append(a, ["one", "two"])
+            try Self.patch(dir, at: UInt64(cursor.offset + offset), [0xFF, 0xFF])
+            guard case .reset = b.changes(after: cursor) else {
+                Issue.record("a damaged record at \(offset) was replayed")
+                return
+            }
         }
     }
 
@@ -170,39 +167,37 @@ import Testing
 
     /// A store and a removal in one index, replayed from the log into another's.
     @Test func indexChangesReplayIntoAnotherIndex() throws {
-        let dir = TemporaryDirectory("larder-changes")
-        defer { dir.remove() }
-        let a = try Self.open(dir)
-        let b = try Self.open(dir)
-        var mine = DiskIndex()
-        var theirs = DiskIndex()
-        for key in ["k1", "k2"] {
-            mine.upsert(IndexEntry(name: key, key: key, diskSize: 4096, updateTime: 7, lastAccessMs: 7000, ttl: 0, lockCount: 0))
+        try Self.withTwoLogs { dir, a, b in
+            var mine = DiskIndex()
+            var theirs = DiskIndex()
+            for key in ["k1", "k2"] {
+                mine.upsert(IndexEntry(name: key, key: key, diskSize: 4096, updateTime: 7, lastAccessMs: 7000, ttl: 0, lockCount: 0))
+            }
+            mine.clearChanges()
+            theirs = mine
+            try Self.append(a, ["start"])
+            var cursor = try Self.follow(b)
+            mine.upsert(IndexEntry(name: "k3", key: "k3", diskSize: 8192, updateTime: 9, lastAccessMs: 9000, ttl: 60, lockCount: 1))
+            mine.removeEntry(named: "k1")
+            let taken = mine.takeChanges()
+            let changes = try #require(taken)
+            try a.withChangeLock { $0.append(kind: 2, payload: IndexJournal.changesPayload(changes)) }
+            guard case .records(let records, let next) = b.changes(after: cursor) else {
+                Issue.record("the change was not read")
+                return
+            }
+            cursor = next
+            #expect(records.map(\.kind) == [2])
+            var touched: [String] = []
+            for record in records {
+                #expect(IndexJournal.applyChanges(record.payload, to: &theirs, keyEncoding: .verbatim, touched: &touched))
+            }
+            #expect(Set(touched) == ["k1", "k3"])
+            #expect(!theirs.contains("k1"))
+            #expect(theirs.contains("k2"))
+            #expect(theirs.contains("k3"))
+            #expect(theirs.totalSize == mine.totalSize)
+            #expect(theirs.totalSize == 4096 + 8192)
         }
-        mine.clearChanges()
-        theirs = mine
-        try Self.append(a, ["start"])
-        var cursor = try Self.follow(b)
-        mine.upsert(IndexEntry(name: "k3", key: "k3", diskSize: 8192, updateTime: 9, lastAccessMs: 9000, ttl: 60, lockCount: 1))
-        mine.removeEntry(named: "k1")
-        let taken = mine.takeChanges()
-        let changes = try #require(taken)
-        try a.withChangeLock { $0.append(kind: 2, payload: IndexJournal.changesPayload(changes)) }
-        guard case .records(let records, let next) = b.changes(after: cursor) else {
-            Issue.record("the change was not read")
-            return
-        }
-        cursor = next
-        #expect(records.map(\.kind) == [2])
-        var touched: [String] = []
-        for record in records {
-            #expect(IndexJournal.applyChanges(record.payload, to: &theirs, keyEncoding: .verbatim, touched: &touched))
-        }
-        #expect(Set(touched) == ["k1", "k3"])
-        #expect(!theirs.contains("k1"))
-        #expect(theirs.contains("k2"))
-        #expect(theirs.contains("k3"))
-        #expect(theirs.totalSize == mine.totalSize)
-        #expect(theirs.totalSize == 4096 + 8192)
     }
 }
