@@ -47,8 +47,11 @@ struct SuiteNote {
             text: """
                 90 % loads and 10 % overwrites of 4 KiB over 10,000 keys, from one thread (`mixed-1t`) and from two \
                 (`mixed-2t`); the time is wall time over the operations of all threads, so a lower `mixed-2t` means the \
-                threads ran in parallel. `read-beside-writer`: loads of half the keys while a second thread overwrites \
-                the other half without pause (time per load).
+                threads ran in parallel. `mixed-2p` and `mixed-4p`: the same workload from two and four processes, each \
+                a writer sharing the folder with the others (`mixed-2p` runs `mixed-2t`'s two lists); `larder-shared`'s \
+                `mixed-1t` is one writer opened as one that shares its folder, alone on it. larder's mixed cases are \
+                sampled in turn, each sample in a cache (or processes) opened for it. `read-beside-writer`: loads of half the \
+                keys while a second thread overwrites the other half without pause (time per load).
                 """,
             baselines: [(nil, ["posix-floor"])], chart: nil),
         SuiteNote(

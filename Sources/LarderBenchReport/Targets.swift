@@ -54,6 +54,13 @@ public struct Target: Sendable {
         Target(suite: "disk", caseName: "store-256k", impl: "larder", measure: .timeRatio(.init(impl: "posix-floor")), bound: 1.25),
         Target(
             suite: "concurrency", caseName: "mixed-2t", impl: "larder", measure: .throughputRatio(.init(caseName: "mixed-1t")), bound: 1.6),
+        // Writer processes sharing one folder against threads in one process, and what sharing
+        // costs a writer alone.
+        Target(
+            suite: "concurrency", caseName: "mixed-2p", impl: "larder", measure: .throughputRatio(.init(caseName: "mixed-2t")), bound: 0.8),
+        Target(
+            suite: "concurrency", caseName: "mixed-1t", impl: "larder-shared", measure: .throughputRatio(.init(impl: "larder")),
+            bound: 0.95),
         Target(
             suite: "gc", caseName: "prune-1pct", impl: "larder", n: 100_000, measure: .timeRatio(.init(impl: "directory-scan")), bound: 0.02
         ),

@@ -34,6 +34,8 @@ let usage = """
     disk suite's 4 KiB loads alone; LARDER_BENCH_DISK_KINDS=larder,sqlite only those implementations;
     LARDER_BENCH_CPU_TIME=1 times its loads, and the remote suite its reads, in thread CPU time
     instead of wall time. LARDER_BENCH_TRACES=drift,c2k_orm_busy replays only those hitratio traces.
+    LARDER_BENCH_SHARED_FOLDER=1 opens the larder stores as writers sharing their folder with
+    others (the concurrency suite measures its larder cases both ways in every run, whatever it says).
     LARDER_BENCH_REMOTE_COUNT_LIMIT=N caps the remote suite's readers' memory tiers at N entries;
     LARDER_BENCH_REMOTE_CASES=get-hit-remote,invalidation runs only those remote cases.
     """
@@ -74,6 +76,19 @@ if CommandLine.arguments.count >= 2, CommandLine.arguments[1] == "report" {
 if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--gc-once", let n = Int(CommandLine.arguments[3]) {
     do {
         try runGCOnce(CommandLine.arguments[2], n: n, context: BenchContext(quick: false, json: false))
+        exit(0)
+    } catch {
+        printError("larder-bench: \(error)")
+        exit(1)
+    }
+}
+
+// `--mixed-worker FOLDER SEED COUNT`: one process of `concurrency`'s mixed-2p and mixed-4p.
+if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "--mixed-worker", let seed = UInt64(CommandLine.arguments[3]),
+    let count = Int(CommandLine.arguments[4])
+{
+    do {
+        try runMixedWorker(folder: CommandLine.arguments[2], seed: seed, count: count)
         exit(0)
     } catch {
         printError("larder-bench: \(error)")

@@ -65,6 +65,25 @@ private func page(_ name: String) throws -> (markdown: String, charts: [(path: S
         #expect(verdict.value == 1.5 && !verdict.isMet)
         #expect(verdict.requirement == "throughput ≥ 1.60 × mixed-1t")
     }
+
+    @Test func processesSharingAFolderAreHeldToTwoThreadsAndSharingToAWriterAlone() throws {
+        let run = try BenchRun(
+            jsonLines: """
+                {"suite": "concurrency", "case": "mixed-1t", "impl": "larder", "n": 10000, "ns_per_op": 30000}
+                {"suite": "concurrency", "case": "mixed-2t", "impl": "larder", "n": 10000, "ns_per_op": 20000}
+                {"suite": "concurrency", "case": "mixed-1t", "impl": "larder-shared", "n": 10000, "ns_per_op": 31000}
+                {"suite": "concurrency", "case": "mixed-2p", "impl": "larder", "n": 10000, "ns_per_op": 26000}
+                {"suite": "concurrency", "case": "mixed-4p", "impl": "larder", "n": 10000, "ns_per_op": 24000}
+                """)
+        let verdicts = Target.all.flatMap { $0.verdicts(in: run) }
+        let processes = try #require(verdicts.first { $0.result.caseName == "mixed-2p" })
+        // 20,000 ns over 26,000 ns: 0.77, under 0.8.
+        #expect(!processes.isMet && processes.requirement == "throughput ≥ 0.80 × mixed-2t")
+        let shared = try #require(verdicts.first { $0.result.impl == "larder-shared" })
+        // 30,000 ns over 31,000 ns: 0.968, within 5 %.
+        #expect(shared.isMet && shared.requirement == "throughput ≥ 0.95 × larder")
+        #expect(!verdicts.contains { $0.result.caseName == "mixed-4p" })
+    }
 }
 
 @Suite struct BenchmarksPageTests {

@@ -186,7 +186,10 @@ import Testing
     @Test func aHolderPastTheWaitIsNamedWithExitThree() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }
-        let writer = try DiskCache(options: DiskCacheOptions(directory: temp.url.appendingPathComponent("c")))
+        // A writer that holds the folder alone, as an application may open it.
+        var options = DiskCacheOptions(directory: temp.url.appendingPathComponent("c"))
+        options.sharesFolderWithWriters = false
+        let writer = try DiskCache(options: options)
         defer { writer.close() }
         let result = larder(["put", "--dir", temp.path("c"), "--wait", "0.05", "k"], input: Data("x".utf8))
         #expect(result.code == 3)

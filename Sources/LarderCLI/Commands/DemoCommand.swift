@@ -267,6 +267,7 @@ struct DemoRun {
         options.name = Self.cacheName
         options.clock = clock
         options.sizeLimit = sizeLimit
+        options.sharesFolderWithWriters = true
         options.eventHandler = { [events] in events.append($0) }
         do {
             return try DiskCache(options: options)

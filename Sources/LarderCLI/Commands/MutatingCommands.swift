@@ -15,7 +15,9 @@ enum GcCommand: Subcommand {
         discussion:
             "Removes records only (expired, over the limits, or corrupt), never a file that is not a record (see 'larder ls --help')."
             + " Prints how many records went, by reason, and what they occupied on disk, then what remains: the files' bytes and,"
-            + " in parentheses, what they occupy on disk in whole blocks (what the size limit counts), as 'larder stats' shows it.")
+            + " in parentheses, what they occupy on disk in whole blocks (what the size limit counts), as 'larder stats' shows it."
+            + " One collection runs at a time across the processes that share the directory: while another one collects it, this"
+            + " command's pass is skipped (it removes nothing, and says what remains).")
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
         let sizeLimit = try arguments.integer("size-limit") ?? 0
@@ -112,7 +114,8 @@ enum PutCommand: Subcommand {
             CacheContext.adoptOption,
         ],
         discussion:
-            "Creates the directory when missing (with sha256 keys, or --keys). While another process changes the directory, waits its turn (--wait); fails with exit 3 if it keeps it longer."
+            "Creates the directory when missing (with sha256 keys, or --keys). Shares the directory with other writers (commands, applications)"
+            + " that share it; waits for a process that holds it alone (--wait), and fails with exit 3 if it keeps it longer."
             + " A folder that holds files but is not a cache is refused unless --adopt is given; then the cache is made beside"
             + " its files, which stay as they are, listed as foreign."
     )

@@ -7,7 +7,10 @@ enum VerifyCommand: Subcommand {
         name: "verify", summary: "Check every record's header and payload checksums; list the corrupt ones.",
         options: CacheContext.changingOptions + [
             .flag("json", "Print the result as a JSON object."),
-            .flag("repair", "Remove the corrupt records (takes the directory's write lock)."),
+            .flag(
+                "repair",
+                "Remove the corrupt records. Takes the directory alone: waits (--wait) for the other writers to close it, and keeps them out until done."
+            ),
             .flag("remove-foreign", "With --repair, also remove the foreign files (folders stay); nothing else removes them."),
         ],
         discussion: """
@@ -41,8 +44,9 @@ enum VerifyCommand: Subcommand {
         let removesForeign = arguments.flag("remove-foreign")
         if removesForeign, !repair { throw .usage("'--remove-foreign' works with '--repair' only") }
         let context = try CacheContext(arguments, io: io, mustExist: true)
-        // Take the lock before reading, so nothing changes between the check and the removal.
-        let cache = repair ? try context.openWritable() : nil
+        // The folder alone, taken before reading: no other writer changes a file between its
+        // check and its removal (a record stored again meanwhile would go with the corrupt one).
+        let cache = repair ? try context.openWritable(alone: true) : nil
         defer { cache?.close() }
         let inspector = CacheInspector(context)
         let names = try inspector.recordNames()

@@ -24,8 +24,8 @@ struct CacheContext {
         .value("now", "SECONDS", "Pretend the time is this Unix time (testing aid; also $LARDER_NOW).", hidden: true),
     ]
 
-    /// The seconds a changing command waits, unless `--wait` says otherwise, for another process
-    /// that changes the folder to let go of it.
+    /// The seconds a changing command waits, unless `--wait` says otherwise, for a process that
+    /// holds the folder alone to let go of it.
     static let defaultWriterWait: Double = 30
 
     /// The options of the commands that change a cache: the shared ones and `--wait`.
@@ -33,7 +33,7 @@ struct CacheContext {
         options + [
             .value(
                 "wait", "SECONDS",
-                "How long to wait for another process that is changing the directory to let go of it, so that commands run in parallel take turns (default 30; 0: fail at once with exit 3)."
+                "How long to wait for a process that holds the directory alone (an application that opened it without sharing it with other writers, or 'verify --repair') to let go of it (default 30; 0: fail at once with exit 3). Changing commands share the directory with every other writer that shares it, and never wait for one another."
             )
         ]
 
@@ -239,14 +239,20 @@ struct CacheContext {
         options.isReadOnly = readOnly
         options.adoptsForeignFolder = adoptsForeignFolder
         options.writerWaitTimeout = readOnly ? 0 : writerWait
+        // Set, not left to the default: a changing command is one writer among any number
+        // (applications, other commands), each in step with the others through the folder's
+        // change log, so that none is refused for another's sake.
+        options.sharesFolderWithWriters = !readOnly
         return options
     }
 
-    /// Opens the directory for writing, taking its lock (waiting ``writerWait`` seconds for
-    /// another process that holds it).
+    /// Opens the directory for writing as one of the writers that share it (waiting ``writerWait``
+    /// seconds for a process that holds it alone), or, when `alone`, as its only writer (waiting
+    /// as long for every other writer to let go of it).
     /// - Throws: Exit code 3 naming the process that kept the directory, or the failure.
-    func openWritable(configure: (inout DiskCacheOptions) -> Void = { _ in }) throws(CommandFailure) -> DiskCache {
+    func openWritable(alone: Bool = false, configure: (inout DiskCacheOptions) -> Void = { _ in }) throws(CommandFailure) -> DiskCache {
         var options = try cacheOptions(readOnly: false)
+        if alone { options.sharesFolderWithWriters = false }
         configure(&options)
         do {
             return try DiskCache(options: options)
@@ -267,7 +273,7 @@ struct CacheContext {
             let holder = error.holderPID.map { "process \($0)" } ?? "another process"
             return CommandFailure(
                 .cacheError,
-                "cache directory '\(root)' is in use by \(holder), which did not let go of it within the wait ('--wait'); commands that change it must wait until that process closes it (inspecting commands still work)"
+                "cache directory '\(root)' is in use by \(holder), which did not let go of it within the wait ('--wait'); a process that holds it alone, or a command that needs it alone while others write, must close first (inspecting commands still work)"
             )
         }
         if error.code == .invalidKey || error.code == .invalidOptions || error.code == .invalidArgument {

@@ -18,10 +18,11 @@ protocol BenchStore: AnyObject {
 final class LarderStore: BenchStore, Sendable {
     let cache: DiskCache
 
-    /// Opens a `DiskCache` on `directory`, with a size limit and eviction policy when given
-    /// (otherwise from the environment, see below).
+    /// Opens a `DiskCache` on `directory`, with a size limit, eviction policy and sharing of the
+    /// folder with other writers when given (otherwise from the environment, see below).
     init(
-        directory: String, verifiesPayloadChecksum: Bool = true, sizeLimit: Int? = nil, policy: DiskEvictionPolicy? = nil
+        directory: String, verifiesPayloadChecksum: Bool = true, sizeLimit: Int? = nil, policy: DiskEvictionPolicy? = nil,
+        sharesFolder: Bool? = nil
     ) throws {
         var options = DiskCacheOptions(directory: URL(fileURLWithPath: directory, isDirectory: true))
         options.verifiesPayloadChecksum = verifiesPayloadChecksum
@@ -45,6 +46,7 @@ final class LarderStore: BenchStore, Sendable {
         // And as one of several writers sharing the folder (the change log's cost to a writer
         // alone: `LARDER_BENCH_SHARED_FOLDER=1`).
         if ProcessInfo.processInfo.environment["LARDER_BENCH_SHARED_FOLDER"] == "1" { options.sharesFolderWithWriters = true }
+        if let sharesFolder { options.sharesFolderWithWriters = sharesFolder }
         cache = try DiskCache(options: options)
     }
 
