@@ -13,8 +13,9 @@ import Synchronization
 //   (``DiskCache/followFolder()``). A hit opens the record's file, which holds the current bytes,
 //   so the header check is not what makes a hit right; a kept descriptor or payload of a name the
 //   tail touched is dropped as the tail is replayed.
-// - No index image is written (a base and journal of one writer's index would not be every
-//   writer's); the image a writer that held the folder alone left is withdrawn at the first change.
+// - The index image is the shared one (`DiskCache+SharedImage.swift`), written under the change
+//   lock with its place in the log; the image a writer that held the folder alone left is
+//   withdrawn at the first change.
 // - One collection at a time across the processes: a pass takes the collection lock without
 //   waiting, and a process that finds it taken skips its pass.
 
@@ -51,15 +52,11 @@ final class SharedFolder: Sendable {
     static let sharingFileName = ".larder-sharing"
 
     /// Opens the change log and the sharing file in `root`, and takes the place in the log to
-    /// replay from: where it ends now, before the index is built.
+    /// replay from: where it ends now, before the index is built. A change marked begun and
+    /// not recorded (its writer died mid-change) starts a new generation first, so that no
+    /// writer, nor the shared image, goes on without it.
     init(root: String, io: FileIO, sharedWithGroup: Bool) throws(CacheError) {
-        log = try FolderChangeLog(path: root + "/" + FolderChangeLog.fileName, io: io, sharedWithGroup: sharedWithGroup)
-        // A header written now, so that the first place read is one every writer shares.
-        let start = try log.withChangeLock { appender in appender.cursor }
-        following = SharedMutex(FolderFollowing(follower: IndexFollower(at: start)))
-        seenGeneration.store(start.generation, ordering: .releasing)
-        seenSequence.store(start.sequence, ordering: .releasing)
-        self.io = io
+        let log = try FolderChangeLog(path: root + "/" + FolderChangeLog.fileName, io: io, sharedWithGroup: sharedWithGroup)
         let path = root + "/" + Self.sharingFileName
         let fd: Int32
         do {
@@ -76,7 +73,25 @@ final class SharedFolder: Sendable {
                 .unsafeDirectory, "the sharing file is not a regular file of this user with one link; remove it if this is your cache",
                 path: path)
         }
+        let start: FolderChangeLog.Cursor
+        do {
+            // A header written now, so that the first place read is one every writer shares.
+            func takePlace(_ appender: inout FolderChangeLog.Appender) -> FolderChangeLog.Cursor {
+                if Self.readMark(fd: fd, io: io) { appender.reset() }
+                return appender.cursor
+            }
+            // The mark is cleared once the new generation is written.
+            start = try log.withChangeLock(committed: { _ = Self.mark(fd: fd, io: io, begun: false) }, takePlace)
+        } catch {
+            io.close(fd)
+            throw error
+        }
+        self.log = log
+        self.io = io
         sharingFD = fd
+        following = SharedMutex(FolderFollowing(follower: IndexFollower(at: start)))
+        seenGeneration.store(start.generation, ordering: .releasing)
+        seenSequence.store(start.sequence, ordering: .releasing)
     }
 
     deinit { io.close(sharingFD) }
@@ -107,16 +122,27 @@ final class SharedFolder: Sendable {
         return body()
     }
 
+    /// Whether a change is marked begun and not recorded, without changing the mark. Called
+    /// holding the change lock.
+    var isChangeMarkedBegun: Bool { Self.readMark(fd: sharingFD, io: io) }
+
     /// Marks a change as begun (`true`) or recorded; returns whether the previous change was
     /// left marked as begun (its writer died mid-change). Called holding the change lock.
     func markChange(begun: Bool) -> Bool {
+        Self.mark(fd: sharingFD, io: io, begun: begun)
+    }
+
+    private static func readMark(fd: Int32, io: FileIO) -> Bool {
         var byte: [UInt8] = [0]
-        let n =
-            (try? byte.withUnsafeMutableBytes { b in Result { () throws(Errno) in try io.pread(sharingFD, into: b, at: 0) } }.get()) ?? 0
-        let wasBegun = n == 1 && byte[0] != 0
-        byte[0] = begun ? 1 : 0
+        let n = (try? byte.withUnsafeMutableBytes { b in Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) } }.get()) ?? 0
+        return n == 1 && byte[0] != 0
+    }
+
+    private static func mark(fd: Int32, io: FileIO, begun: Bool) -> Bool {
+        let wasBegun = readMark(fd: fd, io: io)
+        let byte: [UInt8] = [begun ? 1 : 0]
         if wasBegun != begun {
-            _ = try? byte.withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(sharingFD, b, at: 0) } }.get()
+            _ = try? byte.withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(fd, b, at: 0) } }.get()
         }
         return wasBegun
     }
@@ -144,7 +170,7 @@ extension DiskCache {
 
     /// Applies `tail` to the index, and drops the kept descriptors and payloads of the names it
     /// touched (every one after a rebuild).
-    private func _follow(_ tail: FolderChangeLog.Tail, _ following: inout FolderFollowing) {
+    func _follow(_ tail: FolderChangeLog.Tail, _ following: inout FolderFollowing) {
         if case .current = tail { return }
         let step = state.withLock { s in
             s.follow(tail, with: &following.follower, keyEncoding: options.keyEncoding) { scanFolderForSharing() }

@@ -94,7 +94,8 @@ package final class FolderChangeLog: Sendable {
     private let descriptor: Atomic<Int32>
     private var fd: Int32 { descriptor.load(ordering: .relaxed) }
     private let io: FileIO
-    private let path: String
+    /// The log file's path.
+    let path: String
     private let sharedWithGroup: Bool
 
     /// Opens (creating it) the change log at `path`.
@@ -215,6 +216,25 @@ package final class FolderChangeLog: Sendable {
         // read means they were read as written.
         guard readHeader()?.generation == header.generation else { return .reset(.start) }
         return .records(records, current)
+    }
+
+    /// The place just past the last record of the current generation with `kind` and
+    /// `payload`, or `nil` when the generation holds none (or the log cannot be read whole).
+    /// - Complexity: O(*b*) for the *b* bytes of records in the generation.
+    func placeAfter(kind: UInt8, payload: [UInt8]) -> Cursor? {
+        guard let header = readHeader(),
+            case .records(let records, let end) = changes(
+                after: Cursor(generation: header.generation, sequence: 0, offset: Self.headerSize))
+        else { return nil }
+        var offset = Self.headerSize
+        var place: Cursor?
+        for record in records {
+            offset += Self.recordOverhead + record.payload.count
+            if record.kind == kind, record.payload == payload {
+                place = Cursor(generation: end.generation, sequence: record.sequence, offset: offset)
+            }
+        }
+        return place
     }
 
     /// The records in `bytes`, numbered on from `sequence`; `nil` when one is torn, damaged or
