@@ -242,7 +242,9 @@ extension DiskCache {
                 // length here (docs/FORMAT.md).
                 // A close under way (see `finishChanges()`) owns what is on disk from here.
                 guard gate.isOnDisk, !gate.isClosing else { return }
-                if let image {
+                // A writer sharing the folder withdraws the image by unlinking its base, which
+                // another such writer's withdrawal cannot race with, as two appends could.
+                if let image, sharedFolder == nil {
                     gate.epoch = image.epoch
                     gate.baseLength = base.count
                     gate.journalLength = journal?.count ?? 0

@@ -196,9 +196,11 @@ extension DiskCache {
     /// then records the index's changes in the log. Runs `body` alone for a cache that holds its
     /// folder alone, and inside another such change (whose record takes this one's changes too).
     ///
-    /// When the change lock cannot be taken or the log written, `body` runs (or ran) all the
-    /// same, and the next change starts a new generation: the others build their indexes from
-    /// the folder then, rather than miss this change.
+    /// When the log cannot be written, the change lock's holder empties it or starts a new
+    /// generation (``FolderChangeLog/withChangeLock(sync:committed:_:)``); when the change lock
+    /// cannot be taken, `body` runs marked begun (the next holder starts a new generation) and
+    /// the log is emptied after it. Either way the others build their indexes from the folder
+    /// at their next operation, rather than miss this change.
     func _sharingChange<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         guard let sharedFolder, !SharedChange.isHeld else { return try body() }
         let log = sharedFolder.log
@@ -232,6 +234,10 @@ extension DiskCache {
             }
         }
         if let outcome { return try outcome.get() }
+        // The change lock could not be taken: the change is made marked begun, then the log
+        // emptied, so that it is in every index the others build next.
+        _ = sharedFolder.markChange(begun: true)
+        defer { log.invalidateWithoutLock() }
         return try SharedChange.$isHeld.withValue(true) { Result { () throws(E) -> T in try body() } }.get()
     }
 

@@ -360,10 +360,24 @@ package final class FolderChangeLog: Sendable {
         do {
             try appender.commit(sync: sync)
         } catch {
+            // What `body` recorded is not in the log: a new generation, or failing that an empty
+            // log, sends every reader back to the folder, rather than on without the change.
+            var fresh = Appender(fd: fd, io: io, header: appender.header)
+            fresh.reset()
+            if (try? fresh.commit(sync: sync)) == nil { _ = try? io.ftruncate(fd, 0) }
             throw CacheError(.ioFailure, "cannot write the change log", path: path, errno: error.rawValue)
         }
         committed()
         return result
+    }
+
+    /// Empties the log without the change lock, for a change made without it (the lock could
+    /// not be taken): every reader then finds no header and builds its state from the folder,
+    /// and the next append starts a new generation. A holder's append under way at the same
+    /// moment may write its records and header back; the caller also marks the change begun
+    /// (``SharedFolder``), which the next holder turns into a new generation.
+    func invalidateWithoutLock() {
+        _ = try? io.ftruncate(fd, 0)
     }
 
     /// Whether another holds the change lock now (a probe for tests and diagnostics).
