@@ -42,7 +42,9 @@ final class SharedFolder: Sendable {
     /// header is compared with before an operation, without waiting for a change under way.
     private let seenGeneration = Atomic<UInt64>(0)
     private let seenSequence = Atomic<UInt64>(0)
-    private let sharingFD: Int32
+    /// The sharing file's descriptor: replaced when the folder is made again.
+    private let sharingDescriptor: Atomic<Int32>
+    private var sharingFD: Int32 { sharingDescriptor.load(ordering: .relaxed) }
     private let io: FileIO
 
     /// The log's size past which a change starts a new generation: the other writers then
@@ -57,6 +59,26 @@ final class SharedFolder: Sendable {
     /// writer, nor the shared image, goes on without it.
     init(root: String, io: FileIO, sharedWithGroup: Bool) throws(CacheError) {
         let log = try FolderChangeLog(path: root + "/" + FolderChangeLog.fileName, io: io, sharedWithGroup: sharedWithGroup)
+        let fd = try Self.openSharingFile(root: root, io: io, sharedWithGroup: sharedWithGroup)
+        let start: FolderChangeLog.Cursor
+        do {
+            start = try Self.takePlace(in: log, sharingFD: fd, io: io)
+        } catch {
+            io.close(fd)
+            throw error
+        }
+        self.log = log
+        self.io = io
+        sharingDescriptor = Atomic(fd)
+        following = SharedMutex(FolderFollowing(follower: IndexFollower(at: start)))
+        seenGeneration.store(start.generation, ordering: .releasing)
+        seenSequence.store(start.sequence, ordering: .releasing)
+    }
+
+    deinit { io.close(sharingFD) }
+
+    /// Opens the sharing file in `root`, checked as the log is.
+    static func openSharingFile(root: String, io: FileIO, sharedWithGroup: Bool) throws(CacheError) -> Int32 {
         let path = root + "/" + Self.sharingFileName
         let fd: Int32
         do {
@@ -73,28 +95,32 @@ final class SharedFolder: Sendable {
                 .unsafeDirectory, "the sharing file is not a regular file of this user with one link; remove it if this is your cache",
                 path: path)
         }
-        let start: FolderChangeLog.Cursor
-        do {
-            // A header written now, so that the first place read is one every writer shares.
-            func takePlace(_ appender: inout FolderChangeLog.Appender) -> FolderChangeLog.Cursor {
-                if Self.readMark(fd: fd, io: io) { appender.reset() }
-                return appender.cursor
-            }
-            // The mark is cleared once the new generation is written.
-            start = try log.withChangeLock(committed: { _ = Self.mark(fd: fd, io: io, begun: false) }, takePlace)
-        } catch {
-            io.close(fd)
-            throw error
-        }
-        self.log = log
-        self.io = io
-        sharingFD = fd
-        following = SharedMutex(FolderFollowing(follower: IndexFollower(at: start)))
-        seenGeneration.store(start.generation, ordering: .releasing)
-        seenSequence.store(start.sequence, ordering: .releasing)
+        return fd
     }
 
-    deinit { io.close(sharingFD) }
+    /// The place where `log` ends, taken under the change lock; a change marked begun and not
+    /// recorded starts a new generation first (the mark is cleared once it is written).
+    private static func takePlace(in log: FolderChangeLog, sharingFD fd: Int32, io: FileIO) throws(CacheError) -> FolderChangeLog.Cursor {
+        // A header written now, so that the first place read is one every writer shares.
+        func takePlace(_ appender: inout FolderChangeLog.Appender) -> FolderChangeLog.Cursor {
+            if readMark(fd: fd, io: io) { appender.reset() }
+            return appender.cursor
+        }
+        return try log.withChangeLock(committed: { _ = mark(fd: fd, io: io, begun: false) }, takePlace)
+    }
+
+    /// Moves to the log and the sharing file of the folder made again at the root's path
+    /// (`DiskCache+Recovery.swift`), opened by the caller beneath it (`sharingFD`), and takes
+    /// the place in the new log before the index is built from that folder. Called holding
+    /// ``following``, with no change of this cache under way. When the place cannot be taken,
+    /// the follower starts before everything, so that its next look builds the index again.
+    func moveToRemadeFolder(sharingFD fd: Int32, _ following: inout FolderFollowing) {
+        io.close(sharingDescriptor.exchange(fd, ordering: .relaxed))
+        log.reopen()
+        let start = (try? Self.takePlace(in: log, sharingFD: fd, io: io)) ?? .start
+        following = FolderFollowing(follower: IndexFollower(at: start))
+        noteFollowed(start)
+    }
 
     /// Whether the log may hold changes this writer has not replayed: one `pread` of its header.
     /// A cursor caught moving reads as moved, which the caller checks again under ``following``.

@@ -391,6 +391,13 @@ package final class FolderChangeLog: Sendable {
         return false
     }
 
+    /// Opens the path again, for a folder made again at the root's path: the file open is the
+    /// deleted folder's. Keeps it when the path cannot be opened (the next change lock tries again).
+    func reopen() {
+        guard let reopened = try? Self.open(path, io: io, sharedWithGroup: sharedWithGroup) else { return }
+        io.close(descriptor.exchange(reopened, ordering: .relaxed))
+    }
+
     /// Takes the `flock` on the file that `path` names now: when it was replaced or removed
     /// while this waited, the lock is let go of and the path opened again.
     private func lockCurrentFile() throws(CacheError) {

@@ -90,6 +90,36 @@ import Testing
         // The log is whole again after the next change, which A and B both follow.
         try b.store(SharedFolderCacheTests.payload("z", 1), forKey: "z")
         #expect(a.count == 2 && b.count == 2)
-        #expect(Set(try a.keys()) == ["x", "z"])
+        #expect(try Set(a.keys()) == ["x", "z"])
+    }
+
+    /// The folder deleted under writers sharing it: the first to notice makes it again, and the
+    /// others move to it too (none is refused for the first's sake); each sees the others'
+    /// changes made there.
+    @Test func writersSharingADeletedFolderMoveToTheOneMadeAgain() throws {
+        let dir = TemporaryDirectory("larder-shared-coord")
+        defer { dir.remove() }
+        let clock = ManualClock(now: 1_700_000_000)
+        let a = try SharedFolderCacheTests.open(dir, clock: clock)
+        let b = try SharedFolderCacheTests.open(dir, clock: clock)
+        defer {
+            a.close()
+            b.close()
+        }
+        try a.store(SharedFolderCacheTests.payload("old", 1), forKey: "old")
+        #expect(b.count == 1)
+        try FileManager.default.removeItem(at: dir.url)
+        try a.store(SharedFolderCacheTests.payload("x", 1), forKey: "x")
+        try b.store(SharedFolderCacheTests.payload("y", 1), forKey: "y")
+        #expect(try a.value(forKey: "y") == SharedFolderCacheTests.payload("y", 1))
+        #expect(try b.value(forKey: "x") == SharedFolderCacheTests.payload("x", 1))
+        #expect(try a.value(forKey: "old") == nil)
+        #expect(a.count == 2 && b.count == 2)
+        #expect(try Set(a.keys()) == ["x", "y"])
+        #expect(try Set(b.keys()) == ["x", "y"])
+        #expect(recordFiles(in: dir.url).count == 2)
+        // Changes after the move travel through the new folder's log.
+        #expect(try b.remove(forKey: "x"))
+        #expect(!a.contains("x") && a.count == 1)
     }
 }
