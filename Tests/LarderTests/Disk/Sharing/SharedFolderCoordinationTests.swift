@@ -122,4 +122,23 @@ import Testing
         #expect(try b.remove(forKey: "x"))
         #expect(!a.contains("x") && a.count == 1)
     }
+
+    /// A record stored by an import (no key, under its file name) is recorded like a store:
+    /// another writer whose index knows every key finds it at its next read.
+    @Test func anImportedRecordIsSeenByTheOthers() throws {
+        let dir = TemporaryDirectory("larder-shared-coord")
+        defer { dir.remove() }
+        let clock = ManualClock(now: 1_700_000_000)
+        let a = try SharedFolderCacheTests.open(dir, clock: clock)
+        let b = try SharedFolderCacheTests.open(dir, clock: clock)
+        defer {
+            a.close()
+            b.close()
+        }
+        #expect(try b.value(forKey: "u") == nil)
+        let payload = SharedFolderCacheTests.payload("u", 1)
+        #expect(try a.storeUnkeyedRecord(payload, name: a.options.keyEncoding.fileName(for: "u"), updateTime: 1_700_000_000, ttl: 0))
+        #expect(b.containsLiveRecord(named: try b.options.keyEncoding.fileName(for: "u")))
+        #expect(b.count == 1 && b.totalSize == a.totalSize)
+    }
 }
