@@ -2,10 +2,10 @@ import Foundation
 import Synchronization
 
 /// The change log that writer processes sharing one folder append to and replay
-/// (`.larder-changes`), and the short change lock around each append: the groundwork for several
-/// writers on one folder, each with its own in-memory index. Nothing opens it yet; a cache that
-/// does would take ``DirectoryLock`` shared as "a writer is present" and record every change to
-/// records here, under ``withChangeLock(_:)``.
+/// (`.larder-changes`), and the short change lock around each append: how several writers on one
+/// folder, each with its own in-memory index, keep in step. A cache that shares its folder
+/// (`DiskCache+Sharing.swift`) takes ``DirectoryLock`` shared as "a writer is present" and
+/// records every change to records here, under ``withChangeLock(sync:committed:_:)``.
 ///
 /// The file begins with a header of ``headerSize`` bytes (little-endian): the magic
 /// `LRDCHG01`, a generation u64, a sequence u64 (the records appended in this generation), the
