@@ -193,7 +193,8 @@ extension DiskCache {
         try retryingChange(name, key: key, bytesNeeded: bytesNeeded, events: &events) { () throws(Errno) -> T in
             try withKeyLock(name) { () throws(Errno) -> T in
                 defer { records.descriptors?.retire(name) }
-                return try body()
+                // Recorded in the change log when writers share the folder.
+                return try _sharingChange(body)
             }
         }
     }

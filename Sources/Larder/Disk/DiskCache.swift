@@ -91,6 +91,9 @@ public final class DiskCache: Sendable {
         do {
             folder = try Self.checkMetadata(layout: layout, options: options, io: io)
             if !options.isReadOnly { try Self.prepareTemporaryFolder(layout: layout, io: io, sharedWithWriters: sharesFolder) }
+            if !options.isReadOnly, !sharesFolder {
+                try Self.withdrawSharedImage(layout: layout, io: io, sync: options.durability == .fsync)
+            }
             // The place in the change log is taken before the index is built, so that a change
             // another writer makes meanwhile is replayed on top of the build, not missed.
             sharedFolder = sharesFolder ? try SharedFolder(root: layout.root, io: io, sharedWithGroup: options.sharing == .group) : nil

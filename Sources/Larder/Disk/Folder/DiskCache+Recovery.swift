@@ -24,7 +24,9 @@ extension DiskCache {
     ///
     /// 1. the folder is created with its missing parents (or the one someone made there is
     ///    opened) and checked as at open (owner, permissions: ``checkRootIsSafe(_:options:path:)``);
-    /// 2. its lock file is created and locked, so a second writer is still refused;
+    /// 2. its lock file is created and locked, so a second writer is still refused (a writer
+    ///    sharing the folder takes it shared, and opens the new folder's change log and sharing
+    ///    file, so that the others sharing the deleted folder move to the new one with it);
     /// 3. its metadata is checked (a folder holding another cache's records is refused) and
     ///    written, and its temporary folder made;
     /// 4. holding every key lock, the root's descriptor is swapped (``CacheRoot/adopt(_:)``; the
@@ -53,12 +55,16 @@ extension DiskCache {
             }
             guard let freshRoot = fresh.root else { return .notRemoved }
             let newLock: DirectoryLock
+            // A writer sharing the folder takes the new folder's lock shared, as at open, so
+            // that the others sharing the deleted one move to the new one too.
+            let shares = sharedFolder != nil
             do throws(CacheError) {
                 try Self.checkRootIsSafe(freshRoot.info, options: options, path: root.path)
-                newLock = try DirectoryLock(path: layout.lockPath, io: fresh, sharedWithGroup: options.sharing == .group)
+                newLock = try DirectoryLock(path: layout.lockPath, io: fresh, sharedWithGroup: options.sharing == .group, shared: shares)
             } catch {
                 return .failed(error)
             }
+            var sharingFD: Int32?
             do throws(CacheError) {
                 // A new folder gets this cache's layout, which may be one detected at open rather
                 // than the options'.
@@ -71,7 +77,10 @@ extension DiskCache {
                         "the cache directory was replaced by one with the \(facts.layout) layout, not \(layout.folderLayout); open the cache again",
                         path: root.path)
                 }
-                try Self.prepareTemporaryFolder(layout: layout, io: fresh)
+                try Self.prepareTemporaryFolder(layout: layout, io: fresh, sharedWithWriters: shares)
+                if shares {
+                    sharingFD = try SharedFolder.openSharingFile(root: layout.root, io: fresh, sharedWithGroup: options.sharing == .group)
+                }
                 // The index is rebuilt from the headers: an image found there is not this cache's.
                 _ = try? fresh.unlink(layout.snapshotPath)
                 _ = try? fresh.unlink(layout.journalPath)
@@ -87,6 +96,11 @@ extension DiskCache {
                 // Kept descriptors are of the deleted folder's files.
                 records.descriptors?.retireAll()
                 root.adopt(freshRoot)
+                // The place in the new folder's log before its records are read, so that what
+                // the others record meanwhile is replayed on top.
+                if let sharedFolder, let sharingFD {
+                    sharedFolder.following.withLock { sharedFolder.moveToRemadeFolder(sharingFD: sharingFD, &$0) }
+                }
                 var ignored: [CacheEvent] = []
                 let (names, listedEverything) = listRecordNames(events: &ignored)
                 let (entries, suspects) = scanHeaders(names)

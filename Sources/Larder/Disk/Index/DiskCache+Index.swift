@@ -22,7 +22,14 @@ extension DiskCache {
         var stamps = FolderStamps.none
         var mustList: Set<String> = []
         var storedPolicy: StoredPolicy?
-        if let loaded = loadIndexImage() {
+        // A writer sharing its folder starts from the shared image, then replays the change log
+        // from the image's place (`DiskCache+SharedImage.swift`).
+        let shared = sharedFolder == nil ? nil : loadSharedImage()
+        if let shared {
+            snapshot = shared.image.index
+            storedPolicy = shared.image.policy
+            stamps = shared.stamps
+        } else if let loaded = loadIndexImage() {
             snapshot = loaded.image.index
             storedPolicy = loaded.image.policy
             stamps = loaded.stamps
@@ -41,11 +48,13 @@ extension DiskCache {
         if reconciled.scannedAny { reconciled.index.sortByLastAccess() }
         let count = state.withLock {
             $0.foldersVouchedFor = reconciled.vouchedFolders.count
+            $0.buildReadHeaders = reconciled.scannedAny
             $0.imageReference = stamps.reference
             return $0.finishBuild(
                 loaded: reconciled.index, policy: storedPolicy, suspects: reconciled.suspects,
                 listedEverything: reconciled.listedEverything)
         }
+        if let shared { followFolder(fromImageAt: shared.place) }
         events.append(.indexReady(recordCount: count))
         if !options.isReadOnly, !isClosed.isSet, hasPolicyWork || isOverLimits(effectiveSizeLimit(forceRefresh: true)) {
             // Reopened over its limits (smaller limits, or files added behind its back): expired

@@ -90,8 +90,10 @@ extension DiskCache {
     ///     it survives a power loss (`flush()` under ``Durability/fsync``).
     ///   - compacting: Whether to write a new base whatever the journal holds (`flush()`, `close()`).
     func writeSnapshot(sync: Bool, compacting: Bool = true) -> SnapshotWrite {
-        // A writer sharing its folder writes no image: its index is not the other writers'.
-        guard !options.isReadOnly, sharedFolder == nil else { return .skipped }
+        guard !options.isReadOnly else { return .skipped }
+        // A writer sharing its folder writes the shared image, under the change lock, at a flush
+        // or a close; a collection's commit is the change log's records themselves.
+        if sharedFolder != nil { return compacting ? writeSharedImage(sync: sync) : .skipped }
         return snapshotGate.withLock { gate -> SnapshotWrite in
             // Changes register under this lock before they touch a record, so with none in
             // flight the index holds every change that reached the disk.
@@ -240,7 +242,9 @@ extension DiskCache {
                 // length here (docs/FORMAT.md).
                 // A close under way (see `finishChanges()`) owns what is on disk from here.
                 guard gate.isOnDisk, !gate.isClosing else { return }
-                if let image {
+                // A writer sharing the folder withdraws the image by unlinking its base, which
+                // another such writer's withdrawal cannot race with, as two appends could.
+                if let image, sharedFolder == nil {
                     gate.epoch = image.epoch
                     gate.baseLength = base.count
                     gate.journalLength = journal?.count ?? 0

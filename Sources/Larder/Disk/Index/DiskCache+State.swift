@@ -19,6 +19,9 @@ extension DiskCache {
         /// How many shard folders the index build left unlisted, their snapshot stamps unchanged
         /// (see ``FolderStamps``): for tests and diagnostics.
         var foldersVouchedFor = 0
+        /// Whether the index build read any record's header (files its image did not hold, or
+        /// every file without an image).
+        var buildReadHeaders = false
         /// The file system's time before the index image the build loaded was written (its folder
         /// stamps' reference); zero without one. A record file whose status last changed before
         /// it is as the image describes it (see `DiskCache.removeVictim`).

@@ -13,8 +13,9 @@ import Synchronization
 //   (``DiskCache/followFolder()``). A hit opens the record's file, which holds the current bytes,
 //   so the header check is not what makes a hit right; a kept descriptor or payload of a name the
 //   tail touched is dropped as the tail is replayed.
-// - No index image is written (a base and journal of one writer's index would not be every
-//   writer's); the image a writer that held the folder alone left is withdrawn at the first change.
+// - The index image is the shared one (`DiskCache+SharedImage.swift`), written under the change
+//   lock with its place in the log; the image a writer that held the folder alone left is
+//   withdrawn at the first change.
 // - One collection at a time across the processes: a pass takes the collection lock without
 //   waiting, and a process that finds it taken skips its pass.
 
@@ -41,7 +42,9 @@ final class SharedFolder: Sendable {
     /// header is compared with before an operation, without waiting for a change under way.
     private let seenGeneration = Atomic<UInt64>(0)
     private let seenSequence = Atomic<UInt64>(0)
-    private let sharingFD: Int32
+    /// The sharing file's descriptor: replaced when the folder is made again.
+    private let sharingDescriptor: Atomic<Int32>
+    private var sharingFD: Int32 { sharingDescriptor.load(ordering: .relaxed) }
     private let io: FileIO
 
     /// The log's size past which a change starts a new generation: the other writers then
@@ -51,15 +54,31 @@ final class SharedFolder: Sendable {
     static let sharingFileName = ".larder-sharing"
 
     /// Opens the change log and the sharing file in `root`, and takes the place in the log to
-    /// replay from: where it ends now, before the index is built.
+    /// replay from: where it ends now, before the index is built. A change marked begun and
+    /// not recorded (its writer died mid-change) starts a new generation first, so that no
+    /// writer, nor the shared image, goes on without it.
     init(root: String, io: FileIO, sharedWithGroup: Bool) throws(CacheError) {
-        log = try FolderChangeLog(path: root + "/" + FolderChangeLog.fileName, io: io, sharedWithGroup: sharedWithGroup)
-        // A header written now, so that the first place read is one every writer shares.
-        let start = try log.withChangeLock { appender in appender.cursor }
+        let log = try FolderChangeLog(path: root + "/" + FolderChangeLog.fileName, io: io, sharedWithGroup: sharedWithGroup)
+        let fd = try Self.openSharingFile(root: root, io: io, sharedWithGroup: sharedWithGroup)
+        let start: FolderChangeLog.Cursor
+        do {
+            start = try Self.takePlace(in: log, sharingFD: fd, io: io)
+        } catch {
+            io.close(fd)
+            throw error
+        }
+        self.log = log
+        self.io = io
+        sharingDescriptor = Atomic(fd)
         following = SharedMutex(FolderFollowing(follower: IndexFollower(at: start)))
         seenGeneration.store(start.generation, ordering: .releasing)
         seenSequence.store(start.sequence, ordering: .releasing)
-        self.io = io
+    }
+
+    deinit { io.close(sharingFD) }
+
+    /// Opens the sharing file in `root`, checked as the log is.
+    static func openSharingFile(root: String, io: FileIO, sharedWithGroup: Bool) throws(CacheError) -> Int32 {
         let path = root + "/" + Self.sharingFileName
         let fd: Int32
         do {
@@ -76,10 +95,32 @@ final class SharedFolder: Sendable {
                 .unsafeDirectory, "the sharing file is not a regular file of this user with one link; remove it if this is your cache",
                 path: path)
         }
-        sharingFD = fd
+        return fd
     }
 
-    deinit { io.close(sharingFD) }
+    /// The place where `log` ends, taken under the change lock; a change marked begun and not
+    /// recorded starts a new generation first (the mark is cleared once it is written).
+    private static func takePlace(in log: FolderChangeLog, sharingFD fd: Int32, io: FileIO) throws(CacheError) -> FolderChangeLog.Cursor {
+        // A header written now, so that the first place read is one every writer shares.
+        func takePlace(_ appender: inout FolderChangeLog.Appender) -> FolderChangeLog.Cursor {
+            if readMark(fd: fd, io: io) { appender.reset() }
+            return appender.cursor
+        }
+        return try log.withChangeLock(committed: { _ = mark(fd: fd, io: io, begun: false) }, takePlace)
+    }
+
+    /// Moves to the log and the sharing file of the folder made again at the root's path
+    /// (`DiskCache+Recovery.swift`), opened by the caller beneath it (`sharingFD`), and takes
+    /// the place in the new log before the index is built from that folder. Called holding
+    /// ``following``, with no change of this cache under way. When the place cannot be taken,
+    /// the follower starts before everything, so that its next look builds the index again.
+    func moveToRemadeFolder(sharingFD fd: Int32, _ following: inout FolderFollowing) {
+        io.close(sharingDescriptor.exchange(fd, ordering: .relaxed))
+        log.reopen()
+        let start = (try? Self.takePlace(in: log, sharingFD: fd, io: io)) ?? .start
+        following = FolderFollowing(follower: IndexFollower(at: start))
+        noteFollowed(start)
+    }
 
     /// Whether the log may hold changes this writer has not replayed: one `pread` of its header.
     /// A cursor caught moving reads as moved, which the caller checks again under ``following``.
@@ -107,16 +148,27 @@ final class SharedFolder: Sendable {
         return body()
     }
 
+    /// Whether a change is marked begun and not recorded, without changing the mark. Called
+    /// holding the change lock.
+    var isChangeMarkedBegun: Bool { Self.readMark(fd: sharingFD, io: io) }
+
     /// Marks a change as begun (`true`) or recorded; returns whether the previous change was
     /// left marked as begun (its writer died mid-change). Called holding the change lock.
     func markChange(begun: Bool) -> Bool {
+        Self.mark(fd: sharingFD, io: io, begun: begun)
+    }
+
+    private static func readMark(fd: Int32, io: FileIO) -> Bool {
         var byte: [UInt8] = [0]
-        let n =
-            (try? byte.withUnsafeMutableBytes { b in Result { () throws(Errno) in try io.pread(sharingFD, into: b, at: 0) } }.get()) ?? 0
-        let wasBegun = n == 1 && byte[0] != 0
-        byte[0] = begun ? 1 : 0
+        let n = (try? byte.withUnsafeMutableBytes { b in Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) } }.get()) ?? 0
+        return n == 1 && byte[0] != 0
+    }
+
+    private static func mark(fd: Int32, io: FileIO, begun: Bool) -> Bool {
+        let wasBegun = readMark(fd: fd, io: io)
+        let byte: [UInt8] = [begun ? 1 : 0]
         if wasBegun != begun {
-            _ = try? byte.withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(sharingFD, b, at: 0) } }.get()
+            _ = try? byte.withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(fd, b, at: 0) } }.get()
         }
         return wasBegun
     }
@@ -144,7 +196,7 @@ extension DiskCache {
 
     /// Applies `tail` to the index, and drops the kept descriptors and payloads of the names it
     /// touched (every one after a rebuild).
-    private func _follow(_ tail: FolderChangeLog.Tail, _ following: inout FolderFollowing) {
+    func _follow(_ tail: FolderChangeLog.Tail, _ following: inout FolderFollowing) {
         if case .current = tail { return }
         let step = state.withLock { s in
             s.follow(tail, with: &following.follower, keyEncoding: options.keyEncoding) { scanFolderForSharing() }
@@ -170,9 +222,11 @@ extension DiskCache {
     /// then records the index's changes in the log. Runs `body` alone for a cache that holds its
     /// folder alone, and inside another such change (whose record takes this one's changes too).
     ///
-    /// When the change lock cannot be taken or the log written, `body` runs (or ran) all the
-    /// same, and the next change starts a new generation: the others build their indexes from
-    /// the folder then, rather than miss this change.
+    /// When the log cannot be written, the change lock's holder empties it or starts a new
+    /// generation (``FolderChangeLog/withChangeLock(sync:committed:_:)``); when the change lock
+    /// cannot be taken, `body` runs marked begun (the next holder starts a new generation) and
+    /// the log is emptied after it. Either way the others build their indexes from the folder
+    /// at their next operation, rather than miss this change.
     func _sharingChange<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         guard let sharedFolder, !SharedChange.isHeld else { return try body() }
         let log = sharedFolder.log
@@ -206,6 +260,10 @@ extension DiskCache {
             }
         }
         if let outcome { return try outcome.get() }
+        // The change lock could not be taken: the change is made marked begun, then the log
+        // emptied, so that it is in every index the others build next.
+        _ = sharedFolder.markChange(begun: true)
+        defer { log.invalidateWithoutLock() }
         return try SharedChange.$isHeld.withValue(true) { Result { () throws(E) -> T in try body() } }.get()
     }
 

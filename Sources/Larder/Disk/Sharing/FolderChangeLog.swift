@@ -2,10 +2,10 @@ import Foundation
 import Synchronization
 
 /// The change log that writer processes sharing one folder append to and replay
-/// (`.larder-changes`), and the short change lock around each append: the groundwork for several
-/// writers on one folder, each with its own in-memory index. Nothing opens it yet; a cache that
-/// does would take ``DirectoryLock`` shared as "a writer is present" and record every change to
-/// records here, under ``withChangeLock(_:)``.
+/// (`.larder-changes`), and the short change lock around each append: how several writers on one
+/// folder, each with its own in-memory index, keep in step. A cache that shares its folder
+/// (`DiskCache+Sharing.swift`) takes ``DirectoryLock`` shared as "a writer is present" and
+/// records every change to records here, under ``withChangeLock(sync:committed:_:)``.
 ///
 /// The file begins with a header of ``headerSize`` bytes (little-endian): the magic
 /// `LRDCHG01`, a generation u64, a sequence u64 (the records appended in this generation), the
@@ -94,7 +94,8 @@ package final class FolderChangeLog: Sendable {
     private let descriptor: Atomic<Int32>
     private var fd: Int32 { descriptor.load(ordering: .relaxed) }
     private let io: FileIO
-    private let path: String
+    /// The log file's path.
+    let path: String
     private let sharedWithGroup: Bool
 
     /// Opens (creating it) the change log at `path`.
@@ -215,6 +216,25 @@ package final class FolderChangeLog: Sendable {
         // read means they were read as written.
         guard readHeader()?.generation == header.generation else { return .reset(.start) }
         return .records(records, current)
+    }
+
+    /// The place just past the last record of the current generation with `kind` and
+    /// `payload`, or `nil` when the generation holds none (or the log cannot be read whole).
+    /// - Complexity: O(*b*) for the *b* bytes of records in the generation.
+    func placeAfter(kind: UInt8, payload: [UInt8]) -> Cursor? {
+        guard let header = readHeader(),
+            case .records(let records, let end) = changes(
+                after: Cursor(generation: header.generation, sequence: 0, offset: Self.headerSize))
+        else { return nil }
+        var offset = Self.headerSize
+        var place: Cursor?
+        for record in records {
+            offset += Self.recordOverhead + record.payload.count
+            if record.kind == kind, record.payload == payload {
+                place = Cursor(generation: end.generation, sequence: record.sequence, offset: offset)
+            }
+        }
+        return place
     }
 
     /// The records in `bytes`, numbered on from `sequence`; `nil` when one is torn, damaged or
@@ -340,10 +360,24 @@ package final class FolderChangeLog: Sendable {
         do {
             try appender.commit(sync: sync)
         } catch {
+            // What `body` recorded is not in the log: a new generation, or failing that an empty
+            // log, sends every reader back to the folder, rather than on without the change.
+            var fresh = Appender(fd: fd, io: io, header: appender.header)
+            fresh.reset()
+            if (try? fresh.commit(sync: sync)) == nil { _ = try? io.ftruncate(fd, 0) }
             throw CacheError(.ioFailure, "cannot write the change log", path: path, errno: error.rawValue)
         }
         committed()
         return result
+    }
+
+    /// Empties the log without the change lock, for a change made without it (the lock could
+    /// not be taken): every reader then finds no header and builds its state from the folder,
+    /// and the next append starts a new generation. A holder's append under way at the same
+    /// moment may write its records and header back; the caller also marks the change begun
+    /// (``SharedFolder``), which the next holder turns into a new generation.
+    func invalidateWithoutLock() {
+        _ = try? io.ftruncate(fd, 0)
     }
 
     /// Whether another holds the change lock now (a probe for tests and diagnostics).
@@ -355,6 +389,13 @@ package final class FolderChangeLog: Sendable {
         }
         io.unlock(fd)
         return false
+    }
+
+    /// Opens the path again, for a folder made again at the root's path: the file open is the
+    /// deleted folder's. Keeps it when the path cannot be opened (the next change lock tries again).
+    func reopen() {
+        guard let reopened = try? Self.open(path, io: io, sharedWithGroup: sharedWithGroup) else { return }
+        io.close(descriptor.exchange(reopened, ordering: .relaxed))
     }
 
     /// Takes the `flock` on the file that `path` names now: when it was replaced or removed

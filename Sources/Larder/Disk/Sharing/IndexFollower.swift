@@ -5,8 +5,8 @@
 /// applies the same changes in the same order. When the changes since cannot be replayed (a new
 /// generation: a compaction, a removal of everything, a damaged log), the index is built from
 /// the folder again (`rebuild`), after the place in the log was taken, so that what is recorded
-/// meanwhile is replayed on top rather than missed. The groundwork for several writers on one folder; no cache
-/// uses it yet.
+/// meanwhile is replayed on top rather than missed. `DiskCache+Sharing.swift` drives it for a
+/// cache that shares its folder.
 ///
 /// A change travels as a journal commit's payload (``IndexJournal/changesPayload(_:)``) and is
 /// applied to this writer's index by the same code that applies it to the others', so that the
