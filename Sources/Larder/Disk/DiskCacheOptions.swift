@@ -124,21 +124,31 @@ public struct DiskCacheOptions: Sendable {
     /// of the folder before it throws ``CacheError/Code/directoryInUse`` (`0`: it is refused at
     /// once).
     ///
-    /// A folder has one writer at a time. Short-lived writers that take turns on one folder
-    /// (scripts, command-line tools, jobs that open, change and close) set a wait, as SQLite's
-    /// busy timeout does, so that each waits its turn instead of failing; the `larder` tool's
-    /// changing commands wait 30 seconds by default (`--wait`). A writer that keeps the folder
-    /// open keeps the others waiting for as long, so a long-lived process that shares a folder
-    /// opens it, changes it and closes it (or opens it read-only to read). The holder's lock dies
-    /// with it: a writer killed while it holds the folder lets the next one in at once. The open
-    /// blocks its thread while it waits (open off the main thread when the wait may be long).
+    /// A writer that holds the folder alone (the default) has it to itself, so writers that take
+    /// turns on one folder (scripts, jobs that open, change and close) set a wait, as SQLite's
+    /// busy timeout does, so that each waits its turn instead of failing. A writer that keeps the
+    /// folder open alone keeps the others waiting for as long: processes that change one folder
+    /// at once set ``sharesFolderWithWriters`` instead (the `larder` tool's changing commands do,
+    /// and wait 30 seconds, `--wait`, only for a writer that holds the folder alone). The
+    /// holder's lock dies with it: a writer killed while it holds the folder lets the next one in
+    /// at once. The open blocks its thread while it waits (open off the main thread when the wait
+    /// may be long).
     /// Ignored when ``isReadOnly``; must be 0 or a positive, finite number.
     public var writerWaitTimeout: TimeInterval = 0
-    /// Whether this writer shares the folder with other writers open at once, each with its own
-    /// index kept in step through the folder's change log (`DiskCache+Sharing.swift`), rather
-    /// than holding the folder alone (`false`). Not public: the protocol is switched on by the
-    /// package's own tests and tools until it is proven.
-    package var sharesFolderWithWriters: Bool = false
+    /// Whether this writer shares the folder with other writers open at once, in this process or
+    /// others (`false`: it holds the folder alone).
+    ///
+    /// Set it in every process that opens the folder (an app and its extensions in an app group's
+    /// container, parallel scripts, prefork workers): each keeps its own index and keeps it in
+    /// step with the others' through the folder's change log, so a store, removal, lock or
+    /// collection in one process is a hit, a miss or a lock in another at its next operation on
+    /// that key, the size and count limits hold for the folder as a whole, one collection runs
+    /// at a time, and a process killed at any point blocks no one. A writer that does not set it
+    /// holds the folder alone: it waits ``writerWaitTimeout`` for the sharing writers to close,
+    /// and they wait as long for it. The guarantees, and what an extension must let go of before
+    /// it is suspended, are in the Lifecycle article ("Several processes on one folder"). A
+    /// ``HybridCache``'s memory tier stays its own process's. Ignored when ``isReadOnly``.
+    public var sharesFolderWithWriters: Bool = false
     /// Whether a writable open accepts a folder that holds files but is not a cache (`false`).
     ///
     /// A folder with files in it is opened for writing only when it is a Larder cache (it has
