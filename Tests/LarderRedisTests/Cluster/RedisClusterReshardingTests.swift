@@ -138,6 +138,15 @@ struct RedisClusterReshardingTests {
             }
             thread.start()
         }
+        // The workers end before the cluster goes, whatever this test throws.
+        var joined = false
+        func stopWorkers() {
+            guard !joined else { return }
+            joined = true
+            stop.store(true, ordering: .releasing)
+            for _ in workers.indices where finished.wait(timeout: .now() + 600) == .timedOut { Issue.record("a worker never ended") }
+        }
+        defer { stopWorkers() }
         /// Waits until every worker did `count` more operations: they run at each step of the move.
         func letWorkersRun(_ count: Int = 5) {
             let start = operations.withLock { $0 }
@@ -162,10 +171,7 @@ struct RedisClusterReshardingTests {
             letWorkersRun()
         }
         letWorkersRun(20)
-        stop.store(true, ordering: .releasing)
-        for _ in workers.indices {
-            if finished.wait(timeout: .now() + 600) == .timedOut { Issue.record("a worker never ended") }
-        }
+        stopWorkers()
 
         #expect(problems.all.isEmpty, "\(problems.all.prefix(10))")
         let expected = finalValues.withLock { $0 }
