@@ -205,8 +205,9 @@ public final class RedisClusterStore: RemoteStore {
         guard redirectionsLeft > 0 else {
             throw CacheError(.remoteFailure, "Redis Cluster redirected \(arguments.name) more than twice (slots moving?)")
         }
-        // A value read from a node whose changes are not tracked must not be kept as if they were.
-        for tracking in state.withLock({ $0.trackings }) { tracking.ensureTracked(redirection.address) }
+        // A value read from a node whose changes are not tracked must not be kept as if they
+        // were: the loss is handled before the command goes there, or the command is not sent.
+        for tracking in state.withLock({ $0.trackings }) { try tracking.ensureTracked(redirection.address, within: budget) }
         let target: RedisClusterNode
         let asking: Bool
         switch redirection {
@@ -403,9 +404,11 @@ public final class RedisClusterStore: RemoteStore {
     /// It reports `RemoteSubscriptionEvent.subscribed(afterReconnect:)` once every master
     /// tracks, and `RemoteSubscriptionEvent.lost(_:)` as soon as one does not: its connection
     /// ended, or the slot map (reloaded after such a loss, a `MOVED`, or a failed call) names a
-    /// master that is not tracked yet, such as a replica promoted after a failover. A
-    /// redirection to a node that is not tracked reports the loss before the redirected command
-    /// is sent. Tracking is in broadcast mode, as on a single server: the values are read on the
+    /// master that is not tracked yet, such as a replica promoted after a failover, or a node
+    /// that took slots in a resharding. A command redirected (`MOVED`, `ASK`) to a node that is
+    /// not tracked is sent there only once the handler returned from that loss; the handler
+    /// runs on a background thread, and a call whose budget ends first fails without sending
+    /// it. Tracking is in broadcast mode, as on a single server: the values are read on the
     /// pooled connections, which do not track.
     public func trackChanges(
         ofKeysWithPrefix prefix: String, timeouts: RemoteTimeouts, handler: @escaping @Sendable (RemoteSubscriptionEvent) -> Void

@@ -21,9 +21,11 @@ import Synchronization
 /// from which master, so it drops them all, which covers the slots the lost master served.
 ///
 /// The masters come from the store's slot map: each reload of the map reconciles them before
-/// any call is routed by it, and a redirection to a node not tracked yet reports the loss
+/// any call is routed by it, and a redirection to a node not tracked yet has the loss handled
 /// before the redirected command is sent, so a value read from a master that is not tracked is
-/// never kept as if it were. A lost master makes the store reload its map (after each failed
+/// never kept as if it were. That handling (the cache empties its local tiers) runs on a
+/// background thread, not the caller's: the redirected call waits for it only within its own
+/// budget, and sends nothing when the budget ends first. A lost master makes the store reload its map (after each failed
 /// reconnect, so at least once a second while it stays lost); a master that left the map and is
 /// not tracked is dropped.
 final class RedisClusterTracking: RemoteSubscription {
@@ -32,6 +34,9 @@ final class RedisClusterTracking: RemoteSubscription {
         let id: Int
         let subscription: RedisTrackingSubscription
         var tracks = false
+        /// The number of the loss reported when this master joined untracked, or `nil` when
+        /// none was: a command redirected here waits until that event is handled.
+        var loss: Int?
     }
 
     private struct State {
@@ -46,8 +51,35 @@ final class RedisClusterTracking: RemoteSubscription {
         /// Whether a reload of the map is scheduled because none answered yet.
         var retryScheduled = false
         var retryPause = 0.05
+        /// The number of the last loss queued.
+        var lastLoss: Int?
         /// Events decided under the lock, in order, waiting for ``deliverPending()``.
         var pending: [RemoteSubscriptionEvent] = []
+        /// How many events were ever queued, and how many of them the handler returned from
+        /// (or were dropped by a cancel): event number `n` is handled once `handled >= n`.
+        var queued = 0
+        var handled = 0
+        /// Calls waiting for an event to be handled: each is signalled once `handled` reaches its number.
+        var waiters: [(event: Int, semaphore: DispatchSemaphore)] = []
+
+        /// Queues `event` for the handler; returns its number.
+        @discardableResult
+        mutating func enqueue(_ event: RemoteSubscriptionEvent) -> Int {
+            pending.append(event)
+            queued += 1
+            return queued
+        }
+
+        /// Records that `count` more events were handled (or dropped) and wakes the calls
+        /// waiting for them.
+        mutating func markHandled(_ count: Int) {
+            handled += count
+            waiters.removeAll { waiter in
+                guard waiter.event <= handled else { return false }
+                waiter.semaphore.signal()
+                return true
+            }
+        }
     }
 
     private let state = Mutex(State())
@@ -71,6 +103,7 @@ final class RedisClusterTracking: RemoteSubscription {
     func cancel() {
         let subscriptions = state.withLock { state -> [RedisTrackingSubscription] in
             state.cancelled = true
+            state.markHandled(state.queued - state.handled)
             defer { state.masters.removeAll() }
             return state.masters.values.map(\.subscription)
         }
@@ -97,14 +130,28 @@ final class RedisClusterTracking: RemoteSubscription {
     }
 
     /// Tracks the node at `address`, to which a command is about to be redirected, unless it is
-    /// tracked already; a loss is reported before this returns when it was not.
-    func ensureTracked(_ address: String) {
-        let tracked = state.withLock { state -> Bool in
-            guard !state.cancelled, state.masters[address] == nil else { return true }
+    /// tracked already, and waits within `budget` until the loss reported when it joined
+    /// untracked (now or by an earlier call) is handled, so that nothing read from it is kept
+    /// as if its changes were tracked. The loss is handed to the handler on a background
+    /// thread: emptying the cache's local tiers can take longer than a call's budget.
+    /// - Throws: `CacheError.Code.remoteFailure` (`ETIMEDOUT`) when the budget ends before the
+    ///   loss is handled; the redirected command must not be sent then.
+    func ensureTracked(_ address: String, within budget: ClusterBudget) throws(CacheError) {
+        let handled = DispatchSemaphore(value: 0)
+        let waits = state.withLock { state -> Bool in
+            guard !state.cancelled else { return false }
             track(address, &state)
-            return false
+            guard let loss = state.masters[address]?.loss, loss > state.handled else { return false }
+            state.waiters.append((loss, handled))
+            return true
         }
-        if !tracked { deliverPending() }
+        guard waits else { return }
+        DispatchQueue.global(qos: .userInitiated).async { [self] in deliverPending() }
+        let left = budget.remaining
+        if left <= 0 || handled.wait(timeout: .now() + .nanoseconds(Int(min(left, 86_400) * 1e9))) == .timedOut {
+            state.withLock { $0.waiters.removeAll { $0.semaphore === handled } }
+            throw budget.spent("this instance dropped the local copies it can no longer prove fresh (\(address) is not tracked yet)")
+        }
     }
 
     /// The map could not be loaded: with no master known yet, that is a loss, and the map is
@@ -114,7 +161,7 @@ final class RedisClusterTracking: RemoteSubscription {
             guard !state.cancelled, state.masters.isEmpty, !state.retryScheduled else { return nil }
             state.retryScheduled = true
             state.missed = true
-            state.pending.append(.lost("no Redis Cluster master to track: \(error.message)"))
+            state.enqueue(.lost("no Redis Cluster master to track: \(error.message)"))
             defer { state.retryPause = min(state.retryPause * 2, 1) }
             return state.retryPause
         }
@@ -146,9 +193,14 @@ final class RedisClusterTracking: RemoteSubscription {
             handle(event, of: address, id: id)
         }
         state.masters[address] = Master(id: id, subscription: subscription)
-        if state.listened, !state.missed {
-            state.missed = true
-            state.pending.append(.lost("Redis Cluster master \(address) is not tracked yet"))
+        if state.listened {
+            // After a loss not yet followed by a restoration, copies are no longer kept: the
+            // loss already queued is the one to wait for.
+            if !state.missed {
+                state.missed = true
+                state.lastLoss = state.enqueue(.lost("Redis Cluster master \(address) is not tracked yet"))
+            }
+            state.masters[address]?.loss = state.lastLoss
         }
     }
 
@@ -167,7 +219,7 @@ final class RedisClusterTracking: RemoteSubscription {
                 guard !state.cancelled, state.masters[address]?.id == id else { return false }
                 state.masters[address]?.tracks = false
                 state.missed = true
-                state.pending.append(.lost("Redis Cluster master \(address): \(reason)"))
+                state.lastLoss = state.enqueue(.lost("Redis Cluster master \(address): \(reason)"))
                 return true
             }
             deliverPending()
@@ -176,7 +228,7 @@ final class RedisClusterTracking: RemoteSubscription {
         case .changed:
             state.withLock { state in
                 guard !state.cancelled, state.masters[address]?.id == id else { return }
-                state.pending.append(event)
+                state.enqueue(event)
             }
             deliverPending()
         case .message:
@@ -192,7 +244,7 @@ final class RedisClusterTracking: RemoteSubscription {
         let afterReconnect = state.missed
         state.listened = true
         state.missed = false
-        state.pending.append(.subscribed(afterReconnect: afterReconnect))
+        state.enqueue(.subscribed(afterReconnect: afterReconnect))
     }
 
     /// Hands the pending events to the handler, in order, unless cancelled. When it returns,
@@ -208,6 +260,7 @@ final class RedisClusterTracking: RemoteSubscription {
                 return state.pending.isEmpty ? nil : state.pending.removeFirst()
             }) {
                 handler(event)
+                state.withLock { $0.markHandled(1) }
             }
         }
     }

@@ -38,6 +38,7 @@ final class LocalRedisCluster {
     private let directory: TemporaryDirectory
     private var processes: [Int: Process] = [:]
     private let cli: URL
+    private let server: URL
     /// What each node and each `redis-cli` run are given to speak TLS, or `nil` for plain TCP.
     private let tls: TLSArguments?
 
@@ -58,6 +59,7 @@ final class LocalRedisCluster {
             throw CacheError(.remoteFailure, "no redis-server or redis-cli")
         }
         cli = executables.cli
+        server = executables.server
         self.tls = tls
         directory = TemporaryDirectory()
         do {
@@ -92,7 +94,11 @@ final class LocalRedisCluster {
 
     /// Runs `redis-cli -p port arguments...` and returns its output, trimmed.
     @discardableResult
-    func run(_ port: Int, _ arguments: String...) throws -> String {
+    func run(_ port: Int, _ arguments: String...) throws -> String { try run(port, arguments: arguments) }
+
+    /// Runs `redis-cli -p port arguments...` and returns its output, trimmed.
+    @discardableResult
+    func run(_ port: Int, arguments: [String]) throws -> String {
         let result = try runCLI(["-p", String(port)] + arguments)
         guard result.status == 0 else {
             throw CacheError(.remoteFailure, "redis-cli \(arguments.joined(separator: " ")): \(result.output)")
@@ -122,6 +128,37 @@ final class LocalRedisCluster {
         try waitFor("every node names \(target) the owner of slot \(slot)") {
             processes.keys.allSatisfy { port in (try? masterPort(ofSlot: slot, askedPort: port)) == target }
         }
+    }
+
+    /// Starts one more node, joins it to the cluster as a master serving no slot (`redis-cli
+    /// --cluster add-node`), waits until every node knows it, and returns its port.
+    func addMaster() throws -> Int {
+        try startNode(server)
+        let port = ports[ports.count - 1]
+        let added = try runCLI(["--cluster", "add-node", "127.0.0.1:\(port)", addresses[0]])
+        guard added.status == 0 else { throw CacheError(.remoteFailure, "redis-cli --cluster add-node failed: \(added.output)") }
+        try waitUntilHealthy()
+        return port
+    }
+
+    /// Starts moving `slot` from the master at `source` to the one at `target`, as Redis's
+    /// resharding does: importing on the target, then migrating on the source. Until
+    /// ``migrateKeys(ofSlot:from:to:)`` moved a key, the source serves it; after, the source
+    /// answers `ASK` for it.
+    func beginMigrating(_ slot: Int, from source: Int, to target: Int) throws {
+        try run(target, "CLUSTER", "SETSLOT", String(slot), "IMPORTING", try id(source))
+        try run(source, "CLUSTER", "SETSLOT", String(slot), "MIGRATING", try id(target))
+    }
+
+    /// Moves every key of `slot` from `source` to `target` in one `MIGRATE` (so that no
+    /// multi-key command on the slot finds it half moved); returns how many there were.
+    @discardableResult
+    func migrateKeys(ofSlot slot: Int, from source: Int, to target: Int) throws -> Int {
+        let keys = try run(source, "CLUSTER", "GETKEYSINSLOT", String(slot), "1000").split(separator: "\n").map(String.init)
+        guard !keys.isEmpty else { return 0 }
+        let answer = try run(source, arguments: ["MIGRATE", "127.0.0.1", String(target), "", "0", "60000", "KEYS"] + keys)
+        guard answer == "OK" else { throw CacheError(.remoteFailure, "MIGRATE of slot \(slot) answered \(answer)") }
+        return keys.count
     }
 
     /// The port of the master serving `slot`, as the node at `askedPort` sees it.
