@@ -39,11 +39,12 @@ func replayDiskRecommended(_ trace: [SizedTraces.Request], capacity: Int) -> Siz
     var misses = SizedTraces.Misses()
     for request in trace {
         let id = Int32(bitPattern: request.key)
+        // The key is the id and its hash.
         if policy.contains(id) {
-            policy.access(id)
+            policy.access(id, hash: request.key)
         } else {
             misses.add(size: request.size)
-            policy.insert(id, size: request.size, hash: request.key) { _ in }
+            policy.insert(id, size: request.size, hash: request.key, hashOf: { UInt32(bitPattern: $0) }, evicting: { _ in })
         }
     }
     return misses

@@ -35,9 +35,9 @@ extension DiskIndex {
             forEachSlotLeastRecentFirst { slot in
                 let s = slots[Int(slot)]
                 guard s.lockCount == 0 else { return true }
-                started.insert(slot, size: s.diskSize, hash: policyHash(ofSlot: slot)) { _ in
-                    preconditionFailure("records within the budget evict nothing")
-                }
+                started.insert(
+                    slot, size: s.diskSize, hash: policyHash(ofSlot: slot), hashOf: { policyHash(ofSlot: $0) },
+                    evicting: { _ in preconditionFailure("records within the budget evict nothing") })
                 return true
             }
             policy = started
@@ -70,9 +70,14 @@ extension DiskIndex {
         let waiting = awaitingAdmission
         awaitingAdmission = []
         var victims: [Int32] = []
+        // The slots and names as they are, for the policy's hashes of its records while it
+        // changes (a closure reading `self` would overlap that change).
+        let (slots, arena) = (self.slots, self.arena)
         for slot in waiting where awaitingSlots.remove(slot) != nil {
             let s = slots[Int(slot)]
-            let kept = policy!.insert(slot, size: s.diskSize, hash: policyHash(ofSlot: slot)) { victims.append($0) }
+            let kept = policy!.insert(
+                slot, size: s.diskSize, hash: Self.policyHash(s, in: arena), hashOf: { Self.policyHash(slots[Int($0)], in: arena) },
+                evicting: { victims.append($0) })
             if !kept { victims.append(slot) }
         }
         awaitingSlots = []
@@ -122,7 +127,8 @@ extension DiskIndex {
         let s = slots[Int(slot)]
         if policy!.contains(slot) {
             guard s.lockCount > 0 || policy!.queues.size(of: slot) != s.diskSize else { return }
-            policy!.remove(slot)
+            let hash = policyHash(ofSlot: slot)
+            policy!.remove(slot, hash: hash)
         } else if s.lockCount > 0 {
             awaitingSlots.remove(slot)
             victimSlots.remove(slot)
@@ -130,10 +136,22 @@ extension DiskIndex {
         if s.lockCount == 0, !victimSlots.contains(slot) { awaitForAdmission(slot) }
     }
 
+    /// Tells the policy of a use of the record in `slot` (a read, a touch, a store over it), if
+    /// it holds it.
+    @inline(__always)
+    mutating func notePolicyUse(of slot: Int32) {
+        guard policy!.contains(slot) else { return }
+        let hash = policyHash(ofSlot: slot)
+        policy!.access(slot, hash: hash)
+    }
+
     /// Takes a slot about to be freed out of the policy and its lists.
     mutating func notePolicyRemoval(of slot: Int32) {
         guard policy != nil else { return }
-        policy!.remove(slot)
+        if policy!.contains(slot) {
+            let hash = policyHash(ofSlot: slot)
+            policy!.remove(slot, hash: hash)
+        }
         if !awaitingSlots.isEmpty { awaitingSlots.remove(slot) }
         if !victimSlots.isEmpty { victimSlots.remove(slot) }
     }
@@ -142,7 +160,12 @@ extension DiskIndex {
     /// the arena stores it, so that it is the same in every process (a record's slot changes on
     /// a reopen, and `Hasher` is seeded per process).
     func policyHash(ofSlot slot: Int32) -> UInt32 {
-        PackedName.stored(slots[Int(slot)], in: arena) { packed in
+        Self.policyHash(slots[Int(slot)], in: arena)
+    }
+
+    /// ``policyHash(ofSlot:)`` of the slot `s`, its name in `arena`.
+    static func policyHash(_ s: Slot, in arena: [UInt8]) -> UInt32 {
+        PackedName.stored(s, in: arena) { packed in
             var hash: UInt32 = 2_166_136_261
             for byte in packed.bytes {
                 hash ^= UInt32(byte)

@@ -1,12 +1,13 @@
 import Foundation
 
-/// The in-memory index of every record, compact: one 64-byte ``Slot`` per record in contiguous
+/// The in-memory index of every record, compact: one 56-byte ``Slot`` per record in contiguous
 /// storage, the names and keys in one byte arena (a name of 64 lowercase hex digits, as every
 /// SHA-256 name is, kept as its 32 bytes; a key equal to its name not kept twice), two
-/// open-addressing tables of slot numbers (by name and by original key, so a load of a known
-/// key needs no hashing of it into a file name), the slots linked in least-recently-used
-/// order, and running totals. About 130 bytes a record at 100,000 records with keys of a dozen
-/// bytes (`open/index-memory` in BENCHMARKS.md).
+/// open-addressing tables of slot numbers sized to the records they hold (by name and by
+/// original key, so a load of a known key needs no hashing of it into a file name), the slots
+/// linked in least-recently-used order, and running totals. About 125 bytes a record at
+/// 100,000 records with keys of a dozen bytes, opened from its image (`open/index-memory` in
+/// BENCHMARKS.md).
 ///
 /// The unlocked records are also queued in the order they expire (`DiskIndex+Expiry.swift`).
 ///
@@ -17,29 +18,36 @@ import Foundation
 /// The slots and the change log are internal rather than private only so that the index's own
 /// extensions in other files (`DiskIndex+ChangeLog.swift`) reach them: nothing else changes them.
 struct DiskIndex: Sendable {
-    /// One record's fixed-width fields.
+    /// One record's fixed-width fields, 56 bytes.
     struct Slot: Sendable {
         /// Where the record's name, then its key, start in the arena.
         var arenaOffset: Int
         var diskSize: Int
-        var fileSize: Int
         var updateTime: UInt64
         var lastAccessMs: UInt64
-        /// The key's length in the arena; ``noKey`` for none, and 0 (with ``Flags/keyIsName``)
-        /// when the key is the name.
-        var keyLength: UInt32
+        /// The record file's exact length, 0 when unknown (entries from an image until first
+        /// read, and lengths of 4 GiB or more, whose reads learn them from the file).
+        var fileSize: UInt32
         var lockCount: UInt32
         var ttl: UInt32
         // Links of the least-recently-used list, as slot numbers (-1 for none).
         var previous: Int32
         var next: Int32
-        /// The name's length in the arena (32 for a packed hex name).
-        var nameLength: UInt16
+        /// The key's length in the arena; ``noKey`` for none, and 0 (with ``Flags/keyIsName``)
+        /// when the key is the name. Keys are at most ``RecordHeader/maximumKeyLength`` bytes.
+        var keyLength: UInt16
+        /// The name's length in the arena (32 for a packed hex name): a file name's, at most 255.
+        var nameLength: UInt8
         var flags: Flags
 
         static let free = Slot(
-            arenaOffset: 0, diskSize: 0, fileSize: 0, updateTime: 0, lastAccessMs: 0, keyLength: 0, lockCount: 0, ttl: 0,
-            previous: -1, next: -1, nameLength: 0, flags: [])
+            arenaOffset: 0, diskSize: 0, updateTime: 0, lastAccessMs: 0, fileSize: 0, lockCount: 0, ttl: 0, previous: -1, next: -1,
+            keyLength: 0, nameLength: 0, flags: [])
+
+        /// A file length as a slot keeps it: 0 (unknown) for one that does not fit in 32 bits.
+        static func storedFileSize(_ fileSize: Int) -> UInt32 {
+            UInt32(exactly: fileSize) ?? 0
+        }
     }
 
     /// A slot's flags.
@@ -67,7 +75,10 @@ struct DiskIndex: Sendable {
         static let headerVerified = Flags(rawValue: 128)
     }
 
-    static let noKey = UInt32.max
+    static let noKey = UInt16.max
+
+    /// The longest name a slot keeps: a file name's.
+    static let maximumNameLength = Int(UInt8.max)
 
     var slots: [Slot] = []
     private(set) var arena: [UInt8] = []
@@ -214,7 +225,7 @@ struct DiskIndex: Sendable {
     /// The entry a slot describes, its bytes in `arena`.
     static func entry(_ s: Slot, in arena: [UInt8]) -> IndexEntry {
         IndexEntry(
-            name: name(s, in: arena), key: key(s, in: arena), diskSize: s.diskSize, fileSize: s.fileSize, updateTime: s.updateTime,
+            name: name(s, in: arena), key: key(s, in: arena), diskSize: s.diskSize, fileSize: Int(s.fileSize), updateTime: s.updateTime,
             lastAccessMs: s.lastAccessMs, ttl: UInt64(s.ttl), lockCount: s.lockCount, isAccessDirty: s.flags.contains(.accessDirty))
     }
 
@@ -240,7 +251,8 @@ struct DiskIndex: Sendable {
             var s = Slot.free
             PackedName.with(entry.name) { packed in
                 s.arenaOffset = index.arena.count
-                s.nameLength = UInt16(packed.bytes.count)
+                precondition(packed.bytes.count <= maximumNameLength, "a record's name is a file name: at most 255 bytes")
+                s.nameLength = UInt8(packed.bytes.count)
                 s.flags = packed.isHex ? [.occupied, .hexName] : [.occupied]
                 index.arena.append(contentsOf: packed.bytes)
             }
@@ -257,7 +269,7 @@ struct DiskIndex: Sendable {
     }
 
     /// The file length known for the entry in a slot (0 when unknown).
-    func fileSize(atSlot slot: Int32) -> Int { slots[Int(slot)].fileSize }
+    func fileSize(atSlot slot: Int32) -> Int { Int(slots[Int(slot)].fileSize) }
 
     /// The update time of the entry in a slot.
     func updateTime(atSlot slot: Int32) -> UInt64 { slots[Int(slot)].updateTime }
@@ -284,7 +296,7 @@ struct DiskIndex: Sendable {
             appendToTail(slot)
         }
         if moveToMostRecent { markMoved(slot) } else { markChanged(slot) }
-        if moveToMostRecent, policy != nil { policy!.access(slot) }
+        if moveToMostRecent, policy != nil { notePolicyUse(of: slot) }
     }
 
     /// What a use sets in an entry: the fields a record's header vouches for, and its key
@@ -318,14 +330,14 @@ struct DiskIndex: Sendable {
         }
         let wasDirty = slots[Int(slot)].flags.contains(.accessDirty)
         setFields(
-            of: slot, diskSize: use.diskSize, fileSize: vouch(slots[Int(slot)].fileSize), updateTime: use.updateTime,
+            of: slot, diskSize: use.diskSize, fileSize: vouch(Int(slots[Int(slot)].fileSize)), updateTime: use.updateTime,
             lastAccessMs: use.lastAccessMs, ttl: use.ttl, lockCount: use.lockCount, isAccessDirty: wasDirty || marksAccessDirty)
         if slot != tail {
             unlink(slot)
             appendToTail(slot)
         }
         markMoved(slot)
-        if policy != nil { policy!.access(slot) }
+        if policy != nil { notePolicyUse(of: slot) }
         return marksAccessDirty && !wasDirty
     }
 
@@ -338,7 +350,7 @@ struct DiskIndex: Sendable {
             unlink(slot)
             appendToTail(slot)
             markMoved(slot)
-            if policy != nil { policy!.access(slot) }
+            if policy != nil { notePolicyUse(of: slot) }
             return slot
         } else {
             let slot = insert(entry)
@@ -499,7 +511,8 @@ struct DiskIndex: Sendable {
         }
         PackedName.with(entry.name) { packed in
             slots[Int(slot)].arenaOffset = arena.count
-            slots[Int(slot)].nameLength = UInt16(packed.bytes.count)
+            precondition(packed.bytes.count <= Self.maximumNameLength, "a record's name is a file name: at most 255 bytes")
+            slots[Int(slot)].nameLength = UInt8(packed.bytes.count)
             slots[Int(slot)].flags = packed.isHex ? [.occupied, .hexName] : [.occupied]
             arena.append(contentsOf: packed.bytes)
         }
@@ -549,7 +562,7 @@ struct DiskIndex: Sendable {
         let expiring = isNew ? nil : Self.expiryPosition(slots[Int(slot)])
         account(slot, sign: -1)
         slots[Int(slot)].diskSize = diskSize
-        slots[Int(slot)].fileSize = fileSize
+        slots[Int(slot)].fileSize = Slot.storedFileSize(fileSize)
         slots[Int(slot)].updateTime = updateTime
         slots[Int(slot)].lastAccessMs = lastAccessMs
         slots[Int(slot)].ttl = UInt32(clamping: ttl)
@@ -586,9 +599,9 @@ struct DiskIndex: Sendable {
             slots[Int(slot)].arenaOffset = offset
         }
         let length = key.utf8.count
-        precondition(length < Int(Self.noKey), "a key is shorter than 4 GiB")
+        precondition(length < Int(Self.noKey), "a key is at most \(RecordHeader.maximumKeyLength) bytes")
         arena.append(contentsOf: key.utf8)
-        slots[Int(slot)].keyLength = UInt32(length)
+        slots[Int(slot)].keyLength = UInt16(length)
     }
 
     /// Marks a slot's key bytes as garbage and the slot keyless.
@@ -724,10 +737,11 @@ struct DiskIndex: Sendable {
         if byName.needsGrowth { rebuildTables(minimumCapacity: count + 1) }
     }
 
-    /// Builds both tables again for `minimumCapacity` records, without tombstones.
+    /// Builds both tables again, without tombstones, with room for half as many records again as
+    /// `minimumCapacity` (so that growth costs O(1) amortized a record).
     /// - Complexity: O(*n*).
     private mutating func rebuildTables(minimumCapacity: Int) {
-        let capacity = SlotTable.capacity(for: max(minimumCapacity, count))
+        let capacity = SlotTable.grownCapacity(for: max(minimumCapacity, count))
         var names = SlotTable(capacity: capacity, tagged: false)
         var keys = SlotTable(capacity: capacity, tagged: true)
         for slot in byName.slots { names.insertNew(slot, hash: nameHash(ofSlot: slot)) }

@@ -145,7 +145,7 @@ extension DiskIndex {
     /// - Complexity: O(*n* + sketch words).
     func storedPolicy(position: (Int32) -> UInt32) -> StoredPolicy? {
         guard let policy else { return nil }
-        var stored = policy.stored(position: position)
+        var stored = policy.stored(position: position) { policyHash(ofSlot: $0) }
         stored.awaiting = awaitingAdmission.filter { awaitingSlots.contains($0) }.map {
             StoredPolicy.Record(position: position($0), hash: policyHash(ofSlot: $0))
         }

@@ -83,8 +83,8 @@ enum IndexSnapshot {
         for slot in order {
             let s = slots[Int(slot)]
             writer.put(s.flags.intersection([.hexName, .keyIsName]).rawValue)
-            writer.put(s.nameLength)
-            writer.put(s.keyLength)
+            writer.put(UInt16(s.nameLength))
+            writer.put(s.keyLength == DiskIndex.noKey ? UInt32.max : UInt32(s.keyLength))
             writer.put(UInt64(s.diskSize))
             writer.put(s.updateTime)
             writer.put(s.lastAccessMs)
@@ -227,19 +227,19 @@ enum IndexSnapshot {
             let nameLength = load(at + 1, UInt16.self)
             let keyLength = load(at + 3, UInt32.self)
             let diskSize = load(at + 7, UInt64.self)
-            guard flags.subtracting([.hexName, .keyIsName]).isEmpty, nameLength > 0,
+            guard flags.subtracting([.hexName, .keyIsName]).isEmpty, nameLength > 0, nameLength <= DiskIndex.maximumNameLength,
                 !flags.contains(.hexName) || nameLength == 32,
                 !flags.contains(.keyIsName) || (keyLength == 0 && !flags.contains(.hexName)),
                 diskSize <= maximumEntrySize,
-                keyLength == DiskIndex.noKey || keyLength <= UInt32(RecordHeader.maximumKeyLength)
+                keyLength == UInt32.max || keyLength <= UInt32(RecordHeader.maximumKeyLength)
             else { return nil }
             let (sum, overflow) = total.addingReportingOverflow(Int(diskSize))
             guard !overflow, sum <= maximumTotalSize else { return nil }
             total = sum
             var s = DiskIndex.Slot.free
             s.arenaOffset = arenaOffset
-            s.nameLength = nameLength
-            s.keyLength = keyLength
+            s.nameLength = UInt8(nameLength)
+            s.keyLength = keyLength == UInt32.max ? DiskIndex.noKey : UInt16(keyLength)
             s.flags = flags.union(.occupied)
             s.diskSize = Int(diskSize)
             s.updateTime = min(load(at + 15, UInt64.self), RecordHeader.maximumTimestamp)

@@ -59,9 +59,10 @@ struct StoredPolicy: Equatable, Sendable {
 }
 
 extension DiskAdaptivePolicy {
-    /// The policy's state, each record named by `position(id)`; the index's lists are left empty.
+    /// The policy's state, each record named by `position(id)` with its key's hash, `hash(id)`;
+    /// the index's lists are left empty.
     /// - Complexity: O(*n* + sketch words).
-    func stored(position: (Int32) -> UInt32) -> StoredPolicy {
+    func stored(position: (Int32) -> UInt32, hash: (Int32) -> UInt32) -> StoredPolicy {
         var stored = StoredPolicy()
         stored.capacity = capacity
         stored.windowShare = windowShare
@@ -78,11 +79,11 @@ extension DiskAdaptivePolicy {
         (stored.shadowMissedBytes, stored.onlyOrderMissedBytes, stored.onlyShadowMissedBytes) =
             (shadowMissedBytes, onlyOrderMissedBytes, onlyShadowMissedBytes)
         for (i, queue) in [Self.window, Self.probation, Self.protected].enumerated() {
-            stored.queues[i] = queues.ids(in: queue).map { StoredPolicy.Record(position: position($0), hash: hashes[Int($0)]) }
+            stored.queues[i] = queues.ids(in: queue).map { StoredPolicy.Record(position: position($0), hash: hash($0)) }
             stored.queueBytes[i] = queues.bytes[Int(queue)]
         }
         // Per id in probation: its index in probation's list.
-        var indexInProbation = [UInt32](repeating: 0, count: hashes.count)
+        var indexInProbation = [UInt32](repeating: 0, count: queues.queueOf.count)
         var id = queues.heads[Int(Self.probation)]
         var index: UInt32 = 0
         while id != -1 {
@@ -136,8 +137,6 @@ extension DiskAdaptivePolicy {
         for (i, queue) in [Self.window, Self.probation, Self.protected].enumerated() {
             for stored in stored.queues[i] {
                 guard let (id, size, hash) = record(stored.position), hash == stored.hash, !contains(id) else { return nil }
-                if Int(id) >= hashes.count { hashes.append(contentsOf: repeatElement(0, count: Int(id) + 1 - hashes.count)) }
-                hashes[Int(id)] = hash
                 queues.append(id, size: size, to: queue)
                 if queue == Self.probation { probation.append(id) }
             }

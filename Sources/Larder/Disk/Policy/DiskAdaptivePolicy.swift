@@ -25,9 +25,11 @@
 ///   is plain LRU), which sinks again while the policy does better.
 ///
 /// Records are the disk index's dense ids; the host passes a 32-bit hash of each record's key,
-/// which the sketch counts (ids are reused; keys are not). Memory: 21 bytes a record id (two
-/// links, the size in 32 bits, the hash, the queue byte, the probation slot), 4 bytes a
-/// probation record (its slot) and 8 to 16 bytes a record for the sketch; a host that knows
+/// which the sketch counts (ids are reused; keys are not), with each use and, for the victims a
+/// contest weighs, as a function of the id (`hashOf`): the policy keeps no hashes, which the
+/// host can compute from what it keeps anyway. Memory: 17 bytes a record id (two links and the
+/// size in 32 bits, the queue byte, the probation slot), 4 bytes a probation record (its slot)
+/// and 8 to 16 bytes a record for the sketch; a host that knows
 /// how many ids it will use reserves them (``reserveCapacity(_:)``), so that no array grows by
 /// doubling and leaves the storage it outgrew resident. Victims are drawn by a seeded
 /// generator kept in the state, so a policy restored from its stored state (``StoredPolicy``,
@@ -41,7 +43,6 @@ package struct DiskAdaptivePolicy: Sendable {
     // (`DiskAdaptivePolicy+Order.swift`) and the index image can save and restore it
     // (`DiskAdaptivePolicy+Stored.swift`).
     var queues = RecordQueues(queues: 3)
-    var hashes: [UInt32] = []
     var sketch = FrequencySketch()
     var sketchUses = 0
     /// A contest's pool of possible victims, kept to reuse its storage.
@@ -92,7 +93,6 @@ package struct DiskAdaptivePolicy: Sendable {
     /// - Complexity: O(`ids`) for a sketch sized now, else O(1) amortized.
     package mutating func reserveCapacity(_ ids: Int) {
         queues.reserveCapacity(ids)
-        hashes.reserveCapacity(ids)
         probationSlotOf.reserveCapacity(ids)
         probationSlots.reserveCapacity(ids)
         if sketchUses == 0 && sketch.table.count < ids { sketch.ensureCapacity(ids) }
@@ -107,11 +107,10 @@ package struct DiskAdaptivePolicy: Sendable {
     /// Whether it holds `id`.
     package func contains(_ id: Int32) -> Bool { queues.queue(of: id) != 0 }
 
-    /// Notes a use of `id`, which it holds.
-    package mutating func access(_ id: Int32) {
+    /// Notes a use of `id`, which it holds, its key hashing to `hash` (as when it was inserted).
+    package mutating func access(_ id: Int32, hash: UInt32) {
         let queue = queues.queue(of: id)
         guard queue != 0 else { return }
-        let hash = hashes[Int(id)]
         let size = queues.size(of: id)
         _countUse(hash)
         _sample(hash, size: size, hit: true)
@@ -128,33 +127,32 @@ package struct DiskAdaptivePolicy: Sendable {
 
     /// Inserts `id`, which it does not hold, with `size` bytes, its key hashing to `hash` (a miss
     /// of that key), evicting records until the cache is within its capacity; each victim is
-    /// passed to `evict`.
+    /// passed to `evict`. `hashOf` gives the hash each record it holds was inserted with.
     /// - Returns: Whether `id` was kept: false when `size` exceeds the capacity, or when it lost
     ///   its admission at once (then it is not passed to `evict`).
     /// - Complexity: O(victims) amortized.
     @discardableResult
-    package mutating func insert(_ id: Int32, size: Int, hash: UInt32, evicting evict: (Int32) -> Void) -> Bool {
+    package mutating func insert(
+        _ id: Int32, size: Int, hash: UInt32, hashOf: (Int32) -> UInt32, evicting evict: (Int32) -> Void
+    ) -> Bool {
         precondition(!contains(id), "record \(id) is already in the order")
         _countUse(hash)
         _sample(hash, size: size, hit: false)
         _climb(hit: false, size: size)
         guard size <= capacity else { return false }
-        if Int(id) >= hashes.count { hashes.append(contentsOf: repeatElement(0, count: Int(id) + 1 - hashes.count)) }
-        hashes[Int(id)] = hash
         queues.append(id, size: max(0, size), to: Self.window)
         _ensureSketchCapacity()
         _resizeSample()
         var kept = true
-        _evict { victim in
+        _evict(hashOf) { victim in
             if victim == id { kept = false } else { evict(victim) }
         }
         return kept
     }
 
-    /// Takes `id` out (the record was removed or expired), if it holds it.
-    package mutating func remove(_ id: Int32) {
+    /// Takes `id` out (the record was removed or expired), if it holds it; `hash` is its key's.
+    package mutating func remove(_ id: Int32, hash: UInt32) {
         guard contains(id) else { return }
-        let hash = hashes[Int(id)]
         if _isSampled(hash) { shadow.remove(hash) }
         if queues.queue(of: id) == Self.probation { _leaveProbation(id) }
         queues.unlink(id)
@@ -171,13 +169,13 @@ package struct DiskAdaptivePolicy: Sendable {
     private var mainCount: Int { queues.counts[2] + queues.counts[3] }
 
     /// Evicts until the cache is within its capacity, then lets the window's overflow into probation.
-    private mutating func _evict(_ evict: (Int32) -> Void) {
+    private mutating func _evict(_ hashOf: (Int32) -> UInt32, _ evict: (Int32) -> Void) {
         let limit = windowLimit
         while byteCount > capacity {
             if queues.bytes[1] > limit && mainCount > 0 {
-                _contest(evict)
+                _contest(hashOf, evict)
             } else if mainCount > 0 {
-                evict(_takeMainVictim())
+                evict(_takeMainVictim(hashOf))
             } else {
                 let victim = queues.heads[1]
                 queues.unlink(victim)
@@ -198,10 +196,10 @@ package struct DiskAdaptivePolicy: Sendable {
     ///
     /// The victims are drawn from probation (at least `contestSample`, more until they hold
     /// the bytes needed) and taken least valuable first (see `_value`).
-    private mutating func _contest(_ evict: (Int32) -> Void) {
+    private mutating func _contest(_ hashOf: (Int32) -> UInt32, _ evict: (Int32) -> Void) {
         let candidate = queues.heads[1]
         let needed = byteCount - capacity
-        let pool = _victimPool(count: Self.contestSample, needed: needed)
+        let pool = _victimPool(count: Self.contestSample, needed: needed, hashOf)
         // The candidate must be used at least as often as every victim it displaces: a tie goes
         // to the newer record. Admitting only the more often used missed about 1 % more records
         // on the sized traces, and up to 5 % more in a cell where the draws went against it.
@@ -213,7 +211,7 @@ package struct DiskAdaptivePolicy: Sendable {
             victimsFrequency = max(victimsFrequency, victim.frequency)
             victims += 1
         }
-        if freed >= needed && sketch.frequency(hashes[Int(candidate)]) >= victimsFrequency {
+        if freed >= needed && sketch.frequency(hashOf(candidate)) >= victimsFrequency {
             for victim in pool.prefix(victims) {
                 if queues.queue(of: victim.id) == Self.probation { _leaveProbation(victim.id) }
                 queues.unlink(victim.id)
@@ -229,8 +227,8 @@ package struct DiskAdaptivePolicy: Sendable {
 
     /// Unlinks and returns main's next victim: the least valuable of a sample of probation, else
     /// protected's oldest.
-    private mutating func _takeMainVictim() -> Int32 {
-        let pool = _victimPool(count: Self.contestSample, needed: 0)
+    private mutating func _takeMainVictim(_ hashOf: (Int32) -> UInt32) -> Int32 {
+        let pool = _victimPool(count: Self.contestSample, needed: 0, hashOf)
         let victim = pool[0].id
         contestPool = pool
         if queues.queue(of: victim) == Self.probation { _leaveProbation(victim) }
@@ -255,7 +253,9 @@ package struct DiskAdaptivePolicy: Sendable {
     /// Main's possible victims, least valuable first: `count` records of probation drawn at
     /// random (more until they hold `needed` bytes), then, if probation runs out, protected's
     /// oldest.
-    private mutating func _victimPool(count: Int, needed: Int) -> [(value: Double, id: Int32, frequency: Int)] {
+    private mutating func _victimPool(
+        count: Int, needed: Int, _ hashOf: (Int32) -> UInt32
+    ) -> [(value: Double, id: Int32, frequency: Int)] {
         var pool = contestPool
         pool.removeAll(keepingCapacity: true)
         var pooledBytes = 0
@@ -269,14 +269,14 @@ package struct DiskAdaptivePolicy: Sendable {
             probationSlotOf[Int(probationSlots[slot])] = Int32(slot)
             probationSlotOf[Int(probationSlots[last])] = Int32(last)
             let id = probationSlots[last]
-            let frequency = sketch.frequency(hashes[Int(id)])
+            let frequency = sketch.frequency(hashOf(id))
             pool.append((_value(id, frequency: frequency), id, frequency))
             pooledBytes += queues.size(of: id)
             drawn += 1
         }
         var id = queues.heads[3]
         while id != -1 && (pool.isEmpty || pooledBytes < needed) {
-            let frequency = sketch.frequency(hashes[Int(id)])
+            let frequency = sketch.frequency(hashOf(id))
             pool.append((_value(id, frequency: frequency), id, frequency))
             pooledBytes += queues.size(of: id)
             id = queues.after(id)

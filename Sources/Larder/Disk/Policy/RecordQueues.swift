@@ -1,19 +1,25 @@
-/// Doubly linked queues over dense record ids (the disk index's slots): the links, each record's
-/// byte size and the queue it is in live in plain arrays indexed by id, so a record costs 13
-/// bytes here and no allocation, and the whole state can be written out as arrays. A size is
-/// kept in 32 bits: a record's payload is bounded far below 4 GiB by default, and the rare
-/// size that does not fit (a raised `DiskCacheOptions.maximumRecordSize`) is kept beside, in
-/// a table of its own.
+/// Doubly linked queues over dense record ids (the disk index's slots): each record's links and
+/// byte size live together in one array indexed by id (a use touches one cache line of it, not
+/// one per field), the queue it is in in another, so a record costs 13 bytes here and no
+/// allocation, and the whole state can be written out as arrays. A size is kept in 32 bits: a
+/// record's payload is bounded far below 4 GiB by default, and the rare size that does not fit
+/// (a raised `DiskCacheOptions.maximumRecordSize`) is kept beside, in a table of its own.
 ///
 /// Each queue runs from its head (the oldest, the next victim) to its tail (the newest). Queue 0
 /// means "in no queue"; the owner numbers the others from 1. Not thread-safe; its owner guards it.
 struct RecordQueues {
-    /// Per id: its neighbours towards the head and the tail, or -1.
-    private(set) var previous: [Int32] = []
-    private(set) var next: [Int32] = []
-    /// Per id: its size in bytes, while it is in a queue; ``largeSize`` for one kept in
-    /// ``largeSizes``.
-    private(set) var sizes: [UInt32] = []
+    /// A record's neighbours towards the head and the tail (-1 for none), and its size in bytes
+    /// while it is in a queue (``largeSize`` for one kept in ``largeSizes``): 12 bytes.
+    struct Link {
+        var previous: Int32
+        var next: Int32
+        var size: UInt32
+
+        static let none = Link(previous: -1, next: -1, size: 0)
+    }
+
+    /// Per id: its links and size.
+    private(set) var links: [Link] = []
     /// The sizes of at least ``largeSize`` bytes, by id.
     private(set) var largeSizes: [Int32: Int] = [:]
     /// Per id: the queue it is in, 0 for none.
@@ -44,22 +50,20 @@ struct RecordQueues {
     /// The size `id` was linked with.
     @inline(__always)
     func size(of id: Int32) -> Int {
-        let size = sizes[Int(id)]
+        let size = links[Int(id)].size
         return size == Self.largeSize ? largeSizes[id, default: 0] : Int(size)
     }
 
     /// Room for ids below `ids` without growing the per-id arrays (reserved, not touched: what
     /// is never filled costs no resident memory).
     mutating func reserveCapacity(_ ids: Int) {
-        previous.reserveCapacity(ids)
-        next.reserveCapacity(ids)
-        sizes.reserveCapacity(ids)
+        links.reserveCapacity(ids)
         queueOf.reserveCapacity(ids)
     }
 
     /// The record after `id`, towards the tail of its queue.
     @inline(__always)
-    func after(_ id: Int32) -> Int32 { next[Int(id)] }
+    func after(_ id: Int32) -> Int32 { links[Int(id)].next }
 
     /// Appends `id`, which is in no queue, at the tail of `queue`.
     mutating func append(_ id: Int32, size: Int, to queue: UInt8) {
@@ -68,23 +72,22 @@ struct RecordQueues {
             // Only as far as `id`: the arrays' own growth is geometric, and the capacity it adds
             // stays untouched (not resident) until ids reach it.
             let grown = i + 1
-            previous.append(contentsOf: repeatElement(-1, count: grown - previous.count))
-            next.append(contentsOf: repeatElement(-1, count: grown - next.count))
-            sizes.append(contentsOf: repeatElement(0, count: grown - sizes.count))
+            links.append(contentsOf: repeatElement(.none, count: grown - links.count))
             queueOf.append(contentsOf: repeatElement(0, count: grown - queueOf.count))
         }
         let q = Int(queue)
+        let stored: UInt32
         if size >= Int(Self.largeSize) {
-            sizes[i] = Self.largeSize
+            stored = Self.largeSize
             largeSizes[id] = size
         } else {
-            if sizes[i] == Self.largeSize { largeSizes[id] = nil }
-            sizes[i] = UInt32(size)
+            if links[i].size == Self.largeSize { largeSizes[id] = nil }
+            stored = UInt32(size)
         }
         queueOf[i] = queue
-        previous[i] = tails[q]
-        next[i] = -1
-        if tails[q] == -1 { heads[q] = id } else { next[Int(tails[q])] = id }
+        let tail = tails[q]
+        links[i] = Link(previous: tail, next: -1, size: stored)
+        if tail == -1 { heads[q] = id } else { links[Int(tail)].next = id }
         tails[q] = id
         counts[q] += 1
         bytes[q] += size
@@ -94,18 +97,21 @@ struct RecordQueues {
     mutating func unlink(_ id: Int32) {
         let i = Int(id)
         let q = Int(queueOf[i])
-        let (before, after) = (previous[i], next[i])
-        if before == -1 { heads[q] = after } else { next[Int(before)] = after }
-        if after == -1 { tails[q] = before } else { previous[Int(after)] = before }
+        let link = links[i]
+        let (before, after) = (link.previous, link.next)
+        if before == -1 { heads[q] = after } else { links[Int(before)].next = after }
+        if after == -1 { tails[q] = before } else { links[Int(after)].previous = before }
         queueOf[i] = 0
-        previous[i] = -1
-        next[i] = -1
+        links[i].previous = -1
+        links[i].next = -1
         counts[q] -= 1
-        bytes[q] -= size(of: id)
+        bytes[q] -= link.size == Self.largeSize ? largeSizes[id, default: 0] : Int(link.size)
     }
 
     /// Moves `id` to the tail of `queue` (its own, for a use).
     mutating func move(_ id: Int32, to queue: UInt8) {
+        // Already the newest of its queue: nothing would change (a record used twice in a row).
+        if tails[Int(queue)] == id { return }
         let size = size(of: id)
         unlink(id)
         append(id, size: size, to: queue)
@@ -118,7 +124,7 @@ struct RecordQueues {
         var id = heads[Int(queue)]
         while id != -1 {
             result.append(id)
-            id = next[Int(id)]
+            id = links[Int(id)].next
         }
         return result
     }

@@ -32,14 +32,21 @@ struct AdaptivePolicyMirror {
         ids[key] = id
         keys[id] = key
         var victims: [String] = []
-        let kept = policy.insert(id, size: size, hash: Self.hash(key)) { victims.append(keys[$0]!) }
+        let keys = keys
+        let kept = policy.insert(
+            id, size: size, hash: Self.hash(key), hashOf: { Self.hash(keys[$0]!) }, evicting: { victims.append(keys[$0]!) })
         if !kept { victims.append(key) }
         for victim in victims { ids[victim] = nil }
         return victims
     }
 
+    /// The policy's state, each record named by its id.
+    func storedPolicy() -> StoredPolicy {
+        policy.stored(position: { UInt32($0) }, hash: { Self.hash(keys[$0]!) })
+    }
+
     mutating func access(_ key: String) {
-        if let id = ids[key] { policy.access(id) }
+        if let id = ids[key] { policy.access(id, hash: Self.hash(key)) }
     }
 }
 

@@ -32,7 +32,7 @@ import Testing
     @Test func recordsBeyondThirtyTwoBitsStayWithinTheCapacity() {
         var policy = DiskAdaptivePolicy(capacity: 20 << 30)
         for id in 0 ..< Int32(6) {
-            policy.insert(id, size: 6 << 30, hash: UInt32(id)) { _ in }
+            policy.insert(id, size: 6 << 30, hash: UInt32(id), hashOf: { UInt32($0) }, evicting: { _ in })
             #expect(policy.byteCount <= policy.capacity)
             #expect(policy.byteCount == policy.count * (6 << 30))
         }
@@ -53,8 +53,7 @@ import Testing
         let policy = try #require(index.policy)
         #expect(policy.count == n)
         // Grown by doubling, an array would reach the next power of two.
-        #expect(policy.queues.previous.count == n && policy.queues.previous.capacity < 1_024)
-        #expect(policy.queues.next.capacity < 1_024)
-        #expect(policy.queues.sizes.capacity < 1_024)
+        #expect(policy.queues.links.count == n && policy.queues.links.capacity < 1_024)
+        #expect(policy.queues.queueOf.capacity < 1_024)
     }
 }

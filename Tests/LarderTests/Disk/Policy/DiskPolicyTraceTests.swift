@@ -44,10 +44,10 @@ struct DiskPolicyTraceTests {
                     lruPolicy.insert(id, size: request.size) { _ in }
                 }
             } else if adaptive.contains(id) {
-                adaptive.access(id)
+                adaptive.access(id, hash: request.key)
             } else {
                 misses.add(size: request.size)
-                adaptive.insert(id, size: request.size, hash: request.key) { _ in }
+                adaptive.insert(id, size: request.size, hash: request.key, hashOf: { UInt32(bitPattern: $0) }, evicting: { _ in })
             }
         }
         return Replay(objects: Double(misses.objects) / Double(trace.count), bytes: Double(misses.bytes) / Double(requested))

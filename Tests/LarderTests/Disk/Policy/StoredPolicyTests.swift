@@ -56,7 +56,7 @@ import Testing
     func aRestoredPolicyEvictsAsTheOneItWasSavedFrom(seed: UInt64) throws {
         var original = AdaptivePolicyMirror(capacity: Self.capacity)
         Self.drive(&original, seed: seed, steps: 3_000, keyOffset: 0)
-        let stored = original.policy.stored { UInt32($0) }
+        let stored = original.storedPolicy()
         // What it stores is all there: every record, the sketch, the sampled LRU.
         #expect(stored.queues.map(\.count).reduce(0, +) == original.policy.count)
         #expect(stored.probationDraws.count == stored.queues[1].count)
@@ -68,7 +68,7 @@ import Testing
         // Saved again, under the new ids named by the old ones, it is the same state.
         let ids = copy.ids
         let oldID = Dictionary(uniqueKeysWithValues: original.ids.map { (ids[$0.key]!, $0.value) })
-        #expect(copy.policy.stored { UInt32(oldID[$0]!) } == stored)
+        #expect(copy.policy.stored(position: { UInt32(oldID[$0]!) }, hash: { AdaptivePolicyMirror.hash(copy.keys[$0]!) }) == stored)
         let expected = Self.drive(&original, seed: seed + 100, steps: 3_000, keyOffset: 1_000_000)
         let actual = Self.drive(&copy, seed: seed + 100, steps: 3_000, keyOffset: 1_000_000)
         #expect(expected.joined().count > 100)
@@ -81,7 +81,7 @@ import Testing
         #expect(IndexSnapshot.encodePolicy(StoredPolicy()).count == 216 + 4)
         var mirror = AdaptivePolicyMirror(capacity: 20_000)
         Self.drive(&mirror, seed: 5, steps: 200, keyOffset: 0)
-        let stored = mirror.policy.stored { UInt32($0) }
+        let stored = mirror.storedPolicy()
         let encoded = IndexSnapshot.encodePolicy(stored)
         #expect(Array(encoded.prefix(8)) == Array("LRDP".utf8) + [1, 0, 0, 0])
         let records = stored.queues.map(\.count).reduce(0, +)
@@ -97,7 +97,7 @@ import Testing
     @Test func aDamagedSectionIsRefused() {
         var mirror = AdaptivePolicyMirror(capacity: 20_000)
         Self.drive(&mirror, seed: 5, steps: 200, keyOffset: 0)
-        let encoded = IndexSnapshot.encodePolicy(mirror.policy.stored { UInt32($0) })
+        let encoded = IndexSnapshot.encodePolicy(mirror.storedPolicy())
         #expect(encoded.withUnsafeBytes { IndexSnapshot.decodePolicy($0) } != nil)
         for i in encoded.indices {
             var damaged = encoded
@@ -114,7 +114,7 @@ import Testing
     func restoringRefusesWhatDoesNotFit(change: Int) throws {
         var mirror = AdaptivePolicyMirror(capacity: Self.capacity)
         Self.drive(&mirror, seed: 7, steps: 3_000, keyOffset: 0)
-        var stored = mirror.policy.stored { UInt32($0) }
+        var stored = mirror.storedPolicy()
         #expect(Self.restored(stored, from: mirror) != nil)
         let queue = try #require(stored.queues.firstIndex { $0.count >= 2 })
         switch change {
