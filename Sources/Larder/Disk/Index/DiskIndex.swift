@@ -751,11 +751,14 @@ struct DiskIndex: Sendable {
     }
 
     /// Builds the tables from the slots (after ``IndexSnapshot`` filled them): the first entry
-    /// with a name wins, and later ones with the same name are removed.
+    /// with a name wins, and later ones with the same name are removed. The tables get room for
+    /// an eighth more records, so that the first stores after an open do not rebuild them (a
+    /// pause of O(*n*) on one store) at the cost of about 1.5 bytes a record.
     /// - Complexity: O(*n*).
     mutating func buildTables(keepingFirstOf order: Range<Int32>) {
-        byName = SlotTable(capacity: SlotTable.capacity(for: count), tagged: false)
-        byKey = SlotTable(capacity: SlotTable.capacity(for: count), tagged: true)
+        let capacity = SlotTable.capacity(for: count + count / 8)
+        byName = SlotTable(capacity: capacity, tagged: false)
+        byKey = SlotTable(capacity: capacity, tagged: true)
         unmappedCount = 0
         var duplicates: [Int32] = []
         for slot in order {

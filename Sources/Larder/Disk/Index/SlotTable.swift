@@ -3,8 +3,8 @@
 /// most 3/4 of the buckets in use.
 ///
 /// The number of buckets is any multiple of 8, not a power of two: a table built for *n*
-/// entries (an index opened from its image) has about 4*n*/3 buckets, and one that fills grows
-/// by half, so that the buckets cost 5.3 to 8 bytes a record (tagged: 6.7 to 10) wherever *n*
+/// entries (an index opened from its image) has about 3*n*/2 buckets (room for *n*/8 more at
+/// 3/4 full), and one that fills grows by half, so that the buckets cost 5.3 to 8 bytes a record (tagged: 6.7 to 10) wherever *n*
 /// falls, where powers of two cost up to twice the least (about 24 bytes a record for both
 /// tables at 100,000 records, 38 % full). A hash's low 32 bits pick its bucket, scaled to the
 /// number of buckets by a multiplication; its top 8 are the tag.
