@@ -48,21 +48,25 @@ extension HybridCache {
         guard !missed.isEmpty else { return results }
         let now = disk.options.clock.now
         let fetched = remote.values(forKeys: missed.map(\.key), now: now)
-        // Memory copies first, then the disk copies queued under one lock: the worker, which
-        // starts once half its backlog waits, does not take key locks while this batch's memory
-        // copies are still being made.
-        var writes: [(key: String, job: PromotionQueue.Job)] = []
+        var hits: [(key: String, data: Data, end: Double, generation: KeyGenerations.Snapshot)] = []
+        hits.reserveCapacity(missed.count)
         for (miss, found) in zip(missed, fetched) {
             guard let (data, lifetime) = found else {
                 counters.misses.add(1, ordering: .relaxed)
                 continue
             }
-            if let write = promoteRemoteHitToMemory(
-                data, forKey: miss.key, lifetime: lifetime, into: tiers, generation: miss.generation, now: now)
-            {
-                writes.append((miss.key, write))
-            }
             results[miss.index] = data
+            if lifetime > 0 { hits.append((miss.key, data, now + lifetime, miss.generation)) }
+        }
+        // With tracking down, a copy kept here could miss its invalidation: served, not kept.
+        guard !hits.isEmpty, remote.keepsRemoteHits else { return results }
+        // Memory copies first, all in one critical section, then the disk copies queued under
+        // one lock: the worker, which starts once half its backlog waits, does not take key
+        // locks while this batch's memory copies are still being made.
+        if tiers.contains(.memory) { copyRemoteHitsToMemory(remote, count: hits.count) { hits[$0] } }
+        guard tiers.contains(.disk) else { return results }
+        let writes = hits.map { hit in
+            (key: hit.key, job: remoteHitDiskJob(remote, hit.data, forKey: hit.key, end: hit.end, generation: hit.generation))
         }
         for write in remote.promotions.submit(writes) { write() }
         return results

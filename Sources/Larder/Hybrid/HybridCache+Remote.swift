@@ -32,6 +32,43 @@ extension HybridCache {
     /// The memory half of `promoteRemoteHit(_:forKey:lifetime:into:generation:now:)`, done now; returns
     /// the disk half, the job that writes the disk copy (`nil` when `tiers` has no disk or the
     /// hit has no lifetime left). The same `data` goes to memory and to the job: no copy.
+    /// `now` is the disk clock's time of the read, from which `lifetime` counts.
+    func promoteRemoteHitToMemory(
+        _ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: KeyGenerations.Snapshot, now: Double
+    ) -> PromotionQueue.Job? {
+        // With tracking down, a copy kept here could miss its invalidation: served from the
+        // remote tier, not kept.
+        guard lifetime > 0, let remote, remote.keepsRemoteHits else { return nil }
+        let end = now + lifetime
+        if tiers.contains(.memory) {
+            copyRemoteHitsToMemory(remote, count: 1) { _ in (key, data, end, generation) }
+        }
+        return tiers.contains(.disk) ? remoteHitDiskJob(remote, data, forKey: key, end: end, generation: generation) : nil
+    }
+
+    /// Copies remote hits into the memory tier, each until its `end` (disk clock time), unless
+    /// its key changed locally since its read (`generation`), all in one critical section of the
+    /// memory tier's lock.
+    ///
+    /// Each key's generation is checked inside that critical section: every local change of a
+    /// key moves its generation on before it changes the memory tier (which takes that lock), so
+    /// a change whose move came before the check makes the copy go unused, and one whose move
+    /// came after it changes memory after the copy is made, replacing or removing it. The key
+    /// locks are not needed for that, and so a batch takes none.
+    func copyRemoteHitsToMemory(
+        _ remote: RemoteTier, count: Int,
+        _ hit: (Int) -> (key: String, data: Data, end: Double, generation: KeyGenerations.Snapshot)
+    ) {
+        // Read now, not at the `GET`: the copy ends at `end`, not the read's latency after it.
+        let now = disk.options.clock.now
+        memory.storeCopies(count: count, now: now) { index in
+            let hit = hit(index)
+            guard remote.generations.allows(hit.generation) else { return nil }
+            return MemoryCache.Copy(key: hit.key, value: hit.data, cost: hit.data.count, deadline: hit.end)
+        }
+    }
+
+    /// The job that writes the disk copy of a remote hit, until `end` (disk clock time).
     ///
     /// The job writes the file first, holding no lock
     /// (``DiskCache/prepareStore(_:forKey:expiry:locked:)``), and takes the key lock only to check
@@ -41,23 +78,10 @@ extension HybridCache {
     /// (or every key lock) to change the disk, so a change that began before the check makes the
     /// copy go unused, and one that begins after it replaces the copy. No lock is held while the
     /// file is written, so a read of a key of the same lock stripe never waits for it.
-    /// `now` is the disk clock's time of the read, from which `lifetime` counts.
-    func promoteRemoteHitToMemory(
-        _ data: Data, forKey key: String, lifetime: Double, into tiers: CacheTiers, generation: KeyGenerations.Snapshot, now: Double
-    ) -> PromotionQueue.Job? {
-        // With tracking down, a copy kept here could miss its invalidation: served from the
-        // remote tier, not kept.
-        guard lifetime > 0, let remote, remote.keepsRemoteHits else { return nil }
+    func remoteHitDiskJob(
+        _ remote: RemoteTier, _ data: Data, forKey key: String, end: Double, generation: KeyGenerations.Snapshot
+    ) -> PromotionQueue.Job {
         let clock = disk.options.clock
-        let end = now + lifetime
-        if tiers.contains(.memory) {
-            keyLocks.withLock(forKeyHash: generation.keyHash) {
-                // `promote` reads the clock again: the memory copy ends at `end`, not the `GET`'s
-                // latency after it.
-                if remote.generations.allows(generation) { promote(data, forKey: key, expiration: end) }
-            }
-        }
-        guard tiers.contains(.disk) else { return nil }
         // The job holds the disk tier's background handle, never the hybrid: a queued copy
         // does not keep the cache, or its folder, open past its owner's release.
         let disk = backgroundDisk

@@ -528,7 +528,8 @@ final class RemoteTier: Sendable {
 /// A store or removal calls `begin` before it changes the local tiers and `end` once the remote
 /// write is done; a received invalidation calls `bump`. A reader takes a `snapshot` before it asks
 /// the remote tier and promotes what it got only when `allows` says that nothing began, ended or
-/// was bumped since (checked under the key lock, in the same critical section as the promotion).
+/// was bumped since, checked in the same critical section as the copy it allows: under the memory
+/// tier's lock for a memory copy, under the key lock for a disk copy.
 final class KeyGenerations: Sendable {
     private static let stripes = 256
     private struct Counts {
@@ -537,8 +538,8 @@ final class KeyGenerations: Sendable {
     }
 
     /// A key's change count when a read began, and the key's hash: what `allows` checks, and
-    /// what the hybrid's key lock takes, without hashing the key again (a remote hit takes
-    /// that lock and checks the count up to three times).
+    /// what the hybrid's key lock takes, without hashing the key again (a remote hit checks the
+    /// count up to three times, and its disk copy takes that lock).
     struct Snapshot: Sendable {
         /// The key's ``StripedLock/hash(ofKey:)``.
         let keyHash: Int

@@ -60,6 +60,23 @@ import Testing
         if change == "invalidation" { #expect(try pair.b.value(forKey: "k/1") == bytes("new")) }
     }
 
+    /// A batch read's memory copies are made in one critical section of the memory tier's lock,
+    /// each only if its key did not change locally since the read began: a store made while the
+    /// read is under way keeps its value in memory, and the other keys are copied.
+    @Test func aStoreMadeDuringABatchReadKeepsItsValueInMemory() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        for key in ["k/1", "k/2", "k/3"] { try pair.a.store(bytes("old"), forKey: key) }
+        let b = pair.b
+        pair.store.afterBatchRead.withLock { $0 = { try? b.store(bytes("mine"), forKey: "k/2", in: [.memory]) } }
+        let values = try pair.b.values(forKeys: ["k/1", "k/2", "k/3"])
+        pair.store.afterBatchRead.withLock { $0 = nil }
+        #expect(values == [bytes("old"), bytes("old"), bytes("old")])
+        #expect(pair.b.memory.value(forKey: "k/2") == bytes("mine"))
+        #expect(pair.b.memory.value(forKey: "k/1") == bytes("old"))
+        #expect(pair.b.memory.value(forKey: "k/3") == bytes("old"))
+    }
+
     @Test func aFullBacklogMakesTheReaderWriteItsOwnCopy() throws {
         let pair = try Pair { $0.diskPromotionBacklog = 1 }
         defer { pair.close() }

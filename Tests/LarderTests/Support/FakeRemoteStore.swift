@@ -34,6 +34,9 @@ final class FakeRemoteStore: RemoteStore {
 
     private let state = LarderMutex(State())
     let clock: ManualClock
+    /// Run by each `values(forKeys:timeouts:)` once it has found its values, before it returns
+    /// them (with no lock of the store held): a change made while a batch read is under way.
+    let afterBatchRead = LarderMutex<(@Sendable () -> Void)?>(nil)
 
     init(clock: ManualClock) {
         self.clock = clock
@@ -152,7 +155,7 @@ final class FakeRemoteStore: RemoteStore {
         let now = clock.now
         let advance = readAdvancesClock
         defer { if advance > 0 { clock.advance(by: advance) } }
-        return state.withLock { s in
+        let found = state.withLock { s in
             keys.map { key -> RemoteValue? in
                 guard let entry = s.entries[key] else { return nil }
                 if let expiresAt = entry.expiresAt {
@@ -163,6 +166,8 @@ final class FakeRemoteStore: RemoteStore {
                 return RemoteValue(data: entry.data, millisecondsToLive: nil)
             }
         }
+        afterBatchRead.withLock { $0 }?()
+        return found
     }
 
     func store(_ data: Data, forKey key: String, expiresIn milliseconds: Int64?, onlyIfAbsent: Bool, timeouts: RemoteTimeouts)
