@@ -117,8 +117,8 @@ func runConcurrencySuite(_ context: BenchContext) throws {
     }
 }
 
-/// larder's mixed cases on `folder` (which holds the suite's keys): in `repeats` rounds, after a
-/// first round that warms the caches and is not counted, one sample of each case, each in a cache
+/// larder's mixed cases on `folder` (which holds the suite's keys): in `repeats` passes, after a
+/// first pass that warms the caches and is not counted, one sample of each case, each in a cache
 /// (or processes) opened for it and closed after; the median of each case's samples.
 private func measureLarderRounds(_ context: BenchContext, folder: String, operations: Int, repeats: Int) throws {
     let single = ConcurrencyWorkload.operations(count: operations, seed: 1)
