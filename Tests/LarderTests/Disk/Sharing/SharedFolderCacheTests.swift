@@ -13,6 +13,23 @@ import Testing
         return try DiskCache(options: options)
     }
 
+    /// Two sharing writers on a new folder with one manual clock; both are closed and the folder
+    /// removed after `body`.
+    static func withTwoWriters(
+        _ name: String, _ body: (TemporaryDirectory, ManualClock, DiskCache, DiskCache) throws -> Void
+    ) throws {
+        let dir = TemporaryDirectory(name)
+        defer { dir.remove() }
+        let clock = ManualClock(now: 1_700_000_000)
+        let a = try open(dir, clock: clock)
+        let b = try open(dir, clock: clock)
+        defer {
+            a.close()
+            b.close()
+        }
+        try body(dir, clock, a, b)
+    }
+
     /// The bytes each key's record holds in the model.
     static func payload(_ key: String, _ version: Int) -> Data { Data("\(key)=\(version)".utf8) }
 
@@ -33,31 +50,24 @@ import Testing
     }
 
     @Test func aChangeInOneWriterIsSeenByTheOtherAtItsNextOperation() throws {
-        let dir = TemporaryDirectory("larder-shared")
-        defer { dir.remove() }
-        let clock = ManualClock(now: 1_700_000_000)
-        let a = try Self.open(dir, clock: clock)
-        let b = try Self.open(dir, clock: clock)
-        defer {
-            a.close()
-            b.close()
+        try Self.withTwoWriters("larder-shared") { _, _, a, b in
+            // B's index knows every key: its miss of "x" comes from the index unless it replays A's store.
+            #expect(try b.value(forKey: "x") == nil)
+            try a.store(Data("one".utf8), forKey: "x")
+            #expect(try b.value(forKey: "x") == Data("one".utf8))
+            #expect(try b.keys() == ["x"])
+            try a.store(Data("two".utf8), forKey: "x")
+            #expect(try b.value(forKey: "x") == Data("two".utf8))
+            #expect(try a.lock(forKeys: ["x"]) == ["x"])
+            #expect(try b.record(forKey: "x")?.lockCount == 1)
+            #expect(b.lockedSize == a.lockedSize && b.lockedSize > 0)
+            #expect(try b.unlock(forKeys: ["x"]) == ["x"])
+            #expect(a.lockedSize == 0)
+            #expect(try a.remove(forKey: "x"))
+            #expect(try b.value(forKey: "x") == nil)
+            #expect(!b.contains("x"))
+            #expect(b.count == 0 && b.totalSize == 0)
         }
-        // B's index knows every key: its miss of "x" comes from the index unless it replays A's store.
-        #expect(try b.value(forKey: "x") == nil)
-        try a.store(Data("one".utf8), forKey: "x")
-        #expect(try b.value(forKey: "x") == Data("one".utf8))
-        #expect(try b.keys() == ["x"])
-        try a.store(Data("two".utf8), forKey: "x")
-        #expect(try b.value(forKey: "x") == Data("two".utf8))
-        #expect(try a.lock(forKeys: ["x"]) == ["x"])
-        #expect(try b.record(forKey: "x")?.lockCount == 1)
-        #expect(b.lockedSize == a.lockedSize && b.lockedSize > 0)
-        #expect(try b.unlock(forKeys: ["x"]) == ["x"])
-        #expect(a.lockedSize == 0)
-        #expect(try a.remove(forKey: "x"))
-        #expect(try b.value(forKey: "x") == nil)
-        #expect(!b.contains("x"))
-        #expect(b.count == 0 && b.totalSize == 0)
     }
 
     /// Random stores, removals, locks, reads and collections spread over the writers, compared

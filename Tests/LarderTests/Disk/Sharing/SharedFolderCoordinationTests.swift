@@ -8,23 +8,16 @@ import Testing
 /// change made when the change lock cannot be taken.
 @Suite struct SharedFolderCoordinationTests {
     @Test func aRemovalOfEverythingIsSeenByTheOthersAtTheirNextOperation() throws {
-        let dir = TemporaryDirectory("larder-shared-coord")
-        defer { dir.remove() }
-        let clock = ManualClock(now: 1_700_000_000)
-        let a = try SharedFolderCacheTests.open(dir, clock: clock)
-        let b = try SharedFolderCacheTests.open(dir, clock: clock)
-        defer {
-            a.close()
-            b.close()
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-coord") { dir, _, a, b in
+            for i in 0 ..< 12 { try (i.isMultiple(of: 2) ? a : b).store(SharedFolderCacheTests.payload("k\(i)", 1), forKey: "k\(i)") }
+            #expect(try b.lock(forKeys: ["k3"]) == ["k3"])
+            #expect(b.count == 12)
+            try a.removeAll()
+            #expect(b.count == 0 && b.totalSize == 0 && b.lockedSize == 0)
+            #expect(try b.keys().isEmpty)
+            #expect(try b.value(forKey: "k3") == nil)
+            #expect(recordFiles(in: dir.url).isEmpty)
         }
-        for i in 0 ..< 12 { try (i.isMultiple(of: 2) ? a : b).store(SharedFolderCacheTests.payload("k\(i)", 1), forKey: "k\(i)") }
-        #expect(try b.lock(forKeys: ["k3"]) == ["k3"])
-        #expect(b.count == 12)
-        try a.removeAll()
-        #expect(b.count == 0 && b.totalSize == 0 && b.lockedSize == 0)
-        #expect(try b.keys().isEmpty)
-        #expect(try b.value(forKey: "k3") == nil)
-        #expect(recordFiles(in: dir.url).isEmpty)
     }
 
     /// The image a writer alone left is withdrawn by a sharing writer by unlinking its base, not
@@ -97,48 +90,34 @@ import Testing
     /// others move to it too (none is refused for the first's sake); each sees the others'
     /// changes made there.
     @Test func writersSharingADeletedFolderMoveToTheOneMadeAgain() throws {
-        let dir = TemporaryDirectory("larder-shared-coord")
-        defer { dir.remove() }
-        let clock = ManualClock(now: 1_700_000_000)
-        let a = try SharedFolderCacheTests.open(dir, clock: clock)
-        let b = try SharedFolderCacheTests.open(dir, clock: clock)
-        defer {
-            a.close()
-            b.close()
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-coord") { dir, _, a, b in
+            try a.store(SharedFolderCacheTests.payload("old", 1), forKey: "old")
+            #expect(b.count == 1)
+            try FileManager.default.removeItem(at: dir.url)
+            try a.store(SharedFolderCacheTests.payload("x", 1), forKey: "x")
+            try b.store(SharedFolderCacheTests.payload("y", 1), forKey: "y")
+            #expect(try a.value(forKey: "y") == SharedFolderCacheTests.payload("y", 1))
+            #expect(try b.value(forKey: "x") == SharedFolderCacheTests.payload("x", 1))
+            #expect(try a.value(forKey: "old") == nil)
+            #expect(a.count == 2 && b.count == 2)
+            #expect(try Set(a.keys()) == ["x", "y"])
+            #expect(try Set(b.keys()) == ["x", "y"])
+            #expect(recordFiles(in: dir.url).count == 2)
+            // Changes after the move travel through the new folder's log.
+            #expect(try b.remove(forKey: "x"))
+            #expect(!a.contains("x") && a.count == 1)
         }
-        try a.store(SharedFolderCacheTests.payload("old", 1), forKey: "old")
-        #expect(b.count == 1)
-        try FileManager.default.removeItem(at: dir.url)
-        try a.store(SharedFolderCacheTests.payload("x", 1), forKey: "x")
-        try b.store(SharedFolderCacheTests.payload("y", 1), forKey: "y")
-        #expect(try a.value(forKey: "y") == SharedFolderCacheTests.payload("y", 1))
-        #expect(try b.value(forKey: "x") == SharedFolderCacheTests.payload("x", 1))
-        #expect(try a.value(forKey: "old") == nil)
-        #expect(a.count == 2 && b.count == 2)
-        #expect(try Set(a.keys()) == ["x", "y"])
-        #expect(try Set(b.keys()) == ["x", "y"])
-        #expect(recordFiles(in: dir.url).count == 2)
-        // Changes after the move travel through the new folder's log.
-        #expect(try b.remove(forKey: "x"))
-        #expect(!a.contains("x") && a.count == 1)
     }
 
     /// A record stored by an import (no key, under its file name) is recorded like a store:
     /// another writer whose index knows every key finds it at its next read.
     @Test func anImportedRecordIsSeenByTheOthers() throws {
-        let dir = TemporaryDirectory("larder-shared-coord")
-        defer { dir.remove() }
-        let clock = ManualClock(now: 1_700_000_000)
-        let a = try SharedFolderCacheTests.open(dir, clock: clock)
-        let b = try SharedFolderCacheTests.open(dir, clock: clock)
-        defer {
-            a.close()
-            b.close()
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-coord") { _, _, a, b in
+            #expect(try b.value(forKey: "u") == nil)
+            let payload = SharedFolderCacheTests.payload("u", 1)
+            #expect(try a.storeUnkeyedRecord(payload, name: a.options.keyEncoding.fileName(for: "u"), updateTime: 1_700_000_000, ttl: 0))
+            #expect(b.containsLiveRecord(named: try b.options.keyEncoding.fileName(for: "u")))
+            #expect(b.count == 1 && b.totalSize == a.totalSize)
         }
-        #expect(try b.value(forKey: "u") == nil)
-        let payload = SharedFolderCacheTests.payload("u", 1)
-        #expect(try a.storeUnkeyedRecord(payload, name: a.options.keyEncoding.fileName(for: "u"), updateTime: 1_700_000_000, ttl: 0))
-        #expect(b.containsLiveRecord(named: try b.options.keyEncoding.fileName(for: "u")))
-        #expect(b.count == 1 && b.totalSize == a.totalSize)
     }
 }
