@@ -122,8 +122,10 @@ import Testing
         var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         bytes[20] ^= 0xFF  // the header's CRC no longer matches
         try bytes.write(to: URL(fileURLWithPath: path), options: .atomic)
-        // Without the index snapshot, the next open reads every header and finds it.
+        // Without the index images (a writer's alone, and the shared one the tool's sharing writers
+        // leave), the next open reads every header and finds it.
         try? FileManager.default.removeItem(atPath: root + "/.larder-index")
+        try? FileManager.default.removeItem(atPath: root + "/" + DiskLayout.sharedImageName)
         let result = larder(["gc", "--dir", root])
         #expect(result.code == 0)
         #expect(result.stdout.hasPrefix("removed 1 record (1 corrupt)"), "\(result.stdout)")

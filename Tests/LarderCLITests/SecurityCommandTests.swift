@@ -136,7 +136,9 @@ import Testing
     }
 
     /// Attack 6: FIFOs hung `put` (holding the lock), `stats` and `show`.
-    @Test(arguments: [".larder.lock", ".larder", ".larder-index", "fi/fifo", "fi"])
+    @Test(arguments: [
+        ".larder.lock", ".larder", ".larder-index", ".larder-changes", ".larder-sharing", ".larder-shared-index", "fi/fifo", "fi",
+    ])
     func fifosNeverBlockACommand(name: String) throws {
         let fixture = Fixture()
         defer { fixture.temp.remove() }
@@ -168,7 +170,10 @@ import Testing
             try? FileManager.default.removeItem(atPath: fixture.dir)
             for key in keys where random.below(2) == 0 { fixture.put(key, "\(key) \(iteration)") }
             try? FileManager.default.createDirectory(atPath: fixture.dir, withIntermediateDirectories: true)
-            var targets = [".larder", ".larder.lock", ".larder-index", ".larder-tmp", "x"].map { fixture.dir + "/" + $0 }
+            var targets = [
+                ".larder", ".larder.lock", ".larder-index", ".larder-tmp", ".larder-changes", ".larder-sharing", ".larder-shared-index",
+                "x",
+            ].map { fixture.dir + "/" + $0 }
             for key in keys {
                 targets.append(fixture.path(key))
                 targets.append((fixture.path(key) as NSString).deletingLastPathComponent)

@@ -44,7 +44,7 @@ import Testing
     }
 
     @Test func whatOneAppendsTheOtherReadsInOrderOnce() throws {
-        try Self.withTwoLogs { dir, a, b in
+        try Self.withTwoLogs { dir, a, b throws in
             try Self.append(a, ["first"])
             var cursor = try Self.follow(b)
             #expect(!b.hasMoved(since: cursor))
@@ -63,7 +63,7 @@ import Testing
     }
 
     @Test func aResetSendsEveryReaderBackToTheFolder() throws {
-        try Self.withTwoLogs { dir, a, b in
+        try Self.withTwoLogs { dir, a, b throws in
             try Self.append(a, ["one"])
             let cursor = try Self.follow(b)
             try a.withChangeLock { appender in
@@ -85,7 +85,7 @@ import Testing
 
     /// A writer killed after writing its record and before the header that makes it visible.
     @Test func aRecordWithoutItsHeaderIsNeverReadAndIsOverwritten() throws {
-        try Self.withTwoLogs { dir, a, b in
+        try Self.withTwoLogs { dir, a, b throws in
             try Self.append(a, ["one"])
             let cursor = try Self.follow(b)
             let end = UInt64(cursor.offset)
@@ -98,7 +98,7 @@ import Testing
 
     @Test(arguments: [0, 9, 20, 33])
     func aDamagedHeaderIsAResetThatTheNextAppendRepairs(offset: Int) throws {
-        try Self.withTwoLogs { dir, a, b in
+        try Self.withTwoLogs { dir, a, b throws in
             try Self.append(a, ["one"])
             let cursor = try Self.follow(b)
             try Self.patch(dir, at: UInt64(offset), [0xFF])
@@ -117,7 +117,7 @@ import Testing
 
     @Test(arguments: [0, 4, 5, 13, 16])
     func aDamagedRecordIsAResetNotACrash(offset: Int) throws {
-        try Self.withTwoLogs { dir, a, b in
+        try Self.withTwoLogs { dir, a, b throws in
             try Self.append(a, ["zero"])
             let cursor = try Self.follow(b)
             try Self.append(a, ["one", "two"])
@@ -167,7 +167,7 @@ import Testing
 
     /// A store and a removal in one index, replayed from the log into another's.
     @Test func indexChangesReplayIntoAnotherIndex() throws {
-        try Self.withTwoLogs { dir, a, b in
+        try Self.withTwoLogs { dir, a, b throws in
             var mine = DiskIndex()
             var theirs = DiskIndex()
             for key in ["k1", "k2"] {

@@ -50,7 +50,7 @@ import Testing
     }
 
     @Test func aChangeInOneWriterIsSeenByTheOtherAtItsNextOperation() throws {
-        try Self.withTwoWriters("larder-shared") { _, _, a, b in
+        try Self.withTwoWriters("larder-shared") { _, _, a, b throws in
             // B's index knows every key: its miss of "x" comes from the index unless it replays A's store.
             #expect(try b.value(forKey: "x") == nil)
             try a.store(Data("one".utf8), forKey: "x")

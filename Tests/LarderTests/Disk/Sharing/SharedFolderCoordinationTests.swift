@@ -8,7 +8,7 @@ import Testing
 /// change made when the change lock cannot be taken.
 @Suite struct SharedFolderCoordinationTests {
     @Test func aRemovalOfEverythingIsSeenByTheOthersAtTheirNextOperation() throws {
-        try SharedFolderCacheTests.withTwoWriters("larder-shared-coord") { dir, _, a, b in
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-coord") { dir, _, a, b throws in
             for i in 0 ..< 12 { try (i.isMultiple(of: 2) ? a : b).store(SharedFolderCacheTests.payload("k\(i)", 1), forKey: "k\(i)") }
             #expect(try b.lock(forKeys: ["k3"]) == ["k3"])
             #expect(b.count == 12)
@@ -90,7 +90,7 @@ import Testing
     /// others move to it too (none is refused for the first's sake); each sees the others'
     /// changes made there.
     @Test func writersSharingADeletedFolderMoveToTheOneMadeAgain() throws {
-        try SharedFolderCacheTests.withTwoWriters("larder-shared-coord") { dir, _, a, b in
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-coord") { dir, _, a, b throws in
             try a.store(SharedFolderCacheTests.payload("old", 1), forKey: "old")
             #expect(b.count == 1)
             try FileManager.default.removeItem(at: dir.url)
@@ -112,7 +112,7 @@ import Testing
     /// A record stored by an import (no key, under its file name) is recorded like a store:
     /// another writer whose index knows every key finds it at its next read.
     @Test func anImportedRecordIsSeenByTheOthers() throws {
-        try SharedFolderCacheTests.withTwoWriters("larder-shared-coord") { _, _, a, b in
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-coord") { _, _, a, b throws in
             #expect(try b.value(forKey: "u") == nil)
             let payload = SharedFolderCacheTests.payload("u", 1)
             #expect(try a.storeUnkeyedRecord(payload, name: a.options.keyEncoding.fileName(for: "u"), updateTime: 1_700_000_000, ttl: 0))
