@@ -42,4 +42,18 @@ import Testing
         #expect(decoded.map(\.name) == [longName, "keyless", "own-name"])
         #expect(decoded.map(\.key) == [longKey, nil, "own-name"])
     }
+
+    /// An index opened from its image has table room for an eighth more records: its first
+    /// stores after the open do not rebuild the tables.
+    @Test func anOpenedIndexTakesAnEighthMoreWithoutRebuildingItsTables() throws {
+        var index = DiskIndex()
+        for i in 0 ..< 800 { index.upsert(Self.entry("r\(i)", key: "r\(i)", fileSize: 1)) }
+        let bytes = IndexSnapshot.encode(index.entriesLeastRecentFirst)
+        var opened = try #require(IndexSnapshot.decodeIndex(bytes, keyEncoding: .verbatim))
+        let buckets = opened.byName.bucketCount
+        #expect(buckets == SlotTable.capacity(for: 900))
+        for i in 800 ..< 899 { opened.upsert(Self.entry("r\(i)", key: "r\(i)", fileSize: 1)) }
+        #expect(opened.count == 899)
+        #expect(opened.byName.bucketCount == buckets)
+    }
 }

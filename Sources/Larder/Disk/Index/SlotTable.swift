@@ -62,6 +62,9 @@ struct SlotTable: Sendable {
     @inline(__always)
     static func tag(_ hash: Int) -> UInt8 { UInt8(truncatingIfNeeded: UInt(bitPattern: hash) >> (UInt.bitWidth - 8)) }
 
+    /// How many buckets the table has.
+    var bucketCount: Int { buckets.count }
+
     var needsGrowth: Bool { buckets.isEmpty || used + 1 > buckets.count / 4 * 3 }
 
     /// The slot `matches` accepts among those filed under `hash` (in a tagged table, only those
