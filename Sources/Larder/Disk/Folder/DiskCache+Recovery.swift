@@ -102,9 +102,8 @@ extension DiskCache {
                 // The place in the new folder's log before its records are read, so that what
                 // the others record meanwhile is replayed on top.
                 if let sharedFolder, let sharingFD {
-                    sharedFolder.following.withLock {
-                        sharedFolder.moveToRemadeFolder(sharingFD: sharingFD, sharingPath: layout.root + "/" + SharedFolder.sharingFileName, &$0)
-                    }
+                    let sharingPath = layout.root + "/" + SharedFolder.sharingFileName
+                    sharedFolder.following.withLock { sharedFolder.moveToRemadeFolder(sharingFD: sharingFD, sharingPath: sharingPath, &$0) }
                     newLock.letGoOfSharedHold()
                 }
                 var ignored: [CacheEvent] = []
