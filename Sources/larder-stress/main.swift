@@ -7,8 +7,9 @@
 //       self-verifying payloads. After a store of a durable key (locked, .fsync) returns it
 //       appends "D\t<key>\t<version>" to the log and fsyncs it; after a pinned key's lock
 //       returns, "P\t<key>\t<version>"; before unpinning one, "U\t<key>". Exits 3 on a wrong byte.
-//   larder-stress hold --dir D
-//       Opens D writable, prints "ready <pid>", and sleeps until killed.
+//   larder-stress hold --dir D [--shares 0|1]
+//       Opens D writable (holding it alone, or with --shares 1 as a writer that shares it),
+//       prints "ready <pid>", and sleeps until killed.
 //   larder-stress flush --dir D --keys N [--flush 0|1]
 //       Opens D writable, stores k0 ... k(N-1), reads them back from the last to the first,
 //       flushes (unless --flush 0), prints "ready <pid>" and sleeps until killed: an app suspended
@@ -198,7 +199,8 @@ func churn(_ args: Arguments) -> Never {
 }
 
 func hold(_ args: Arguments) -> Never {
-    let options = DiskCacheOptions(directory: URL(fileURLWithPath: args.string("dir"), isDirectory: true))
+    var options = DiskCacheOptions(directory: URL(fileURLWithPath: args.string("dir"), isDirectory: true))
+    options.sharesFolderWithWriters = args.int("shares", default: 0) != 0
     let cache: DiskCache
     do { cache = try DiskCache(options: options) } catch { fail("cannot open: \(error)") }
     announceReady()

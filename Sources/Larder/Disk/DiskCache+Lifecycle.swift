@@ -122,6 +122,7 @@ extension DiskCache {
             defer { lock = nil }
             return lock
         }
+        sharedFolder?.withdraw()
         lock?.release()
         emit(events)
     }

@@ -85,7 +85,7 @@ public final class DiskCache: Sendable {
             ? nil
             : try DirectoryLock(
                 path: layout.lockPath, io: io, sharedWithGroup: options.sharing == .group, waitingUpTo: options.writerWaitTimeout,
-                shared: sharesFolder)
+                shared: sharesFolder, sharingWriter: { SharedWriterTable.runningWriter(root: layout.root, io: io) })
         let folder: FolderFacts
         let sharedFolder: SharedFolder?
         do {
@@ -97,6 +97,8 @@ public final class DiskCache: Sendable {
             // The place in the change log is taken before the index is built, so that a change
             // another writer makes meanwhile is replayed on top of the build, not missed.
             sharedFolder = sharesFolder ? try SharedFolder(root: layout.root, io: io, sharedWithGroup: options.sharing == .group) : nil
+            // Registered in the table of writers: from here on it holds no lock between calls.
+            if sharesFolder { lock?.letGoOfSharedHold() }
         } catch {
             lock?.release()
             throw error

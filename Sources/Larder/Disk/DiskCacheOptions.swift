@@ -145,8 +145,9 @@ public struct DiskCacheOptions: Sendable {
     /// that key, the size and count limits hold for the folder as a whole, one collection runs
     /// at a time, and a process killed at any point blocks no one. A writer that does not set it
     /// holds the folder alone: it waits ``writerWaitTimeout`` for the sharing writers to close,
-    /// and they wait as long for it. The guarantees, and what an extension must let go of before
-    /// it is suspended, are in the Lifecycle article ("Several processes on one folder"). A
+    /// and they wait as long for it. Between its calls a writer that shares the folder holds no
+    /// file lock, so an app extension may be suspended with its cache open. The guarantees are in
+    /// the Lifecycle article ("Several processes on one folder"). A
     /// ``HybridCache``'s memory tier stays its own process's. Ignored when ``isReadOnly``.
     public var sharesFolderWithWriters: Bool = false
     /// Whether a writable open accepts a folder that holds files but is not a cache (`false`).

@@ -5,6 +5,12 @@ import Foundation
 /// gets ``CacheError/Code/directoryInUse`` with that pid, at once or, when it is given a wait,
 /// once the wait has passed without the holder letting go.
 ///
+/// Writers that share the folder (``DiskCacheOptions/sharesFolderWithWriters``) take the lock
+/// shared while they open, register in the sharing file's table of writers
+/// (``SharedWriterTable``), and let go: between calls they hold no lock. A writer that would
+/// hold the folder alone reads that table once it has the lock, and waits while a writer in it
+/// runs.
+///
 /// A waiting opener polls (`LOCK_NB`) with pauses that grow from 1 ms to 10 ms, as SQLite's busy
 /// handler does, rather than blocking in `flock`: a blocked `flock` cannot be given a deadline
 /// without a signal, and a library must not take over the process's signals.
@@ -24,12 +30,17 @@ package struct DirectoryLock: Sendable {
     ///   - sharedWithGroup: Whether a lock file owned by another user is accepted (``CacheSharing/group``).
     ///   - wait: How long, in seconds, to wait for a holder to let go (0: not at all).
     ///   - shared: Whether to take the lock shared, as one of several writers that share the
-    ///     folder (each one's lock says "a writer is present"), rather than alone.
+    ///     folder, rather than alone. A sharing writer holds it only while it opens (it lets go
+    ///     with ``letGoOfSharedHold()`` once registered in the table of writers).
+    ///   - sharingWriter: For a writer that would hold the folder alone: a running writer that
+    ///     shares the folder (``SharedWriterTable``), read once the lock is taken; while there is
+    ///     one, the lock is let go of again and the opener waits as for any holder.
     /// - Throws: ``CacheError/Code/directoryInUse``, ``CacheError/Code/unsafeDirectory`` for a
     ///   lock file that is not a regular file with one link owned by the user,
     ///   ``CacheError/Code/ioFailure``.
     package init(
-        path: String, io: FileIO, sharedWithGroup: Bool = false, waitingUpTo wait: TimeInterval = 0, shared: Bool = false
+        path: String, io: FileIO, sharedWithGroup: Bool = false, waitingUpTo wait: TimeInterval = 0, shared: Bool = false,
+        sharingWriter: () -> Int32? = { nil }
     ) throws(CacheError) {
         self.io = io
         let fd: Int32
@@ -53,9 +64,21 @@ package struct DirectoryLock: Sendable {
             io.close(fd)
             throw CacheError(.ioFailure, "cannot inspect the lock file", path: path, errno: (error as? Errno)?.rawValue)
         }
+        var sharer: Int32?
         do {
-            try Self.lock(fd, io: io, waitingUpTo: wait, shared: shared)
+            try Self.lock(fd, io: io, waitingUpTo: wait, shared: shared) { () -> Bool in
+                sharer = shared ? nil : sharingWriter()
+                return sharer == nil
+            }
         } catch {
+            if let sharer, error == .wouldBlock {
+                io.close(fd)
+                let holder = sharer == ProcessIdentity.processID ? "another cache of this process (\(sharer))" : "process \(sharer)"
+                throw CacheError(
+                    .directoryInUse,
+                    "writers that share the cache directory have it open (\(holder)); open it with sharesFolderWithWriters, or read-only",
+                    path: path, holderPID: sharer)
+            }
             var buffer = [UInt8](repeating: 0, count: 32)
             let n =
                 (try? buffer.withUnsafeMutableBytes { b in
@@ -91,18 +114,21 @@ package struct DirectoryLock: Sendable {
         self.fd = fd
     }
 
-    /// Takes the `flock` on `fd`, trying again with growing pauses while another holds it, until
-    /// `wait` seconds have passed.
+    /// Takes the `flock` on `fd`, trying again with growing pauses while another holds it, or
+    /// while `isFree` says the folder is not (the lock is let go of again), until `wait`
+    /// seconds have passed.
     /// - Throws: ``Errno/wouldBlock`` when the holder kept it past the wait, or the failure.
-    private static func lock(_ fd: Int32, io: FileIO, waitingUpTo wait: TimeInterval, shared: Bool) throws(Errno) {
+    private static func lock(_ fd: Int32, io: FileIO, waitingUpTo wait: TimeInterval, shared: Bool, isFree: () -> Bool) throws(Errno) {
         let clock = ContinuousClock()
         // Capped at a billion seconds (about 32 years), which a `Duration` holds without overflow.
         let deadline = clock.now + .seconds(wait.isFinite ? min(max(0, wait), 1e9) : 0)
         var pause = Duration.milliseconds(1)
         while true {
-            do {
+            do throws(Errno) {
                 if shared { try io.flock(fd, LOCK_SH | LOCK_NB) } else { try io.lockExclusively(fd) }
-                return
+                if isFree() { return }
+                io.unlock(fd)
+                throw Errno.wouldBlock
             } catch  where (error == .wouldBlock || error == .tryAgain) && clock.now < deadline {
                 Thread.sleep(forTimeInterval: Self.seconds(min(pause, deadline - clock.now)))
                 pause = min(pause * 2, .milliseconds(10))
@@ -113,6 +139,13 @@ package struct DirectoryLock: Sendable {
     private static func seconds(_ duration: Duration) -> TimeInterval {
         let (whole, fraction) = duration.components
         return TimeInterval(whole) + TimeInterval(fraction) * 1e-18
+    }
+
+    /// Lets go of the `flock` of a writer sharing the folder once it is registered in the table
+    /// of writers, keeping the file open: between its calls it then holds no lock (iOS
+    /// terminates a suspended process that holds one in a shared container).
+    package func letGoOfSharedHold() {
+        io.unlock(fd)
     }
 
     /// Releases the lock.

@@ -56,11 +56,14 @@ extension DiskCache {
             guard let freshRoot = fresh.root else { return .notRemoved }
             let newLock: DirectoryLock
             // A writer sharing the folder takes the new folder's lock shared, as at open, so
-            // that the others sharing the deleted one move to the new one too.
+            // that the others sharing the deleted one move to the new one too, and lets go once
+            // it is registered there.
             let shares = sharedFolder != nil
             do throws(CacheError) {
                 try Self.checkRootIsSafe(freshRoot.info, options: options, path: root.path)
-                newLock = try DirectoryLock(path: layout.lockPath, io: fresh, sharedWithGroup: options.sharing == .group, shared: shares)
+                newLock = try DirectoryLock(
+                    path: layout.lockPath, io: fresh, sharedWithGroup: options.sharing == .group, shared: shares,
+                    sharingWriter: { SharedWriterTable.runningWriter(root: layout.root, io: fresh) })
             } catch {
                 return .failed(error)
             }
@@ -99,7 +102,9 @@ extension DiskCache {
                 // The place in the new folder's log before its records are read, so that what
                 // the others record meanwhile is replayed on top.
                 if let sharedFolder, let sharingFD {
-                    sharedFolder.following.withLock { sharedFolder.moveToRemadeFolder(sharingFD: sharingFD, &$0) }
+                    let sharingPath = layout.root + "/" + SharedFolder.sharingFileName
+                    sharedFolder.following.withLock { sharedFolder.moveToRemadeFolder(sharingFD: sharingFD, sharingPath: sharingPath, &$0) }
+                    newLock.letGoOfSharedHold()
                 }
                 var ignored: [CacheEvent] = []
                 let (names, listedEverything) = listRecordNames(events: &ignored)

@@ -29,11 +29,12 @@ struct FolderFollowing {
 
 /// The change log, and the sharing file, of a writer sharing its folder.
 ///
-/// The sharing file (`.larder-sharing`) serves two ends: its `flock`, taken without waiting,
+/// The sharing file (`.larder-sharing`) serves three ends: its `flock`, taken without waiting,
 /// is the collection lock (one collection at a time across the processes); its first byte is 1
 /// while a holder of the change lock is changing records and 0 once the change is recorded, so
 /// that the next holder, finding 1, knows a writer died mid-change, its change on disk but not
-/// in the log, and starts a new generation (every writer builds its index from the folder).
+/// in the log, and starts a new generation (every writer builds its index from the folder); from
+/// byte 8 it holds the table of open writers (``SharedWriterTable``).
 final class SharedFolder: Sendable {
     let log: FolderChangeLog
     /// Held across one change (the change lock is taken inside), and across a replay.
@@ -45,6 +46,9 @@ final class SharedFolder: Sendable {
     /// The sharing file's descriptor: replaced when the folder is made again.
     private let sharingDescriptor: Atomic<Int32>
     private var sharingFD: Int32 { sharingDescriptor.load(ordering: .relaxed) }
+    /// This writer's slot in the sharing file's table of writers (``SharedWriterTable``); -1
+    /// once withdrawn, or when the folder made again could not take it.
+    private let writerSlot: Atomic<Int>
     private let io: FileIO
 
     /// The log's size past which a change starts a new generation: the other writers then
@@ -53,29 +57,39 @@ final class SharedFolder: Sendable {
     /// The sharing file's name, beside `.larder.lock`.
     static let sharingFileName = ".larder-sharing"
 
-    /// Opens the change log and the sharing file in `root`, and takes the place in the log to
-    /// replay from: where it ends now, before the index is built. A change marked begun and
-    /// not recorded (its writer died mid-change) starts a new generation first, so that no
-    /// writer, nor the shared image, goes on without it.
+    /// Opens the change log and the sharing file in `root`, registers this writer in the
+    /// sharing file's table of writers, and takes the place in the log to replay from: where it
+    /// ends now, before the index is built. A change marked begun and not recorded (its writer
+    /// died mid-change) starts a new generation first, so that no writer, nor the shared image,
+    /// goes on without it. Called holding `.larder.lock` shared (``SharedWriterTable``).
     init(root: String, io: FileIO, sharedWithGroup: Bool) throws(CacheError) {
         let log = try FolderChangeLog(path: root + "/" + FolderChangeLog.fileName, io: io, sharedWithGroup: sharedWithGroup)
         let fd = try Self.openSharingFile(root: root, io: io, sharedWithGroup: sharedWithGroup)
-        let start: FolderChangeLog.Cursor
+        let place: (cursor: FolderChangeLog.Cursor, slot: Int)
         do {
-            start = try Self.takePlace(in: log, sharingFD: fd, io: io)
+            place = try Self.takePlace(in: log, sharingFD: fd, io: io, sharingPath: root + "/" + Self.sharingFileName)
         } catch {
             io.close(fd)
             throw error
         }
+        let start = place.cursor
         self.log = log
         self.io = io
         sharingDescriptor = Atomic(fd)
+        writerSlot = Atomic(place.slot)
         following = SharedMutex(FolderFollowing(follower: IndexFollower(at: start)))
         seenGeneration.store(start.generation, ordering: .releasing)
         seenSequence.store(start.sequence, ordering: .releasing)
     }
 
     deinit { io.close(sharingFD) }
+
+    /// Frees this writer's slot in the table of writers, as the cache closes: a writer that
+    /// would hold the folder alone no longer waits for it.
+    func withdraw() {
+        let slot = writerSlot.exchange(-1, ordering: .relaxed)
+        if slot >= 0 { SharedWriterTable.withdraw(slot: slot, fd: sharingFD, io: io) }
+    }
 
     /// Opens the sharing file in `root`, checked as the log is.
     static func openSharingFile(root: String, io: FileIO, sharedWithGroup: Bool) throws(CacheError) -> Int32 {
@@ -98,15 +112,19 @@ final class SharedFolder: Sendable {
         return fd
     }
 
-    /// The place where `log` ends, taken under the change lock; a change marked begun and not
-    /// recorded starts a new generation first (the mark is cleared once it is written).
-    private static func takePlace(in log: FolderChangeLog, sharingFD fd: Int32, io: FileIO) throws(CacheError) -> FolderChangeLog.Cursor {
+    /// The place where `log` ends, and this writer's slot in the table of writers, both taken
+    /// under the change lock; a change marked begun and not recorded starts a new generation
+    /// first (the mark is cleared once it is written).
+    private static func takePlace(
+        in log: FolderChangeLog, sharingFD fd: Int32, io: FileIO, sharingPath: String
+    ) throws(CacheError) -> (cursor: FolderChangeLog.Cursor, slot: Int) {
         // A header written now, so that the first place read is one every writer shares.
-        func takePlace(_ appender: inout FolderChangeLog.Appender) -> FolderChangeLog.Cursor {
+        func takePlace(_ appender: inout FolderChangeLog.Appender) -> Result<(cursor: FolderChangeLog.Cursor, slot: Int), CacheError> {
             if readMark(fd: fd, io: io) { appender.reset() }
-            return appender.cursor
+            let cursor = appender.cursor
+            return Result { () throws(CacheError) in (cursor, try SharedWriterTable.register(fd: fd, io: io, path: sharingPath)) }
         }
-        return try log.withChangeLock(committed: { _ = mark(fd: fd, io: io, begun: false) }, takePlace)
+        return try log.withChangeLock(committed: { _ = mark(fd: fd, io: io, begun: false) }, takePlace).get()
     }
 
     /// Moves to the log and the sharing file of the folder made again at the root's path
@@ -114,10 +132,12 @@ final class SharedFolder: Sendable {
     /// the place in the new log before the index is built from that folder. Called holding
     /// ``following``, with no change of this cache under way. When the place cannot be taken,
     /// the follower starts before everything, so that its next look builds the index again.
-    func moveToRemadeFolder(sharingFD fd: Int32, _ following: inout FolderFollowing) {
+    func moveToRemadeFolder(sharingFD fd: Int32, sharingPath: String, _ following: inout FolderFollowing) {
         io.close(sharingDescriptor.exchange(fd, ordering: .relaxed))
         log.reopen()
-        let start = (try? Self.takePlace(in: log, sharingFD: fd, io: io)) ?? .start
+        let place = try? Self.takePlace(in: log, sharingFD: fd, io: io, sharingPath: sharingPath)
+        writerSlot.store(place?.slot ?? -1, ordering: .relaxed)
+        let start = place?.cursor ?? .start
         following = FolderFollowing(follower: IndexFollower(at: start))
         noteFollowed(start)
     }
