@@ -23,8 +23,9 @@ struct RedisClusterTryAgainTests {
         init(_ cluster: LocalRedisCluster, _ store: RedisClusterStore) throws {
             let setup = RemoteTimeouts(connect: 60, command: 60)
             for key in keys { _ = try store.store(Data(key.utf8), forKey: key, expiresIn: nil, onlyIfAbsent: false, timeouts: setup) }
-            source = try #require(try cluster.masterPort(ofSlot: slot, askedPort: cluster.ports[0]))
-            target = try #require(cluster.ports.first { $0 != source })
+            let source = try #require(try cluster.masterPort(ofSlot: slot, askedPort: cluster.ports[0]))
+            let target = try #require(cluster.ports.first { $0 != source })
+            (self.source, self.target) = (source, target)
             try cluster.beginMigrating(slot, from: source, to: target)
             let moved = try cluster.run(source, arguments: ["MIGRATE", "127.0.0.1", String(target), "", "0", "60000", "KEYS", keys[0]])
             #expect(moved == "OK")
@@ -82,7 +83,11 @@ struct RedisClusterTryAgainTests {
         }
 
         var error: CacheError?
-        do { _ = try store.values(forKeys: half.keys, timeouts: RemoteTimeouts(connect: 60, command: 1)) } catch let caught { error = caught }
+        do {
+            _ = try store.values(forKeys: half.keys, timeouts: RemoteTimeouts(connect: 60, command: 1))
+        } catch let caught {
+            error = caught
+        }
         #expect(error?.code == .remoteFailure)
         #expect(error?.message.contains("TRYAGAIN") == true, "\(String(describing: error))")
         // Waits of 5 ms doubling up to 100 ms, while what is left of the 1 s budget covers the
