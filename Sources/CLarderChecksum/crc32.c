@@ -2,11 +2,12 @@
 // Computation for Generic Polynomials Using PCLMULQDQ Instruction" (Intel, 2009), for zlib's
 // reflected polynomial. Each constant is x^n mod P for the distance the fold covers, bit-reflected
 // and shifted as the method requires (x^(d+32) and x^(d-32) for a fold over d bits). Buffers of
-// 16 bytes or more are folded in 128-bit lanes, or in 512-bit registers (VPCLMULQDQ) from 256
-// bytes where the processor has them; buffers under 16 bytes and the tail: table lookups, 8 bytes
-// at a time. docs/FORMAT.md's vectors and the comparison with a bit-by-bit CRC at every length to
-// 1,100 and every alignment in Tests/LarderTests/Support/ChecksumTests.swift, with and without
-// the 512-bit registers, check every path.
+// 16 bytes or more are folded in 128-bit lanes, or in wider registers (VPCLMULQDQ) where the
+// processor has them: 512-bit ones (with AVX-512) from 256 bytes, 256-bit ones (with AVX2) from
+// 128 bytes; buffers under 16 bytes and the tail: table lookups, 8 bytes at a time.
+// docs/FORMAT.md's vectors and the comparison with a bit-by-bit CRC at every length to 1,100 and
+// every alignment in Tests/LarderTests/Support/ChecksumTests.swift, folding at most 128, 256 and
+// 512 bits at a time, check every path the processor has.
 #include "CLarderChecksum.h"
 #include <zlib.h>
 
@@ -117,6 +118,49 @@ static uint32_t fold_vpclmul(uint32_t crc, const uint8_t *p, size_t length) {
     return finish_pclmul(y, p, length);
 }
 #undef LARDER_FOLD512
+
+#define LARDER_FOLD256(x, k, data) \
+    _mm256_xor_si256(_mm256_xor_si256(_mm256_clmulepi64_epi128(x, k, 0x00), _mm256_clmulepi64_epi128(x, k, 0x11)), data)
+
+/// `fold_pclmul` with 256-bit registers (VPCLMULQDQ with AVX2, for processors that have it
+/// without AVX-512): four registers of two 128-bit lanes, folded forward 1,024 bits (128 bytes)
+/// at a time, twice the bytes a step of the 128-bit loop takes. `length` is at least 128 and a
+/// multiple of 16.
+__attribute__((target("avx2,vpclmulqdq,pclmul,sse4.1")))
+static uint32_t fold_vpclmul256(uint32_t crc, const uint8_t *p, size_t length) {
+    // Each 128-bit lane folds by the same distance, so each constant pair is repeated per lane.
+    const __m256i fold1024 = _mm256_broadcastsi128_si256(_mm_set_epi64x(0x000000014a7fe880ULL, 0x00000001e88ef372ULL));
+    const __m256i fold256 = _mm256_broadcastsi128_si256(_mm_set_epi64x(0x000000015a546366ULL, 0x00000000f1da05aaULL));
+    const __m128i fold128 = _mm_set_epi64x(0x00000000ccaa009eULL, 0x00000001751997d0ULL);
+
+    __m256i x0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)crc)));
+    __m256i x1 = _mm256_loadu_si256((const __m256i *)(p + 32));
+    __m256i x2 = _mm256_loadu_si256((const __m256i *)(p + 64));
+    __m256i x3 = _mm256_loadu_si256((const __m256i *)(p + 96));
+    p += 128;
+    length -= 128;
+    while (length >= 128) {
+        x0 = LARDER_FOLD256(x0, fold1024, _mm256_loadu_si256((const __m256i *)p));
+        x1 = LARDER_FOLD256(x1, fold1024, _mm256_loadu_si256((const __m256i *)(p + 32)));
+        x2 = LARDER_FOLD256(x2, fold1024, _mm256_loadu_si256((const __m256i *)(p + 64)));
+        x3 = LARDER_FOLD256(x3, fold1024, _mm256_loadu_si256((const __m256i *)(p + 96)));
+        p += 128;
+        length -= 128;
+    }
+    // The four registers into one, then the remaining 32-byte blocks.
+    x0 = LARDER_FOLD256(x0, fold256, x1);
+    x0 = LARDER_FOLD256(x0, fold256, x2);
+    x0 = LARDER_FOLD256(x0, fold256, x3);
+    while (length >= 32) {
+        x0 = LARDER_FOLD256(x0, fold256, _mm256_loadu_si256((const __m256i *)p));
+        p += 32;
+        length -= 32;
+    }
+    // The register's low lane folded forward onto its high one, then the remaining 16-byte block.
+    __m128i y = LARDER_FOLD(_mm256_castsi256_si128(x0), fold128, _mm256_extracti128_si256(x0, 1));
+    return finish_pclmul(y, p, length);
+}
+#undef LARDER_FOLD256
 #undef LARDER_FOLD
 #endif
 
@@ -126,14 +170,21 @@ static uint32_t fold_vpclmul(uint32_t crc, const uint8_t *p, size_t length) {
 static uint32_t tables[8][256];
 
 #if defined(__x86_64__)
-/// Whether the processor folds with 512-bit registers (`fold_vpclmul`): set with the tables.
-static int has_vpclmul;
+/// The widest registers the processor folds with, in bits: 512 (`fold_vpclmul`), 256
+/// (`fold_vpclmul256`), 128 (`fold_pclmul`), or 0 without carry-less multiplication. Set with
+/// the tables.
+static int widest_fold;
 #endif
 
 __attribute__((constructor)) static void fill_tables(void) {
 #if defined(__x86_64__)
-    has_vpclmul = __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx512f") &&
-                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+    // Constructors may run before the compiler runtime's own: read the processor's flags first.
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1")) {
+        widest_fold = 128;
+        if (__builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx2")) widest_fold = 256;
+        if (widest_fold == 256 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) widest_fold = 512;
+    }
 #endif
     for (uint32_t b = 0; b < 256; b++) {
         uint32_t r = b;
@@ -164,16 +215,20 @@ static uint32_t sliced(uint32_t crc, const uint8_t *p, size_t length) {
     return crc;
 }
 
-/// `larder_crc32`, folding with 512-bit registers where `wide` and the processor allow.
-static uint32_t checksum(uint32_t crc, const void *buffer, size_t length, int wide) {
+/// `larder_crc32`, folding with registers of at most `widest` bits (512, 256 or 128) where the
+/// processor has them.
+static uint32_t checksum(uint32_t crc, const void *buffer, size_t length, int widest) {
     const uint8_t *p = (const uint8_t *)buffer;
 #if defined(__x86_64__)
-    // __builtin_cpu_supports reads flags the runtime set at start-up: no lazy state to race on.
-    if (length >= 16 && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1")) {
+    // The flags were read once at load time, before any thread could call in: no lazy state.
+    int width = widest < widest_fold ? widest : widest_fold;
+    if (length >= 16 && width >= 128) {
         size_t bulk = length & ~(size_t)15;
         // zlib's CRC inverts the register before and after; the fold works on the raw register.
-        if (wide && bulk >= 256 && has_vpclmul) {
+        if (width >= 512 && bulk >= 256) {
             crc = ~fold_vpclmul(~crc, p, bulk);
+        } else if (width >= 256 && bulk >= 128) {
+            crc = ~fold_vpclmul256(~crc, p, bulk);
         } else {
             crc = ~fold_pclmul(~crc, p, bulk);
         }
@@ -181,7 +236,7 @@ static uint32_t checksum(uint32_t crc, const void *buffer, size_t length, int wi
         length -= bulk;
     }
 #else
-    (void)wide;
+    (void)widest;
 #endif
     // Without carry-less multiplication, long inputs take zlib's braided loop, faster than eight
     // table lookups a word; short ones and the rest take the sliced loop.
@@ -194,6 +249,16 @@ static uint32_t checksum(uint32_t crc, const void *buffer, size_t length, int wi
     return ~sliced(~crc, p, length);
 }
 
-uint32_t larder_crc32(uint32_t crc, const void *buffer, size_t length) { return checksum(crc, buffer, length, 1); }
+uint32_t larder_crc32(uint32_t crc, const void *buffer, size_t length) { return checksum(crc, buffer, length, 512); }
 
-uint32_t larder_crc32_narrow(uint32_t crc, const void *buffer, size_t length) { return checksum(crc, buffer, length, 0); }
+uint32_t larder_crc32_folding(uint32_t crc, const void *buffer, size_t length, int widest) {
+    return checksum(crc, buffer, length, widest);
+}
+
+int larder_crc32_widest_fold(void) {
+#if defined(__x86_64__)
+    return widest_fold;
+#else
+    return 0;
+#endif
+}

@@ -16,12 +16,17 @@ package enum CRC32 {
         return larder_crc32(seed, base, bytes.count)
     }
 
-    /// ``checksum(_:seed:)`` without the 512-bit folding, whatever the processor has: for tests of
-    /// the 128-bit path on a processor that would take the wide one.
-    package static func narrowChecksum(_ bytes: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {
+    /// ``checksum(_:seed:)`` folding in registers of at most `bits` bits (128, 256 or 512),
+    /// whatever the processor has: for tests of each narrower path on a processor that would
+    /// take a wider one.
+    package static func checksum(_ bytes: UnsafeRawBufferPointer, seed: UInt32 = 0, foldingAtMost bits: Int) -> UInt32 {
         guard let base = bytes.baseAddress else { return seed }
-        return larder_crc32_narrow(seed, base, bytes.count)
+        return larder_crc32_folding(seed, base, bytes.count, Int32(bits))
     }
+
+    /// The widest registers ``checksum(_:seed:)`` folds in on this processor, in bits: 512, 256,
+    /// 128, or 0 without carry-less multiplication.
+    package static var widestFold: Int { Int(larder_crc32_widest_fold()) }
 
     /// The CRC-32 of a byte collection.
     package static func checksum<Bytes: Sequence<UInt8>>(of bytes: Bytes) -> UInt32 {

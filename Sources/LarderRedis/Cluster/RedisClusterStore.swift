@@ -22,7 +22,9 @@ import Synchronization
 /// modulo 16384), over a connection pool per master. While slots move between nodes it follows
 /// the cluster's redirections: `MOVED` sends the command to the named node and reloads the map;
 /// `ASK` sends that one command to the named node after `ASKING`. A call is redirected at most
-/// twice. A node that cannot be reached fails the call (the cache then treats it as a miss)
+/// twice. A read or removal of several keys of a slot whose keys are half moved gets
+/// `TRYAGAIN`: it is sent again after a short wait (5 ms, doubling up to 100 ms) until the keys
+/// are on one node or the call's budget would end first, and the call then fails. A node that cannot be reached fails the call (the cache then treats it as a miss)
 /// unless the reloaded map names another master for its keys (a replica promoted after a
 /// failover): then the call is sent there once more. A `SET NX` (`store` with `onlyIfAbsent`)
 /// that reached the wire is never sent again: the first may have applied, and a second run
@@ -70,10 +72,12 @@ public final class RedisClusterStore: RemoteStore {
         var trackings: [RedisClusterTracking] = []
     }
 
-    /// What tests may replace: the clock budgets are kept on, and an observer of what is sent.
+    /// What tests may replace: the clock budgets are kept on, an observer of what is sent, and
+    /// the wait before a command answered `TRYAGAIN` is sent again (given its seconds).
     struct Hooks: Sendable {
         var clock: (@Sendable () -> Double)?
         var observer: (@Sendable (ClusterBudget.Sent) -> Void)?
+        var pause: (@Sendable (Double) -> Void)?
     }
 
     let state = Mutex(State())
@@ -174,7 +178,11 @@ public final class RedisClusterStore: RemoteStore {
                     }
                 }
             }
-            guard let failure else { return replies.map { $0 ?? .null } }
+            guard let failure else {
+                var settled = replies.map { $0 ?? .null }
+                try retryWhileMigrating(commands, &settled, within: budget)
+                return settled
+            }
             let timedOut = failure.errno.map { [ETIMEDOUT, EAGAIN, EWOULDBLOCK].contains($0) } ?? false
             guard !retried, !timedOut, budget.remaining > 0 else { throw failure }
             if !idempotent && outcomeUnknown {
@@ -194,6 +202,56 @@ public final class RedisClusterStore: RemoteStore {
             pending = moved
             retried = true
         }
+    }
+
+    /// The first wait before a command answered `TRYAGAIN` is sent again, in seconds; each
+    /// further wait doubles, up to ``longestTryAgainPause``.
+    static let firstTryAgainPause = 0.005
+    /// The longest wait between two tries of a command answered `TRYAGAIN`, in seconds.
+    static let longestTryAgainPause = 0.1
+
+    /// Sends again, after a short wait, each command whose reply is `TRYAGAIN` (a multi-key
+    /// command on a slot being migrated, whose keys are split between the two nodes for now),
+    /// until it gets another reply or what is left of `budget` would not cover the next wait;
+    /// the `TRYAGAIN` reply then stays. Each try goes to the slot's master and follows the
+    /// redirections it gets (`ASK` once the source holds none of the keys). `TRYAGAIN` means the
+    /// command did not run, so any command may be sent again.
+    private func retryWhileMigrating(
+        _ commands: [(slot: Int, arguments: RedisArguments)], _ replies: inout [RedisReply], within budget: ClusterBudget
+    ) throws(CacheError) {
+        var pause = Self.firstTryAgainPause
+        while true {
+            let waiting = replies.indices.filter { Self.isTryAgain(replies[$0]) }
+            guard !waiting.isEmpty, budget.remaining > pause else { return }
+            if let wait = hooks.withLock({ $0.pause }) {
+                wait(pause)
+            } else {
+                usleep(UInt32(pause * 1_000_000))
+            }
+            for index in waiting {
+                let (slot, arguments) = commands[index]
+                let node = try master(ofSlot: slot, budget)
+                let reply: RedisReply
+                do throws(CacheError) {
+                    reply = try node.pipeline([arguments], within: budget)[0]
+                } catch {
+                    noteFailure(of: node.address, budget.timeouts)
+                    throw error
+                }
+                if case .error(let message) = reply, let redirection = ClusterRedirection(message, askedHost: node.server.host) {
+                    replies[index] = try follow(redirection, arguments, redirectionsLeft: 2, within: budget)
+                } else {
+                    replies[index] = reply
+                }
+            }
+            pause = min(pause * 2, Self.longestTryAgainPause)
+        }
+    }
+
+    /// Whether `reply` is the cluster's `TRYAGAIN` error.
+    static func isTryAgain(_ reply: RedisReply) -> Bool {
+        if case .error(let message) = reply { return message.hasPrefix("TRYAGAIN") }
+        return false
     }
 
     /// Sends `arguments` where `redirection` says, within `budget`: after `MOVED`, to the slot's
@@ -284,6 +342,12 @@ public final class RedisClusterStore: RemoteStore {
             switch reply {
             case .array(let parts) where parts.count == group.indices.count && group.indices.count > 1: found = parts
             case .string(_) where group.indices.count == 1, .null where group.indices.count == 1: found = [reply]
+            case .error(let message) where Self.isTryAgain(reply):
+                throw CacheError(
+                    .remoteFailure,
+                    "Redis Cluster answered TRYAGAIN to a read of \(group.indices.count) keys of slot \(group.slot) until the call's "
+                        + "command timeout (\(timeouts.command) s) was spent: the slot is being migrated and its keys are split "
+                        + "between two nodes (\(message))")
             case .error(let message): throw CacheError(.remoteFailure, "Redis Cluster answered a read: \(message)")
             default:
                 throw CacheError(

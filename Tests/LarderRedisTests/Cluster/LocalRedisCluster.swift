@@ -261,12 +261,29 @@ final class LocalRedisCluster {
         return process
     }
 
+    /// `redis-cli -p port arguments...` as a job that any thread may run later (a store's test
+    /// hook, which must not hold the cluster), returning the output, trimmed.
+    func job(_ port: Int, arguments: [String]) -> @Sendable () throws -> String {
+        let (cli, options) = (cli, tls?.cli ?? [])
+        return {
+            let result = try Self.runCLI(cli, options + ["-p", String(port)] + arguments)
+            guard result.status == 0 else {
+                throw CacheError(.remoteFailure, "redis-cli \(arguments.joined(separator: " ")): \(result.output)")
+            }
+            return result.output
+        }
+    }
+
+    private func runCLI(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        try Self.runCLI(cli, (tls?.cli ?? []) + arguments)
+    }
+
     /// Runs `redis-cli arguments...`; one that has not finished within ``cliBound`` seconds (a
     /// node that accepts but never answers) is killed, and the call throws naming it.
-    private func runCLI(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    private static func runCLI(_ cli: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = cli
-        process.arguments = (tls?.cli ?? []) + arguments
+        process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe

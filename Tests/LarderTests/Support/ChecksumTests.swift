@@ -20,14 +20,14 @@ import Testing
         #expect(CRC32.checksum(of: Array("hello".utf8)) == 0x3610_A686)
     }
 
-    /// Every length from 0 to 1,100 (below, at and above the 16-, 64- and 256-byte folding
-    /// thresholds, every 16-byte tail and every count of 64-byte blocks after the 256-byte loop),
-    /// at three alignments and with a chained seed, then large buffers; through the widest folding
-    /// the processor has and through the 128-bit one.
-    @Test(arguments: [false, true])
-    func matchesTheBitwiseDefinitionAtEveryLengthAndAlignment(narrow: Bool) {
+    /// Every length from 0 to 1,100 (below, at and above the 16-, 64-, 128- and 256-byte folding
+    /// thresholds, every 16-byte tail and every count of 32- and 64-byte blocks after the wide
+    /// loops), at three alignments and with a chained seed, then large buffers; folding at most
+    /// 128, 256 and 512 bits at a time (each up to what the processor has).
+    @Test(arguments: [128, 256, 512])
+    func matchesTheBitwiseDefinitionAtEveryLengthAndAlignment(foldingAtMost bits: Int) {
         func crc(_ bytes: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {
-            narrow ? CRC32.narrowChecksum(bytes, seed: seed) : CRC32.checksum(bytes, seed: seed)
+            bits == 512 ? CRC32.checksum(bytes, seed: seed) : CRC32.checksum(bytes, seed: seed, foldingAtMost: bits)
         }
         var random = SplitMix64(seed: 42)
         let bytes = (0 ..< 300_000).map { _ in UInt8(truncatingIfNeeded: random.next()) }
@@ -49,6 +49,12 @@ import Testing
         let first = bytes[0 ..< 1000].withUnsafeBytes { CRC32.checksum($0) }
         let chained = bytes[1000 ..< 5000].withUnsafeBytes { CRC32.checksum($0, seed: first) }
         #expect(chained == bytes[0 ..< 5000].withUnsafeBytes { CRC32.checksum($0) })
+    }
+
+    /// The widest folding the processor takes is one the code has (the paths above are then the
+    /// ones it takes up to that width).
+    @Test func theWidestFoldingIsAKnownWidth() {
+        #expect([0, 128, 256, 512].contains(CRC32.widestFold))
     }
 
     @Test func sha256KnownValues() {
