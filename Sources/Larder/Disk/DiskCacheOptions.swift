@@ -147,7 +147,8 @@ public struct DiskCacheOptions: Sendable {
     /// holds the folder alone: it waits ``writerWaitTimeout`` for the sharing writers to close,
     /// and they wait as long for it. The guarantees, and what an extension must let go of before
     /// it is suspended, are in the Lifecycle article ("Several processes on one folder"). A
-    /// ``HybridCache``'s memory tier stays its own process's. Ignored when ``isReadOnly``.
+    /// ``HybridCache`` in front drops its memory copies of what the others change before it
+    /// answers from memory. Ignored when ``isReadOnly``.
     public var sharesFolderWithWriters: Bool = false
     /// Whether a writable open accepts a folder that holds files but is not a cache (`false`).
     ///
