@@ -19,6 +19,9 @@ import LarderTestSupport
 //   in a folder of its own, with the hybrid's disk options (no payloads kept in memory: the
 //   hybrid turns that off, its memory tier keeping values instead).
 //
+// With `LARDER_BENCH_SHARED_FOLDER=1` every disk tier shares its folder with other writers, so
+// that each memory look first checks the folder's change log.
+//
 // Each pair is measured alternately (five rounds for the memory cases, `repeats` rounds of
 // `repeats` loops for the disk case), each side's median kept: a burst of load from other
 // processes then hits both sides of a ratio alike.
@@ -31,6 +34,7 @@ struct BenchProfile: Codable, Sendable {
 }
 
 func runHybridSuite(_ context: BenchContext) throws {
+    let sharesFolder = ProcessInfo.processInfo.environment["LARDER_BENCH_SHARED_FOLDER"] == "1"
     let n = context.quick ? 2_000 : 10_000
     let repeats = context.quick ? 3 : 5
     let payload = randomPayload(4096, seed: 12)
@@ -52,6 +56,7 @@ func runHybridSuite(_ context: BenchContext) throws {
     do {
         func hybrid(_ name: String, policy: EvictionPolicy) throws -> HybridCache {
             var options = HybridCacheOptions(directory: URL(fileURLWithPath: directory.sub(name)))
+            options.disk.sharesFolderWithWriters = sharesFolder
             options.memory.policy = policy
             let hybrid = try HybridCache(options: options)
             for key in keys { try hybrid.store(payload, forKey: key) }
@@ -105,11 +110,13 @@ func runHybridSuite(_ context: BenchContext) throws {
     // measured alternately, as the memory cases are.
     do {
         var options = HybridCacheOptions(directory: URL(fileURLWithPath: directory.sub("disk-hybrid")))
+        options.disk.sharesFolderWithWriters = sharesFolder
         options.memory.countLimit = 1
         let hybrid = try HybridCache(options: options)
         // The disk tier as the hybrid configures it: no payloads kept in memory, a job the
         // hybrid's memory tier does.
         var diskOptions = DiskCacheOptions(directory: URL(fileURLWithPath: directory.sub("disk-only")))
+        diskOptions.sharesFolderWithWriters = sharesFolder
         diskOptions.maximumPayloadMemory = 0
         let disk = try DiskCache(options: diskOptions)
         for key in keys {

@@ -34,8 +34,9 @@ let usage = """
     disk suite's 4 KiB loads alone; LARDER_BENCH_DISK_KINDS=larder,sqlite only those implementations;
     LARDER_BENCH_CPU_TIME=1 times its loads, and the remote suite its reads, in thread CPU time
     instead of wall time. LARDER_BENCH_TRACES=drift,c2k_orm_busy replays only those hitratio traces.
-    LARDER_BENCH_SHARED_FOLDER=1 opens the larder stores as writers sharing their folder with
-    others (the concurrency suite measures its larder cases both ways in every run, whatever it says).
+    LARDER_BENCH_SHARED_FOLDER=1 opens the larder stores, and the hybrid suite's disk tiers, as
+    writers sharing their folder with others (the concurrency suite measures its larder cases both
+    ways in every run, whatever it says).
     LARDER_BENCH_REMOTE_COUNT_LIMIT=N caps the remote suite's readers' memory tiers at N entries;
     LARDER_BENCH_REMOTE_CASES=get-hit-remote,invalidation runs only those remote cases.
     """

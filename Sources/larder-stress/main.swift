@@ -277,5 +277,6 @@ case "read": read(arguments)
 case "soak": soak(arguments)
 case "changes": appendChanges(arguments)
 case "shared": sharedWriter(arguments)
-default: fail("usage: larder-stress churn|hold|flush|read|soak|changes|shared --dir D ...")
+case "shared-change": sharedChange(arguments)
+default: fail("usage: larder-stress churn|hold|flush|read|soak|changes|shared|shared-change --dir D ...")
 }

@@ -42,6 +42,8 @@ extension DiskCache {
     func records(withPrefix prefix: String) throws(CacheError) -> [PrefixMatch] {
         try checkWritable(key: nil)
         waitForIndex()
+        // What other writers of the folder stored under the prefix is listed too.
+        followFolder()
         return state.withLock { s in
             var matches: [PrefixMatch] = []
             s.index.forEachLeastRecentFirst { entry in

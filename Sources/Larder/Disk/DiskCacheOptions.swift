@@ -147,8 +147,9 @@ public struct DiskCacheOptions: Sendable {
     /// holds the folder alone: it waits ``writerWaitTimeout`` for the sharing writers to close,
     /// and they wait as long for it. Between its calls a writer that shares the folder holds no
     /// file lock, so an app extension may be suspended with its cache open. The guarantees are in
-    /// the Lifecycle article ("Several processes on one folder"). A
-    /// ``HybridCache``'s memory tier stays its own process's. Ignored when ``isReadOnly``.
+    /// the Lifecycle article ("Several processes on one folder"). A ``HybridCache`` in front drops
+    /// its memory copies of what the others change before it answers from memory. Ignored when
+    /// ``isReadOnly``.
     public var sharesFolderWithWriters: Bool = false
     /// Whether a writable open accepts a folder that holds files but is not a cache (`false`).
     ///

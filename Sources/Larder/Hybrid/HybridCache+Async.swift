@@ -9,8 +9,9 @@ extension HybridCache {
     /// - Throws: ``CacheError/Code/cancelled`` when the task is cancelled before the disk is
     ///   read, or what the synchronous call throws.
     public func value(forKey key: String, from tiers: CacheTiers = .all) async throws(CacheError) -> Data? {
-        if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: true, countingOwnerHit: true) {
-            return hit
+        if tiers.contains(.memory) {
+            if followsFolder { followFolder() }
+            if let hit = memory.value(forKey: key, countingMiss: true, countingOwnerHit: true) { return hit }
         }
         return try await disk.ioQueue.runBlocking(key: key) { () throws(CacheError) in
             try self.valueAfterMemoryMiss(forKey: key, from: tiers)

@@ -22,6 +22,7 @@ extension HybridCache {
         }
         var results = [Data?](repeating: nil, count: keys.count)
         var missed: [(index: Int, key: String, generation: KeyGenerations.Snapshot)] = []
+        if tiers.contains(.memory), followsFolder { followFolder() }
         for (index, key) in keys.enumerated() {
             if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: true, countingOwnerHit: true) {
                 results[index] = hit

@@ -31,7 +31,17 @@ import Synchronization
 /// not seen by the memory tier. When the disk's folder is deleted
 /// (``CacheEvent/folderRecreated(path:)``), the memory tier keeps what it holds: each entry is
 /// still the last value stored or read under its key, with an expiry no later than the disk's
-/// was, so it is served until it expires or is evicted; the disk no longer has it.
+/// was, so it is served until it expires or is evicted; the disk no longer has it (unless the
+/// folder is shared with other writers, below).
+///
+/// **Other processes on the folder.** When the disk tier shares its folder with other writers
+/// (``DiskCacheOptions/sharesFolderWithWriters``), what another process stores, removes, locks or
+/// unlocks is seen at this cache's next read of the key, memory hits included: each look at
+/// memory first reads the folder's change log header (one `pread`), and replaying the others'
+/// changes drops the memory copies (this cache's and its typed views') of the keys they touched,
+/// or every copy when the disk tier had to build its index from the folder again (another
+/// process removed everything, the folder was made again). A copy read from disk or stored here
+/// is kept only if no replay touched its key since the read or store began.
 ///
 /// **Memory.** With ``init(options:)`` the memory tier is bounded (``HybridCacheOptions/memory``'s
 /// `totalCostLimit`, by default a tenth of the machine's memory, at most 256 MiB) and gives memory
@@ -75,6 +85,13 @@ public final class HybridCache: Sendable {
     /// The memory tiers of the typed views (`typed(_:coder:countLimit:totalCostLimit:)`), which
     /// lose a key's copy whenever this cache changes it.
     let typedMemories: TypedMemories
+    /// Whether the disk tier shares its folder with other writers, whose changes each memory
+    /// look replays first (`HybridCache+Folder.swift`).
+    @usableFromInline let followsFolder: Bool
+    /// Each key's count of changes other writers of the folder made, moved on before its memory
+    /// copies are dropped: a copy made after a disk read or change is made only if the count did
+    /// not move since (`nil` when the folder is this process's alone).
+    let folderGenerations: KeyGenerations?
     /// Whether this is the handle the cache's owner holds, whose last release stops the remote
     /// subscription and lets go of the disk tier, rather than the one the subscription's
     /// handler holds (``backgroundHandle``).
@@ -199,6 +216,8 @@ public final class HybridCache: Sendable {
         self.counters = Counters()
         self.loads = LoadFlights()
         self.isOwner = true
+        folderGenerations = Self.observeFolder(of: disk, memory: memory, typedMemories: typedMemories)
+        followsFolder = folderGenerations != nil
     }
 
     /// A handle on `owner`'s tiers that does not own them: the same memory tier, key locks and
@@ -218,6 +237,8 @@ public final class HybridCache: Sendable {
         keyLocks = owner.keyLocks
         counters = owner.counters
         loads = owner.loads
+        folderGenerations = owner.folderGenerations
+        followsFolder = owner.followsFolder
         isOwner = false
     }
 
@@ -251,8 +272,9 @@ public final class HybridCache: Sendable {
     public func value(forKey key: String, from tiers: CacheTiers = .all) throws(CacheError) -> Data? {
         // Inlinable, so that a memory hit costs the caller no call of its own (a hit through the
         // hybrid within 1.2 x a `MemoryCache` hit).
-        if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: true, countingOwnerHit: true) {
-            return hit
+        if tiers.contains(.memory) {
+            if followsFolder { followFolder() }
+            if let hit = memory.value(forKey: key, countingMiss: true, countingOwnerHit: true) { return hit }
         }
         return try valueAfterMemoryMiss(forKey: key, from: tiers)
     }
@@ -294,8 +316,9 @@ public final class HybridCache: Sendable {
     /// is promoted to memory when `promoting`, and counted; so is a miss, when `countingMiss`
     /// (the remote tier counts its own). Expects the key's lock held.
     func _valueFromDisk(forKey key: String, promoting: Bool, countingMiss: Bool = true) throws(CacheError) -> Data? {
+        let mark = promoting ? folderMark(forKey: key) : nil
         guard let entry = try _entryFromDisk(forKey: key, countingMiss: countingMiss) else { return nil }
-        if promoting { promote(entry.data, forKey: key, expiration: entry.expiration) }
+        if promoting { promote(entry.data, forKey: key, expiration: entry.expiration, since: mark) }
         return entry.data
     }
 
@@ -325,7 +348,8 @@ public final class HybridCache: Sendable {
     /// as a stale value while it refreshes it.
     /// - Parameter key: The key.
     public func contains(_ key: String) -> Bool {
-        memory.contains(key) || disk.contains(key)
+        if followsFolder { followFolder() }
+        return memory.contains(key) || disk.contains(key)
     }
 
     /// The keys of every entry whose key starts with `prefix` (every key for "", the default):
@@ -389,7 +413,8 @@ public final class HybridCache: Sendable {
     /// ``store(_:forKey:in:expiry:locked:)``, with the memory copy made by `memoryCopy` (a typed
     /// view's decoded value, given the expiration) instead of this cache's memory tier, when not `nil`.
     func store(
-        _ data: Data, forKey key: String, in tiers: CacheTiers, expiry: Expiry, locked: Bool, memoryCopy: ((Double?) -> Void)?
+        _ data: Data, forKey key: String, in tiers: CacheTiers, expiry: Expiry, locked: Bool,
+        memoryCopy: ((Double?, KeyGenerations.Snapshot?) -> Void)?
     ) throws(CacheError) {
         let seconds = try expiry.validatedSeconds(key: key)
         let now = disk.options.clock.now
@@ -423,13 +448,14 @@ public final class HybridCache: Sendable {
     /// eviction takes the key locks of what it evicts.
     private func storeLocally(
         _ data: Data, forKey key: String, in tiers: CacheTiers, expiry: Expiry, seconds: Double?, locked: Bool,
-        memoryCopy: ((Double?) -> Void)?
+        memoryCopy: ((Double?, KeyGenerations.Snapshot?) -> Void)?
     ) throws(CacheError) -> Double? {
         guard tiers.contains(.disk) else {
             return try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Double? in
+                let mark = folderMark(forKey: key)
                 if !tiers.isEmpty { try disk.remove(forKey: key) }
                 let expiration = locked ? nil : seconds.map { disk.options.clock.now + $0 }
-                _storeInMemory(data, forKey: key, in: tiers, expiration: expiration, memoryCopy: memoryCopy)
+                _storeInMemory(data, forKey: key, in: tiers, expiration: expiration, since: mark, memoryCopy: memoryCopy)
                 return expiration
             }
         }
@@ -439,8 +465,9 @@ public final class HybridCache: Sendable {
         try disk.timed(.store, key) { () throws(CacheError) in
             let pending = try disk.prepareStore(data, forKey: key, expiry: expiry, locked: locked)
             let stored = try keyLocks.withLock(forKey: key) { () throws(CacheError) -> StoredRecord in
+                let mark = folderMark(forKey: key)
                 let stored = try disk.commitStore(pending)
-                _storeInMemory(data, forKey: key, in: tiers, expiration: expiration, memoryCopy: memoryCopy)
+                _storeInMemory(data, forKey: key, in: tiers, expiration: expiration, since: mark, memoryCopy: memoryCopy)
                 return stored
             }
             try disk.finishStore(stored)
@@ -449,18 +476,19 @@ public final class HybridCache: Sendable {
     }
 
     /// The memory part of ``storeLocally(_:forKey:in:expiry:seconds:locked:memoryCopy:)``, once
-    /// the disk holds the new value (or, without the disk among `tiers`, none). Expects the key's
-    /// lock held.
+    /// the disk holds the new value (or, without the disk among `tiers`, none); no copy is made
+    /// when another writer of the folder changed the key since `mark`. Expects the key's lock held.
     private func _storeInMemory(
-        _ data: Data, forKey key: String, in tiers: CacheTiers, expiration: Double?, memoryCopy: ((Double?) -> Void)?
+        _ data: Data, forKey key: String, in tiers: CacheTiers, expiration: Double?, since mark: KeyGenerations.Snapshot?,
+        memoryCopy: ((Double?, KeyGenerations.Snapshot?) -> Void)?
     ) {
         // Each memory tier (this cache's, each typed view's) holds the current value or nothing.
         typedMemories.remove(forKey: key)
         if tiers.contains(.memory), let memoryCopy {
             memory.remove(forKey: key)
-            memoryCopy(expiration)
+            memoryCopy(expiration, mark)
         } else if tiers.contains(.memory) {
-            promote(data, forKey: key, expiration: expiration)
+            promote(data, forKey: key, expiration: expiration, since: mark)
         } else {
             memory.remove(forKey: key)
         }
@@ -491,6 +519,9 @@ public final class HybridCache: Sendable {
     /// Removes `key` from memory and disk (what a received invalidation of it does).
     func removeLocally(forKey key: String) throws(CacheError) -> Bool {
         try keyLocks.withLock(forKey: key) { () throws(CacheError) -> Bool in
+            // A copy another writer of the folder removed or replaced goes first: it does not
+            // count as removed here.
+            if followsFolder { followFolder() }
             let inMemory = memory.remove(forKey: key)
             let inTypedMemory = typedMemories.remove(forKey: key)
             return try disk.remove(forKey: key) || inMemory || inTypedMemory
@@ -602,14 +633,22 @@ public final class HybridCache: Sendable {
     }
 
     /// Puts `data` in memory with a lifetime ending at `expiration` (disk time), capped by the
-    /// memory tier's default. Expects the key's lock held.
-    func promote(_ data: Data, forKey key: String, expiration: Double?) {
-        promote(data, cost: data.count, forKey: key, expiration: expiration, into: memory)
+    /// memory tier's default, unless another writer of the folder changed `key` since `mark`
+    /// (``folderMark(forKey:)``). Expects the key's lock held.
+    func promote(_ data: Data, forKey key: String, expiration: Double?, since mark: KeyGenerations.Snapshot? = nil) {
+        promote(data, cost: data.count, forKey: key, expiration: expiration, into: memory, since: mark)
     }
 
     /// Puts `value` in `tier` (this cache's memory tier or a typed view's) with a lifetime ending
-    /// at `expiration` (disk time), capped by the tier's default. Expects the key's lock held.
-    func promote<Value>(_ value: Value, cost: Int, forKey key: String, expiration: Double?, into tier: MemoryCache<String, Value>) {
+    /// at `expiration` (disk time), capped by the tier's default, unless another writer of the
+    /// folder changed `key` since `mark` (``folderMark(forKey:)``). Expects the key's lock held.
+    func promote<Value>(
+        _ value: Value, cost: Int, forKey key: String, expiration: Double?, into tier: MemoryCache<String, Value>,
+        since mark: KeyGenerations.Snapshot? = nil
+    ) {
+        if let mark {
+            return storeCopy(value, cost: cost, forKey: key, deadline: expiration ?? .infinity, into: tier, since: mark)
+        }
         var lifetime = tier.defaultExpiration
         if let expiration {
             let remaining = expiration - disk.options.clock.now

@@ -101,4 +101,38 @@ import Testing
         }
         try Self.checkFolder(cache, dir, promised: Self.promised(logs))
     }
+
+    /// One change by another process (`larder-stress shared-change`), awaited.
+    static func change(_ dir: TemporaryDirectory, _ change: String, _ key: String, text: String? = nil) throws {
+        var arguments = ["shared-change", "--dir", dir.path, "--key", key, "--change", change]
+        if let text { arguments += ["--text", text] }
+        let helper = try HelperProcess("larder-stress", arguments)
+        #expect(helper.waitForExit() == 0, "\(change) \(key)")
+    }
+
+    @Test func anotherProcessesChangesReachAHybridsMemoryCopies() throws {
+        let dir = TemporaryDirectory("larder-shared-hybrid")
+        defer { dir.remove() }
+        var options = HybridCacheOptions(disk: DiskCacheOptions(directory: dir.url))
+        options.disk.sharesFolderWithWriters = true
+        options.pressureCenter = quietPressure.center
+        let cache = try HybridCache(options: options)
+        defer { cache.close() }
+        try cache.store(Data("mine".utf8), forKey: "x")
+        #expect(cache.memory.peek("x")?.value == Data("mine".utf8))
+        try Self.change(dir, "store", "x", text: "theirs")
+        #expect(try cache.value(forKey: "x") == Data("theirs".utf8))
+        try Self.change(dir, "remove", "x")
+        #expect(try cache.value(forKey: "x", from: .memory) == nil)
+        #expect(try cache.value(forKey: "x") == nil)
+        try Self.change(dir, "store", "y", text: "kept")
+        #expect(try cache.value(forKey: "y") == Data("kept".utf8))
+        #expect(try #require(cache.memory.peek("y")?.deadline) < .infinity)
+        // A lock in the other process: this one's copy, which held the record's expiry, goes,
+        // and the next read keeps the record without one, as the disk does.
+        try Self.change(dir, "lock", "y")
+        #expect(try cache.value(forKey: "y") == Data("kept".utf8))
+        #expect(cache.memory.peek("y")?.deadline == .infinity)
+        #expect(try cache.disk.record(forKey: "y")?.lockCount == 1)
+    }
 }

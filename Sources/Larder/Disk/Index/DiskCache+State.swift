@@ -175,7 +175,7 @@ extension DiskCache {
                 // The least recently used first, by their headers' last access.
                 let entries = scanned.entries.sorted { $0.lastAccessMs < $1.lastAccessMs }
                 restart(entries: entries, suspects: scanned.suspects, listedEverything: scanned.listedEverything)
-            } else if case .applied(let touched) = step, !suspects.isEmpty {
+            } else if case .applied(let touched, _) = step, !suspects.isEmpty {
                 for name in touched { suspects.remove(name) }
             }
             return step

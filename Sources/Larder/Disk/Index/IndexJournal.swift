@@ -78,7 +78,20 @@ enum IndexJournal {
     /// (what it applied before the damage stays).
     /// - Complexity: O(*c*) for the *c* changes it holds.
     static func applyChanges(_ payload: [UInt8], to index: inout DiskIndex, keyEncoding: KeyEncoding, touched: inout [String]) -> Bool {
-        payload.withUnsafeBytes { apply($0, to: &index, keyEncoding: keyEncoding, touched: &touched) }
+        var keys: [String]?
+        return payload.withUnsafeBytes { apply($0, to: &index, keyEncoding: keyEncoding, touched: &touched, keys: &keys) }
+    }
+
+    /// ``applyChanges(_:to:keyEncoding:touched:)``, also appending to `keys` the keys of the
+    /// records it changed or added, and of those it removed that `index` knew the key of: what a
+    /// memory tier in front of the index drops.
+    /// - Complexity: O(*c*) for the *c* changes it holds.
+    static func applyChanges(
+        _ payload: [UInt8], to index: inout DiskIndex, keyEncoding: KeyEncoding, touched: inout [String], keys: inout [String]
+    ) -> Bool {
+        var collected: [String]? = []
+        defer { keys += collected ?? [] }
+        return payload.withUnsafeBytes { apply($0, to: &index, keyEncoding: keyEncoding, touched: &touched, keys: &collected) }
     }
 
     private static func record(
@@ -130,6 +143,7 @@ enum IndexJournal {
         var index = decoded.index
         let epoch = decoded.epoch
         var touched: [String] = []
+        var noKeys: [String]?
         if let journal, !journal.isEmpty {
             let ok = journal.withUnsafeBytes { bytes -> Bool in
                 var offset = 0
@@ -148,7 +162,9 @@ enum IndexJournal {
                     guard lastIsOurs else { continue }
                     last = record.kind
                     if record.kind == .commit {
-                        guard apply(record.payload, to: &index, keyEncoding: keyEncoding, touched: &touched) else { return false }
+                        guard apply(record.payload, to: &index, keyEncoding: keyEncoding, touched: &touched, keys: &noKeys) else {
+                            return false
+                        }
                     }
                 }
                 return last == nil || (last == .commit && lastIsOurs)
@@ -178,9 +194,11 @@ enum IndexJournal {
         return (kind, load(start + 5, UInt64.self), UnsafeRawBufferPointer(rebasing: bytes[start + 13 ..< end]))
     }
 
-    /// Applies a commit's payload; `false` when it is damaged.
+    /// Applies a commit's payload; `false` when it is damaged. Collects the keys of what it
+    /// touched in `keys` unless that is `nil`.
     private static func apply(
-        _ payload: UnsafeRawBufferPointer, to index: inout DiskIndex, keyEncoding: KeyEncoding, touched: inout [String]
+        _ payload: UnsafeRawBufferPointer, to index: inout DiskIndex, keyEncoding: KeyEncoding, touched: inout [String],
+        keys: inout [String]?
     ) -> Bool {
         func load<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T {
             T(littleEndian: payload.loadUnaligned(fromByteOffset: at, as: T.self))
@@ -193,6 +211,7 @@ enum IndexJournal {
             guard payload.count - offset - 2 >= length else { return false }
             let name = String(decoding: UnsafeRawBufferPointer(rebasing: payload[offset + 2 ..< offset + 2 + length]), as: UTF8.self)
             offset += 2 + length
+            if keys != nil, let slot = index.slot(of: name), let key = index.key(atSlot: slot) { keys?.append(key) }
             index.removeEntry(named: name)
             touched.append(name)
         }
@@ -210,9 +229,11 @@ enum IndexJournal {
             touched.append(name)
             guard IndexSnapshot.keyMapsToName(slot, arena: list.arena, keyEncoding) else {
                 // A crafted entry: its record is read from its header instead.
+                if keys != nil, let known = index.slot(of: name), let key = index.key(atSlot: known) { keys?.append(key) }
                 index.removeEntry(named: name)
                 continue
             }
+            if keys != nil, let key = DiskIndex.key(slot, in: list.arena) { keys?.append(key) }
             let entry = DiskIndex.entry(slot, in: list.arena)
             if i >= changedCount {
                 index.upsert(entry)

@@ -19,6 +19,16 @@ import Synchronization
 // - One collection at a time across the processes: a pass takes the collection lock without
 //   waiting, and a process that finds it taken skips its pass.
 
+/// What a writer sharing its folder learned as it replayed the others' changes, for a memory
+/// tier in front of it (``HybridCache``) that drops its copies of what they changed.
+enum FolderChangeReport: Sendable, Equatable {
+    /// The records of these keys were stored, removed, locked or unlocked by another writer.
+    case keys([String])
+    /// Any record may have changed: the index was built from the folder again (a new
+    /// generation of the log, a log that could not be replayed, the folder made again).
+    case everything
+}
+
 /// Where a writer sharing its folder is in the change log.
 struct FolderFollowing {
     var follower: IndexFollower
@@ -50,6 +60,8 @@ final class SharedFolder: Sendable {
     /// once withdrawn, or when the folder made again could not take it.
     private let writerSlot: Atomic<Int>
     private let io: FileIO
+    /// Told what each replay of the others' changes touched (``observe(_:)``).
+    private let observers = LarderMutex<[@Sendable (FolderChangeReport) -> Void]>([])
 
     /// The log's size past which a change starts a new generation: the other writers then
     /// build their indexes from the folder once, instead of replaying an ever longer log.
@@ -139,7 +151,26 @@ final class SharedFolder: Sendable {
         writerSlot.store(place?.slot ?? -1, ordering: .relaxed)
         let start = place?.cursor ?? .start
         following = FolderFollowing(follower: IndexFollower(at: start))
+        // The index is built from the new folder, which other writers may already have changed;
+        // told before the place is published, so that a look that finds the log unmoved since
+        // finds the memory copies gone.
+        report(.everything)
         noteFollowed(start)
+    }
+
+    /// Calls `observer` with what each replay of the other writers' changes touched, after the
+    /// index took it in and before the replay lets go of ``following``: a change this process
+    /// makes after that replay is reported to no observer, and one it made before is never
+    /// reported after it. `observer` must not take a lock held around an operation of this cache
+    /// (a key lock of a ``HybridCache``); it may be called on any thread, inside any operation.
+    func observe(_ observer: @escaping @Sendable (FolderChangeReport) -> Void) {
+        observers.withLock { $0.append(observer) }
+    }
+
+    /// Tells the observers what a replay touched. Called holding ``following``.
+    func report(_ change: FolderChangeReport) {
+        let observers = observers.withLock { $0 }
+        for observer in observers { observer(change) }
     }
 
     /// Whether the log may hold changes this writer has not replayed: one `pread` of its header.
@@ -214,17 +245,23 @@ extension DiskCache {
         }
     }
 
-    /// Applies `tail` to the index, and drops the kept descriptors and payloads of the names it
-    /// touched (every one after a rebuild).
+    /// Applies `tail` to the index, drops the kept descriptors and payloads of the names it
+    /// touched (every one after a rebuild), and tells the folder's observers which keys
+    /// (``SharedFolder/observe(_:)``).
     func _follow(_ tail: FolderChangeLog.Tail, _ following: inout FolderFollowing) {
         if case .current = tail { return }
         let step = state.withLock { s in
             s.follow(tail, with: &following.follower, keyEncoding: options.keyEncoding) { scanFolderForSharing() }
         }
         switch step {
-        case .current: break
-        case .applied(let touched): for name in touched { records.descriptors?.retire(name) }
-        case .rebuilt: records.descriptors?.retireAll()
+        case .current:
+            break
+        case .applied(let touched, let keys):
+            for name in touched { records.descriptors?.retire(name) }
+            if !keys.isEmpty { sharedFolder?.report(.keys(keys)) }
+        case .rebuilt:
+            records.descriptors?.retireAll()
+            sharedFolder?.report(.everything)
         }
     }
 

@@ -23,8 +23,9 @@ struct IndexFollower {
         /// Nothing was recorded since.
         case current
         /// Other writers' changes were applied; the names they touched, whose kept descriptors
-        /// and payloads the caller drops (their files may have been replaced or removed).
-        case applied(touched: [String])
+        /// and payloads the caller drops (their files may have been replaced or removed), and
+        /// the keys of those records, whose copies a memory tier in front drops.
+        case applied(touched: [String], keys: [String])
         /// The changes since could not be replayed: the index was built from the folder again;
         /// the caller drops everything it keeps.
         case rebuilt
@@ -67,8 +68,10 @@ struct IndexFollower {
             return .rebuilt
         case .records(let records, let next):
             var touched: [String] = []
+            var keys: [String] = []
             for record in records where record.kind == Self.indexChangeKind {
-                guard IndexJournal.applyChanges(record.payload, to: &index, keyEncoding: keyEncoding, touched: &touched) else {
+                guard IndexJournal.applyChanges(record.payload, to: &index, keyEncoding: keyEncoding, touched: &touched, keys: &keys)
+                else {
                     // A record that does not apply: the folder is the truth, from this place on.
                     cursor = next
                     index = rebuild()
@@ -76,7 +79,7 @@ struct IndexFollower {
                 }
             }
             cursor = next
-            return .applied(touched: touched)
+            return .applied(touched: touched, keys: keys)
         }
     }
 

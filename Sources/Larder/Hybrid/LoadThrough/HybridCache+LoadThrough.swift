@@ -70,6 +70,7 @@ extension HybridCache {
         // (0.87-0.94 x, BENCHMARKS.md).
         _ = try expiry.validatedSeconds(key: key)
         if let staleWindows, let problem = staleWindows.problem { throw CacheError(.invalidArgument, problem, key: key) }
+        if followsFolder { followFolder() }
         if let hit = memory.value(forKey: key, countingMiss: true, countingOwnerHit: true) {
             return hit
         }

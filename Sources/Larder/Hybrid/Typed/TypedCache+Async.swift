@@ -10,7 +10,10 @@ extension TypedCache {
     ///   read, or what the synchronous call throws.
     @inlinable
     public func value(forKey key: String, from tiers: CacheTiers = .all) async throws(CacheError) -> Value? {
-        if tiers.contains(.memory), let hit = memory.value(forKey: key) { return hit }
+        if tiers.contains(.memory) {
+            if cache.followsFolder { cache.followFolder() }
+            if let hit = memory.value(forKey: key) { return hit }
+        }
         return try await valueAfterMemoryMiss(forKey: key, from: tiers)
     }
 
@@ -51,6 +54,7 @@ extension TypedCache {
         forKey key: String, expiry: Expiry = .default, staleWindows: StaleWindows? = nil,
         orLoad loader: @escaping @Sendable () async throws -> Value
     ) async throws(CacheError) -> Value {
+        if cache.followsFolder { cache.followFolder() }
         if let hit = memory.value(forKey: key) { return hit }
         let coder = self.coder
         let data = try await cache.value(forKey: key, expiry: expiry, staleWindows: staleWindows) {
@@ -67,8 +71,12 @@ extension TypedCache {
     /// drops them under the key's lock, which this holds.
     private func keepIfLive(_ value: Value, encodedAs data: Data, forKey key: String) {
         cache.keyLocks.withLock(forKey: key) {
+            // Taken before the look at the hybrid's copy: a drop of the key after it stops the copy.
+            let mark = cache.folderGenerations?.snapshot(key)
             guard let held = cache.memory.peek(key), held.value == data else { return }
-            if held.deadline == .infinity {
+            if let mark {
+                cache.storeCopy(value, cost: data.count, forKey: key, deadline: held.deadline, into: memory, since: mark)
+            } else if held.deadline == .infinity {
                 try? memory.store(value, forKey: key, cost: data.count)
             } else {
                 let remaining = held.deadline - cache.memory.clock.now

@@ -64,7 +64,10 @@ public final class TypedCache<Value: Codable & Sendable>: Sendable {
         // Inlinable, like `MemoryCache.value(forKey:)`: compiled here, for any `Value`, the memory
         // hit went through the unspecialized generic cache (1,040 against 155 ns in `larder-bench
         // hybrid`'s get-hit-memory-typed); in the caller's module it is specialized for its type.
-        if tiers.contains(.memory), let hit = memory.value(forKey: key) { return hit }
+        if tiers.contains(.memory) {
+            if cache.followsFolder { cache.followFolder() }
+            if let hit = memory.value(forKey: key) { return hit }
+        }
         return try valueAfterMemoryMiss(forKey: key, from: tiers)
     }
 
@@ -78,10 +81,11 @@ public final class TypedCache<Value: Codable & Sendable>: Sendable {
                 // Another caller may have decoded it while this one waited.
                 if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false) { return hit }
                 generation = remote?.generations.snapshot(key)
+                let mark = tiers.contains(.memory) ? cache.folderMark(forKey: key) : nil
                 guard let entry = try cache._entryFromDisk(forKey: key, countingMiss: remote == nil) else { return nil }
                 let value = try coder.decoded(Value.self, from: entry.data, key: key)
                 if tiers.contains(.memory) {
-                    cache.promote(value, cost: entry.data.count, forKey: key, expiration: entry.expiration, into: memory)
+                    cache.promote(value, cost: entry.data.count, forKey: key, expiration: entry.expiration, into: memory, since: mark)
                 }
                 return value
             }
@@ -110,7 +114,8 @@ public final class TypedCache<Value: Codable & Sendable>: Sendable {
     /// `HybridCache.contains(_:)`). Not a use.
     /// - Parameter key: The key.
     public func contains(_ key: String) -> Bool {
-        memory.contains(key) || cache.disk.contains(key)
+        if cache.followsFolder { cache.followFolder() }
+        return memory.contains(key) || cache.disk.contains(key)
     }
 
     // MARK: Writing
@@ -131,8 +136,8 @@ public final class TypedCache<Value: Codable & Sendable>: Sendable {
         throws(CacheError)
     {
         let data = try coder.encoded(value, key: key)
-        try cache.store(data, forKey: key, in: tiers, expiry: expiry, locked: locked) { [cache, memory] expiration in
-            cache.promote(value, cost: data.count, forKey: key, expiration: expiration, into: memory)
+        try cache.store(data, forKey: key, in: tiers, expiry: expiry, locked: locked) { [cache, memory] expiration, mark in
+            cache.promote(value, cost: data.count, forKey: key, expiration: expiration, into: memory, since: mark)
         }
     }
 
