@@ -76,11 +76,19 @@ func runConcurrencySuite(_ context: BenchContext) throws {
         ("larder", { try LarderStore(directory: $0, sharesFolder: false) }),
         ("posix-floor", { try PosixFloorStore(directory: $0) }),
     ]
-    for kind in kinds {
+    // `LARDER_BENCH_MIXED_ONLY=1`: larder's mixed rows alone (no read-beside-writer, no posix-floor).
+    let mixedOnly = ProcessInfo.processInfo.environment["LARDER_BENCH_MIXED_ONLY"] == "1"
+    for kind in kinds where !mixedOnly || kind.name == "larder" {
         let folder = directory.sub(kind.name)
         let store = try kind.open(folder)
         let name = kind.name
         for key in keys { try store.store(payload, forKey: key) }
+        if mixedOnly {
+            store.close()
+            try measureLarderRounds(context, folder: folder, operations: operations, repeats: repeats)
+            removeTree(folder)
+            continue
+        }
 
         let besideWriter = context.measure(iterations: operations, repeats: repeats) {
             let stop = StopFlag()

@@ -37,6 +37,8 @@ let usage = """
     LARDER_BENCH_SHARED_FOLDER=1 opens the larder stores, and the hybrid suite's disk tiers, as
     writers sharing their folder with others (the concurrency suite measures its larder cases both
     ways in every run, whatever it says).
+    LARDER_BENCH_MIXED_ONLY=1 runs only the concurrency suite's larder mixed rows (mixed-1t, mixed-2t,
+    mixed-1t larder-shared, mixed-2p, mixed-4p).
     LARDER_BENCH_REMOTE_COUNT_LIMIT=N caps the remote suite's readers' memory tiers at N entries;
     LARDER_BENCH_REMOTE_CASES=get-hit-remote,invalidation runs only those remote cases.
     """

@@ -209,6 +209,13 @@ final class SharedFolder: Sendable {
         Self.mark(fd: sharingFD, io: io, begun: begun)
     }
 
+    /// Marks the change begun by ``markChange(begun:)`` as recorded: one write, since the mark
+    /// is known to be set. Called holding the change lock.
+    func clearChangeMark() {
+        let byte: [UInt8] = [0]
+        _ = try? byte.withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(sharingFD, b, at: 0) } }.get()
+    }
+
     private static func readMark(fd: Int32, io: FileIO) -> Bool {
         var byte: [UInt8] = [0]
         let n = (try? byte.withUnsafeMutableBytes { b in Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) } }.get()) ?? 0
@@ -293,9 +300,13 @@ extension DiskCache {
         sharedFolder.following.withLock { following in
             do {
                 try log.withChangeLock(
-                    sync: options.durability == .fsync, committed: { _ = sharedFolder.markChange(begun: false) }
+                    sync: options.durability == .fsync, committed: { sharedFolder.clearChangeMark() }
                 ) { appender in
-                    _follow(log.changes(after: following.follower.cursor), &following)
+                    // The header the lock's holder just read says whether anything was recorded
+                    // since this writer last looked: when nothing was, no second read.
+                    if appender.cursor != following.follower.cursor {
+                        _follow(log.changes(after: following.follower.cursor), &following)
+                    }
                     if sharedFolder.markChange(begun: true) { following.mustReset = true }
                     state.withLock { $0.clearIndexChanges() }
                     outcome = SharedChange.$isHeld.withValue(true) { Result { () throws(E) -> T in try body() } }
