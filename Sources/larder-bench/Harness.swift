@@ -26,6 +26,8 @@ struct BenchContext {
     var references = false
     /// hitratio replays the sized traces through the disk tier's policies instead (`--sized`).
     var sized = false
+    /// The seed of the recommended disk policy's victim draws in `hitratio --sized` (`--seed`).
+    var seed: UInt64 = 0
 
     /// The traces folder: `--traces`, else `../shared/traces` from the current folder (the package
     /// root, in a checkout beside `shared/`), else the shared traces found from the source tree.

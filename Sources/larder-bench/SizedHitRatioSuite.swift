@@ -11,10 +11,10 @@ import LarderTestSupport
 // in `policy`); without, a table with each impl's ratios to LRU and to that best online policy.
 
 /// The impls replayed, by the names the suite prints.
-private let sizedImpls: [(name: String, replay: @Sendable ([SizedTraces.Request], Int) -> SizedTraces.Misses)] = [
-    ("larder-lru", replayDiskLRU),
+private let sizedImpls: [(name: String, replay: @Sendable ([SizedTraces.Request], Int, UInt64) -> SizedTraces.Misses)] = [
+    ("larder-lru", { trace, capacity, _ in replayDiskLRU(trace, capacity: capacity) }),
     ("larder-recommended", replayDiskRecommended),
-    ("gdsf", gdsfMisses),
+    ("gdsf", { trace, capacity, _ in gdsfMisses(trace, capacity: capacity) }),
 ]
 
 /// Replays `trace` through the disk tier's LRU of `capacity` bytes.
@@ -33,9 +33,10 @@ func replayDiskLRU(_ trace: [SizedTraces.Request], capacity: Int) -> SizedTraces
     return misses
 }
 
-/// Replays `trace` through the disk tier's recommended policy of `capacity` bytes.
-func replayDiskRecommended(_ trace: [SizedTraces.Request], capacity: Int) -> SizedTraces.Misses {
-    var policy = DiskAdaptivePolicy(capacity: capacity)
+/// Replays `trace` through the disk tier's recommended policy of `capacity` bytes, its victim
+/// draws seeded with `seed`.
+func replayDiskRecommended(_ trace: [SizedTraces.Request], capacity: Int, seed: UInt64) -> SizedTraces.Misses {
+    var policy = DiskAdaptivePolicy(capacity: capacity, seed: seed)
     var misses = SizedTraces.Misses()
     for request in trace {
         let id = Int32(bitPattern: request.key)
@@ -82,7 +83,7 @@ func runSizedHitRatioSuite(_ context: BenchContext) throws {
         for fraction in SizedTraces.fractions {
             let capacity = SizedTraces.capacity(workingSet: workingSet, fraction: fraction)
             let rows = sizedImpls.map { impl in
-                let misses = impl.replay(trace, capacity)
+                let misses = impl.replay(trace, capacity, context.seed)
                 return (
                     impl: impl.name, objects: Double(misses.objects) / Double(trace.count),
                     bytes: Double(misses.bytes) / Double(max(requestedBytes, 1))

@@ -8,7 +8,7 @@ import LarderBenchReport
 
 let usage = """
     usage: larder-bench [--json] [--quick] [--redis HOST:PORT] [--traces DIR] [--synthetic] [--references]
-                        [--sized] [--sizes N,...] [suite ...]
+                        [--sized] [--seed N] [--sizes N,...] [suite ...]
            larder-bench report RESULTS.jsonl [--out DIR]
 
       --json         print one JSON object per line
@@ -19,6 +19,7 @@ let usage = """
                      concatenations of the recorded traces) instead, with --references
       --sized        hitratio replays the sized traces (*.kv32, default folder ../shared/traces/sized)
                      through the disk tier's policies, at 1 %, 5 % and 10 % of each working set
+      --seed N       the seed of the recommended disk policy's victim draws under --sized (default 0)
       --references   hitratio also replays its reference simulators (clock, sieve, s3fifo, arc, 2q)
       --sizes N,...  the record counts of the open and gc suites (e.g. 100000,1000000)
       --help         print this help
@@ -148,6 +149,12 @@ while let argument = remaining.popFirst() {
     case "--synthetic": context.synthetic = true
     case "--references": context.references = true
     case "--sized": context.sized = true
+    case "--seed":
+        guard let text = remaining.popFirst(), let seed = UInt64(text) else {
+            printError("larder-bench: --seed needs a whole number\n\(usage)")
+            exit(2)
+        }
+        context.seed = seed
     case "--redis":
         guard let address = remaining.popFirst() else {
             printError("larder-bench: --redis needs HOST:PORT\n\(usage)")

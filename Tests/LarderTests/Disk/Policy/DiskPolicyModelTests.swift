@@ -26,8 +26,8 @@ struct HashedAdaptivePolicy: DiskPolicyUnderTest {
     var policy: DiskAdaptivePolicy
     var hashes: [Int32: UInt32] = [:]
 
-    init(capacity: Int) {
-        policy = DiskAdaptivePolicy(capacity: capacity)
+    init(capacity: Int, seed: UInt64 = 0) {
+        policy = DiskAdaptivePolicy(capacity: capacity, seed: seed)
     }
 
     var capacity: Int { policy.capacity }
@@ -221,5 +221,31 @@ struct HashedAdaptivePolicy: DiskPolicyUnderTest {
         }
         #expect(evictions > 100)
         #expect(original.evictionOrder == copy.evictionOrder)
+    }
+
+    /// The seed chooses the victims' draws: a policy given the same requests under the same
+    /// seed evicts the same records, and under another seed other records.
+    @Test func theSeedChoosesTheDraws() {
+        func victims(seed: UInt64) -> [Int32] {
+            var policy = HashedAdaptivePolicy(capacity: 50_000, seed: seed)
+            var random = SplitMix64(seed: 7)
+            var held: [Int32] = []
+            var evicted: [Int32] = []
+            for id in 0 ..< 6_000 as Range<Int32> {
+                if random.below(3) == 0, !held.isEmpty { policy.access(held[random.below(held.count)]) }
+                let size = 100 + random.below(random.below(4) == 0 ? 5_000 : 900)
+                var victims: [Int32] = []
+                if policy.insert(id, size: size, hash: UInt32(random.below(400)), evicting: { victims.append($0) }) {
+                    held.append(id)
+                }
+                held.removeAll { victims.contains($0) }
+                evicted += victims
+            }
+            return evicted
+        }
+        let first = victims(seed: 1)
+        #expect(first.count > 1_000)
+        #expect(victims(seed: 1) == first)
+        #expect(victims(seed: 2) != first)
     }
 }
