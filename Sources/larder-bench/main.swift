@@ -36,8 +36,9 @@ let usage = """
     LARDER_BENCH_CPU_TIME=1 times its loads, and the remote suite its reads, in thread CPU time
     instead of wall time. LARDER_BENCH_TRACES=drift,c2k_orm_busy replays only those hitratio traces.
     LARDER_BENCH_SHARED_FOLDER=1 opens the larder stores, and the hybrid suite's disk tiers, as
-    writers sharing their folder with others (the concurrency suite measures its larder cases both
-    ways in every run, whatever it says).
+    writers sharing their folder with others, =0 as writers holding it alone (unset: the cache's
+    default; the concurrency suite measures its larder cases both ways in every run, whatever it
+    says).
     LARDER_BENCH_MIXED_ONLY=1 runs only the concurrency suite's larder mixed rows (mixed-1t, mixed-2t,
     mixed-1t larder-shared, mixed-2p, mixed-4p).
     LARDER_BENCH_REMOTE_COUNT_LIMIT=N caps the remote suite's readers' memory tiers at N entries;

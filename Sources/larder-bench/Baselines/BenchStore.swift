@@ -43,9 +43,14 @@ final class LarderStore: BenchStore, Sendable {
         }
         if let sizeLimit { options.sizeLimit = sizeLimit }
         if let policy { options.policy = policy }
-        // And as one of several writers sharing the folder (the change log's cost to a writer
-        // alone: `LARDER_BENCH_SHARED_FOLDER=1`).
-        if ProcessInfo.processInfo.environment["LARDER_BENCH_SHARED_FOLDER"] == "1" { options.sharesFolderWithWriters = true }
+        // And as one of several writers sharing the folder, or as one holding it alone, whatever
+        // the default (the change log's cost to a writer alone: `LARDER_BENCH_SHARED_FOLDER=1`
+        // against `=0`, same binary).
+        switch ProcessInfo.processInfo.environment["LARDER_BENCH_SHARED_FOLDER"] {
+        case "1": options.sharesFolderWithWriters = true
+        case "0": options.sharesFolderWithWriters = false
+        default: break
+        }
         if let sharesFolder { options.sharesFolderWithWriters = sharesFolder }
         cache = try DiskCache(options: options)
     }
