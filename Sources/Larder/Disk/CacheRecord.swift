@@ -86,6 +86,13 @@ public struct CollectionReport: Sendable, Hashable {
     public var remainingSize: Int = 0
     /// The size limit in force for the pass (after the free-space floor), 0 for none.
     public var effectiveSizeLimit: Int = 0
+    /// Whether the pass was skipped because another collection of the folder was running (in
+    /// another process, or another cache of this one) when it began: one collection runs at a
+    /// time across the writers that share a folder (``DiskCacheOptions/sharesFolderWithWriters``),
+    /// and the one that finds another under way does not wait for it (`false`). A skipped pass
+    /// removed nothing; ``remainingCount`` and ``remainingSize`` are the cache's totals when it
+    /// was skipped.
+    public var wasSkipped: Bool = false
 
     /// The number of records removed for `reason`.
     public func count(for reason: EvictionReason) -> Int { removed.count { $0.reason == reason } }

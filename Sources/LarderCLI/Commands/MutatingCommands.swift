@@ -17,7 +17,7 @@ enum GcCommand: Subcommand {
             + " Prints how many records went, by reason, and what they occupied on disk, then what remains: the files' bytes and,"
             + " in parentheses, what they occupy on disk in whole blocks (what the size limit counts), as 'larder stats' shows it."
             + " One collection runs at a time across the processes that share the directory: while another one collects it, this"
-            + " command's pass is skipped (it removes nothing, and says what remains).")
+            + " command's pass is skipped: it removes nothing, says so, and says what remains (exit 0; run it again to collect).")
 
     static func run(_ arguments: ParsedArguments, io: CommandIO) throws(CommandFailure) -> ExitCode {
         let sizeLimit = try arguments.integer("size-limit") ?? 0
@@ -28,6 +28,8 @@ enum GcCommand: Subcommand {
         let context = try CacheContext(arguments, io: io, mustExist: true)
         let removals = EventLog()
         var report: CollectionReport?
+        // Whether a pass found another collection of the folder under way, and so did not run.
+        var wasSkipped = false
         // What the records occupy on disk (whole blocks) before and after, as the cache counts it.
         var sizeBefore = 0
         var sizeAfter = 0
@@ -48,6 +50,7 @@ enum GcCommand: Subcommand {
             do { report = try cache.collectGarbage() } catch {
                 throw CacheContext.failure(for: error, root: context.layout.root)
             }
+            if report?.wasSkipped == true { wasSkipped = true }
         }
         guard !isQuiet else { return .success }
         // Opening with limits may already have trimmed; the event log holds every removal.
@@ -65,6 +68,9 @@ enum GcCommand: Subcommand {
             "removed \(count) record\(count == 1 ? "" : "s")"
                 + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: ", ")))")
                 + (removed.isEmpty ? "" : ", \(HumanFormat.size(freed)) on disk") + "\n")
+        if wasSkipped {
+            io.out("skipped: another collection of the directory was running; run 'larder gc' again to collect\n")
+        }
         if lists {
             for (key, reason) in removed { io.out("  \(key)  \(reason.rawValue)\n") }
             for (key, reason) in corrupt { io.out("  \(key)  corrupt (\(reason.rawValue))\n") }

@@ -118,6 +118,31 @@ import Testing
                 "\(HumanFormat.size(bytes)) (\(bytes) bytes; \(HumanFormat.size(onDisk)) on disk)"))
     }
 
+    /// A `gc` whose pass meets another collection of the folder (here its collection lock held
+    /// on another open of the sharing file, as another process holds it) exits 0, removes
+    /// nothing and says it was skipped; once that collection is over, `gc` collects.
+    @Test func gcThatMeetsAnotherCollectionSaysItWasSkipped() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let dir = temp.path("c")
+        try Self.expiredCache(dir, count: 3)
+        let later = ["--now", String(Int(Date().timeIntervalSince1970) + 1000)]
+        let fd = open(dir + "/.larder-sharing", O_RDWR | O_CREAT, 0o600)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        try #require(flock(fd, LOCK_EX | LOCK_NB) == 0)
+        let skipped = larder(["gc", "--dir", dir] + later)
+        #expect(skipped.code == 0, "\(skipped.stderr)")
+        #expect(skipped.stdout.hasPrefix("removed 0 records\n"), "\(skipped.stdout)")
+        #expect(skipped.stdout.contains("skipped: another collection of the directory was running"), "\(skipped.stdout)")
+        #expect(skipped.stdout.contains("remaining: 4 records"), "\(skipped.stdout)")
+        #expect(flock(fd, LOCK_UN) == 0)
+        let collected = larder(["gc", "--dir", dir] + later)
+        #expect(collected.code == 0, "\(collected.stderr)")
+        #expect(collected.stdout.hasPrefix("removed 3 records (3 expired)"), "\(collected.stdout)")
+        #expect(!collected.stdout.contains("skipped"), "\(collected.stdout)")
+    }
+
     @Test func gcListsKeysOnlyWhenAskedAndIsSilentWhenQuiet() throws {
         let temp = TemporaryDirectory()
         defer { temp.remove() }

@@ -26,6 +26,9 @@ extension DiskCache {
     /// A folder deleted behind the cache's back, before or during the pass, is made again and
     /// the index restarted (``CacheEvent/folderRecreated(path:)``); a failure to make it is
     /// reported as an event, not thrown.
+    /// A writer sharing its folder (``DiskCacheOptions/sharesFolderWithWriters``) that finds
+    /// another collection of the folder under way skips its pass without waiting, and says so
+    /// (``CollectionReport/wasSkipped``).
     /// - Returns: What was removed, and why.
     /// - Throws: ``CacheError/Code/readOnly``, ``CacheError/Code/closed``.
     /// - Complexity: Proportional to what is removed (plus the records read since the last
@@ -42,8 +45,14 @@ extension DiskCache {
         pass.events += recoverRemovedFolderReportingEvents()
         followFolder()
         collectionGate.withLock { _ in
-            // A writer sharing its folder skips its pass while another process's runs.
-            _ = withCollectionTurn { () -> Void in collect(in: &pass) }
+            // A writer sharing its folder skips its pass while another process's runs, and says so.
+            if withCollectionTurn({ () -> Void in collect(in: &pass) }) == nil {
+                pass.report.wasSkipped = true
+                state.withLock { s in
+                    pass.report.remainingCount = s.index.count
+                    pass.report.remainingSize = s.index.totalSize
+                }
+            }
         }
         pass.events.append(.collectionFinished(pass.report))
         emit(pass.events)

@@ -120,4 +120,30 @@ import Testing
             #expect(b.count == 1 && b.totalSize == a.totalSize)
         }
     }
+
+    /// One collection runs at a time across the writers: a pass that finds another under way
+    /// (here the collection lock held on another open of the sharing file, as another process
+    /// holds it) is skipped, removes nothing and says so; the next pass runs.
+    @Test func aCollectionThatMeetsAnotherIsReportedSkipped() throws {
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-coord") { dir, clock, a, b throws in
+            try a.store(SharedFolderCacheTests.payload("old", 1), forKey: "old", expiry: .seconds(60))
+            try b.store(SharedFolderCacheTests.payload("new", 1), forKey: "new")
+            clock.advance(by: 120)
+            let fd = open(dir.url.path + "/" + SharedFolder.sharingFileName, O_RDWR)
+            try #require(fd >= 0)
+            defer { close(fd) }
+            try #require(flock(fd, LOCK_EX | LOCK_NB) == 0)
+            let skipped = try b.collectGarbage()
+            #expect(skipped.wasSkipped)
+            #expect(skipped.removed.isEmpty)
+            #expect(skipped.remainingCount == 2)
+            #expect(recordFiles(in: dir.url).count == 2)
+            #expect(flock(fd, LOCK_UN) == 0)
+            let collected = try b.collectGarbage()
+            #expect(!collected.wasSkipped)
+            #expect(collected.count(for: .expired) == 1)
+            #expect(collected.remainingCount == 1)
+            #expect(a.count == 1)
+        }
+    }
 }
