@@ -58,6 +58,7 @@ enum StatsCommand: Subcommand {
         let summary = CacheSummary(entries: inventory.records, blockSize: context.files.root?.info.blockSize ?? 4096)
         let foreignSize = inventory.foreign.reduce(0) { $0 + $1.fileSize }
         let holder = lockHolder(context)
+        let sharers = sharingWriters(context)
         if arguments.flag("json") {
             io.out(
                 json: .object([
@@ -82,6 +83,7 @@ enum StatsCommand: Subcommand {
                     ("defaultExpiration", .double(context.defaultExpiration)),
                     ("defaultExpirationSource", .string(context.defaultExpirationSource)),
                     ("writerPID", .int(holder.map(Int.init))),
+                    ("sharingWriterPIDs", .array(sharers.map { .int(Int($0)) })),
                 ]))
             return .success
         }
@@ -109,9 +111,28 @@ enum StatsCommand: Subcommand {
             fields.add("newest update", "\(HumanFormat.date(newest)) (\(HumanFormat.relative(newest, now: context.now)))")
         }
         fields.add("default expiration", HumanFormat.duration(context.defaultExpiration) + " (\(context.defaultExpirationSource))")
-        fields.add("writer", holder.map { "process \($0) holds the directory" } ?? "none")
+        let writer =
+            if let holder {
+                "process \(holder) holds the directory"
+            } else if !sharers.isEmpty {
+                "shared by \(sharers.count) writer\(sharers.count == 1 ? "" : "s") (process\(sharers.count == 1 ? "" : "es") "
+                    + sharers.map(String.init).joined(separator: ", ") + ")"
+            } else {
+                "none"
+            }
+        fields.add("writer", writer)
         io.out(fields.render())
         return .success
+    }
+
+    /// The running writers that share the folder, from the table in `.larder-sharing`
+    /// (this process left out, as in ``lockHolder(_:)``).
+    static func sharingWriters(_ context: CacheContext) -> [Int32] {
+        let limit = SharedWriterTable.offset + SharedWriterTable.slotCount * 4
+        guard let bytes = try? context.files.readFile(context.layout.root + "/" + SharedWriterTable.fileName, limit: limit) else {
+            return []
+        }
+        return SharedWriterTable.runningWriters(inFile: bytes).filter { $0 != getpid() }
     }
 
     /// The pid in `.larder.lock`, when that process is alive. (A hint: it does not test the lock,

@@ -17,11 +17,13 @@ import Foundation
 /// longer runs counts for no one, and the next writer to register frees the slot. A process id
 /// reused by an unrelated process keeps a writer that would hold the folder alone waiting until
 /// that process ends; one in another process-id namespace (another container) is not seen.
-enum SharedWriterTable {
+package enum SharedWriterTable {
+    /// The sharing file's name, beside `.larder.lock`.
+    package static let fileName = SharedFolder.sharingFileName
     /// Where the table begins in the sharing file (byte 0 is the change mark).
-    static let offset = 8
+    package static let offset = 8
     /// Slots in the table: more writers than this open at once are refused.
-    static let slotCount = 1024
+    package static let slotCount = 1024
 
     /// The process ids in the table's slots (0 for a free one); fewer slots than ``slotCount``
     /// when the file is shorter.
@@ -31,9 +33,21 @@ enum SharedWriterTable {
             (try? bytes.withUnsafeMutableBytes { b in
                 Result { () throws(Errno) in try io.pread(fd, into: b, at: offset) }
             }.get()) ?? 0
-        return stride(from: 0, to: n - n % 4, by: 4).map { i in
+        return slots(in: bytes[..<n])
+    }
+
+    /// The process ids in the table's slots held by `bytes`, the table's part of the file.
+    private static func slots(in bytes: ArraySlice<UInt8>) -> [Int32] {
+        stride(from: bytes.startIndex, to: bytes.endIndex - bytes.count % 4, by: 4).map { i in
             Int32(bitPattern: UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24)
         }
+    }
+
+    /// The running processes registered in a sharing file whose first bytes are `contents`
+    /// (what `larder stats` reports as the writers that share the folder).
+    package static func runningWriters(inFile contents: [UInt8]) -> [Int32] {
+        guard contents.count > offset else { return [] }
+        return slots(in: contents[offset ..< min(contents.count, offset + slotCount * 4)]).filter { ProcessIdentity.isRunning($0) }
     }
 
     /// Writes `pid` into `slot`.
