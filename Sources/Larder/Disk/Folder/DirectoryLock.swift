@@ -64,12 +64,11 @@ package struct DirectoryLock: Sendable {
             io.close(fd)
             throw CacheError(.ioFailure, "cannot inspect the lock file", path: path, errno: (error as? Errno)?.rawValue)
         }
+        // The running sharing writer the last try met once it had the lock; `nil` when the last
+        // try met the lock itself taken, so that a refusal names what that try met.
         var sharer: Int32?
         do {
-            try Self.lock(fd, io: io, waitingUpTo: wait, shared: shared) { () -> Bool in
-                sharer = shared ? nil : sharingWriter()
-                return sharer == nil
-            }
+            try Self.lock(fd, io: io, waitingUpTo: wait, shared: shared, sharingWriter: sharingWriter, met: &sharer)
         } catch {
             if let sharer, error == .wouldBlock {
                 io.close(fd)
@@ -115,18 +114,24 @@ package struct DirectoryLock: Sendable {
     }
 
     /// Takes the `flock` on `fd`, trying again with growing pauses while another holds it, or
-    /// while `isFree` says the folder is not (the lock is let go of again), until `wait`
-    /// seconds have passed.
+    /// while `sharingWriter` names a running writer sharing the folder (the lock is let go of
+    /// again; asked only when the lock is taken exclusively), until `wait` seconds have passed.
+    /// - Parameter sharer: Set at each try: the writer `sharingWriter` named once the lock was
+    ///   taken, or `nil` when the lock itself was taken by another.
     /// - Throws: ``Errno/wouldBlock`` when the holder kept it past the wait, or the failure.
-    private static func lock(_ fd: Int32, io: FileIO, waitingUpTo wait: TimeInterval, shared: Bool, isFree: () -> Bool) throws(Errno) {
+    private static func lock(
+        _ fd: Int32, io: FileIO, waitingUpTo wait: TimeInterval, shared: Bool, sharingWriter: () -> Int32?, met sharer: inout Int32?
+    ) throws(Errno) {
         let clock = ContinuousClock()
         // Capped at a billion seconds (about 32 years), which a `Duration` holds without overflow.
         let deadline = clock.now + .seconds(wait.isFinite ? min(max(0, wait), 1e9) : 0)
         var pause = Duration.milliseconds(1)
         while true {
+            sharer = nil
             do throws(Errno) {
                 if shared { try io.flock(fd, LOCK_SH | LOCK_NB) } else { try io.lockExclusively(fd) }
-                if isFree() { return }
+                sharer = shared ? nil : sharingWriter()
+                if sharer == nil { return }
                 io.unlock(fd)
                 throw Errno.wouldBlock
             } catch  where (error == .wouldBlock || error == .tryAgain) && clock.now < deadline {

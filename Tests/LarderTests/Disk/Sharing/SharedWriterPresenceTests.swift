@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import Foundation
+import Synchronization
 import Testing
 @testable import Larder
 
@@ -284,5 +285,34 @@ import Testing
         if kind == .linkOutOfTheFolder {
             #expect(try Data(contentsOf: URL(fileURLWithPath: outside.path + "/named")) == Data(contents))
         }
+    }
+
+    /// A writer alone whose first try met a sharing writer, and whose later tries met the folder
+    /// held by a writer alone, is refused naming the writer alone: what its last try met.
+    @Test func aRefusalNamesWhatTheLastTryMet() throws {
+        let dir = TemporaryDirectory("larder-presence")
+        defer { dir.remove() }
+        let lockPath = dir.path + "/.larder.lock"
+        // The process id a writer holding the folder alone leaves in the lock file.
+        try Data("4242\n".utf8).write(to: URL(fileURLWithPath: lockPath))
+        let tries = Atomic<Int>(0)
+        var calls = SystemCalls.live
+        let flock = calls.flock
+        calls.flock = { fd, operation in
+            guard operation == LOCK_EX | LOCK_NB else { return flock(fd, operation) }
+            // The first try takes the lock; every later one finds it held.
+            if tries.add(1, ordering: .relaxed).newValue == 1 { return flock(fd, operation) }
+            errno = EWOULDBLOCK
+            return -1
+        }
+        let io = try FileIO(calls: calls).rooted(at: dir.path)
+        let sharer = getpid()
+        #expect {
+            try DirectoryLock(path: lockPath, io: io, waitingUpTo: 2, sharingWriter: { sharer })
+        } throws: { error in
+            guard let error = error as? CacheError else { return false }
+            return error.code == .directoryInUse && error.holderPID == 4242 && error.message.contains("process 4242")
+        }
+        #expect(tries.load(ordering: .relaxed) >= 2)
     }
 }
