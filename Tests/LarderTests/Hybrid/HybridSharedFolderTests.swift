@@ -14,19 +14,11 @@ import Testing
         return try HybridCache(options: options)
     }
 
-    /// Two hybrids on a new folder with one manual clock; both are closed and the folder removed
-    /// after `body`.
+    /// Two hybrids on a new folder with one manual clock (``withTwoSharingCaches(_:openA:openB:close:_:)``).
     static func withTwoHybrids(_ name: String, _ body: (ManualClock, HybridCache, HybridCache) throws -> Void) throws {
-        let dir = TemporaryDirectory(name)
-        defer { dir.remove() }
-        let clock = ManualClock(now: 1_700_000_000)
-        let a = try open(dir, clock: clock)
-        let b = try open(dir, clock: clock)
-        defer {
-            a.close()
-            b.close()
-        }
-        try body(clock, a, b)
+        try withTwoSharingCaches(
+            name, openA: { dir, clock in try open(dir, clock: clock) }, openB: { dir, clock in try open(dir, clock: clock) },
+            close: { $0.close() }, { _, clock, a, b throws in try body(clock, a, b) })
     }
 
     @Test func anotherWritersReplacementAndRemovalReachAMemoryCopy() throws {

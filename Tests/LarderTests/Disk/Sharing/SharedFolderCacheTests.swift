@@ -6,28 +6,29 @@ import Testing
 /// through the folder's change log (`sharesFolderWithWriters`). Each cache has its own open of
 /// the lock files, so their `flock`s exclude one another as other processes' would.
 @Suite struct SharedFolderCacheTests {
-    static func open(_ dir: TemporaryDirectory, sizeLimit: Int = 0, clock: ManualClock) throws -> DiskCache {
+    /// A sharing writer on `dir` (verbatim keys), making its system calls through `systemCalls`,
+    /// with `configure` applied last to its options.
+    static func open(
+        _ dir: TemporaryDirectory, sizeLimit: Int = 0, clock: ManualClock, systemCalls: SystemCalls = .live,
+        configure: (inout DiskCacheOptions) -> Void = { _ in }
+    ) throws -> DiskCache {
         var options = testOptions(dir.url, clock: clock, encoding: .verbatim)
         options.sharesFolderWithWriters = true
         options.sizeLimit = sizeLimit
-        return try DiskCache(options: options)
+        configure(&options)
+        return try DiskCache(options: options, systemCalls: systemCalls)
     }
 
-    /// Two sharing writers on a new folder with one manual clock; both are closed and the folder
-    /// removed after `body`.
+    /// Two sharing writers on a new folder with one manual clock (``withTwoSharingCaches(_:openA:openB:close:_:)``):
+    /// A makes its system calls through `systemCallsOfA`, with `configureA` applied to its options;
+    /// B is a plain one.
     static func withTwoWriters(
-        _ name: String, _ body: (TemporaryDirectory, ManualClock, DiskCache, DiskCache) throws -> Void
+        _ name: String, systemCallsOfA: SystemCalls = .live, configureA: (inout DiskCacheOptions) -> Void = { _ in },
+        _ body: (TemporaryDirectory, ManualClock, DiskCache, DiskCache) throws -> Void
     ) throws {
-        let dir = TemporaryDirectory(name)
-        defer { dir.remove() }
-        let clock = ManualClock(now: 1_700_000_000)
-        let a = try open(dir, clock: clock)
-        let b = try open(dir, clock: clock)
-        defer {
-            a.close()
-            b.close()
-        }
-        try body(dir, clock, a, b)
+        try withTwoSharingCaches(
+            name, openA: { dir, clock in try open(dir, clock: clock, systemCalls: systemCallsOfA, configure: configureA) },
+            openB: { dir, clock in try open(dir, clock: clock) }, close: { $0.close() }, body)
     }
 
     /// The bytes each key's record holds in the model.

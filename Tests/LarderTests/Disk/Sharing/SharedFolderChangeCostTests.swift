@@ -14,9 +14,6 @@ import Testing
     /// A store that replaces a record frees the replaced file's blocks (its last close) after the
     /// change lock is let go of, not inside it.
     @Test func theFileAStoreReplacesIsClosedLastAfterTheChangeLockIsLetGoOf() throws {
-        let dir = TemporaryDirectory("larder-shared-cost")
-        defer { dir.remove() }
-        let clock = ManualClock(now: 1_700_000_000)
         // 1: watching; 2: the replaced file's inode, once the rename is under way.
         let watching = Atomic<Bool>(false)
         let replaced = Atomic<UInt64>(0)
@@ -44,34 +41,26 @@ import Testing
             }
             return close(fd)
         }
-        var options = testOptions(dir.url, clock: clock, encoding: .verbatim)
-        options.sharesFolderWithWriters = true
         // No kept descriptors: a kept one would hold the replaced file open anyway.
-        options.maximumOpenFiles = 0
-        let a = try DiskCache(options: options, systemCalls: calls)
-        let b = try SharedFolderCacheTests.open(dir, clock: clock)
-        defer {
-            a.close()
-            b.close()
+        let keepsNoDescriptors: (inout DiskCacheOptions) -> Void = { $0.maximumOpenFiles = 0 }
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-cost", systemCallsOfA: calls, configureA: keepsNoDescriptors) {
+            dir, _, a, b throws in
+            try b.store(SharedFolderCacheTests.payload("k", 1), forKey: "k")
+            log.withLock { $0 = try? Self.probe(dir) }
+            watching.store(true, ordering: .relaxed)
+            try a.store(SharedFolderCacheTests.payload("k", 2), forKey: "k")
+            watching.store(false, ordering: .relaxed)
+            #expect(replaced.load(ordering: .relaxed) != 0)
+            #expect(closedReplaced.load(ordering: .relaxed) == 1)
+            #expect(closedUnderTheLock.load(ordering: .relaxed) == 0)
+            #expect(try b.value(forKey: "k") == SharedFolderCacheTests.payload("k", 2))
+            #expect(a.count == 1 && b.count == 1 && a.totalSize == b.totalSize)
         }
-        try b.store(SharedFolderCacheTests.payload("k", 1), forKey: "k")
-        log.withLock { $0 = try? Self.probe(dir) }
-        watching.store(true, ordering: .relaxed)
-        try a.store(SharedFolderCacheTests.payload("k", 2), forKey: "k")
-        watching.store(false, ordering: .relaxed)
-        #expect(replaced.load(ordering: .relaxed) != 0)
-        #expect(closedReplaced.load(ordering: .relaxed) == 1)
-        #expect(closedUnderTheLock.load(ordering: .relaxed) == 0)
-        #expect(try b.value(forKey: "k") == SharedFolderCacheTests.payload("k", 2))
-        #expect(a.count == 1 && b.count == 1 && a.totalSize == b.totalSize)
     }
 
     /// A change made when nothing was recorded since this writer last looked reads the log's
     /// header once under the change lock: the holder's own read says nothing moved.
     @Test func aChangeReadsTheLogsHeaderOnceUnderTheLockWhenNothingMoved() throws {
-        let dir = TemporaryDirectory("larder-shared-cost")
-        defer { dir.remove() }
-        let clock = ManualClock(now: 1_700_000_000)
         let counting = Atomic<Bool>(false)
         let headerReads = Atomic<Int>(0)
         let log = LarderMutex<FolderChangeLog?>(nil)
@@ -85,26 +74,20 @@ import Testing
             }
             return pread(fd, buffer, count, offset)
         }
-        var options = testOptions(dir.url, clock: clock, encoding: .verbatim)
-        options.sharesFolderWithWriters = true
-        let a = try DiskCache(options: options, systemCalls: calls)
-        let b = try SharedFolderCacheTests.open(dir, clock: clock)
-        defer {
-            a.close()
-            b.close()
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-cost", systemCallsOfA: calls) { dir, _, a, b throws in
+            try b.store(SharedFolderCacheTests.payload("x", 1), forKey: "x")
+            try a.store(SharedFolderCacheTests.payload("y", 1), forKey: "y")
+            log.withLock { $0 = try? Self.probe(dir) }
+            counting.store(true, ordering: .relaxed)
+            try a.store(SharedFolderCacheTests.payload("z", 1), forKey: "z")
+            counting.store(false, ordering: .relaxed)
+            #expect(headerReads.load(ordering: .relaxed) == 1)
+            // And a change after another writer's still replays it first.
+            try b.store(SharedFolderCacheTests.payload("x", 2), forKey: "x")
+            try a.store(SharedFolderCacheTests.payload("w", 1), forKey: "w")
+            #expect(a.count == 4 && b.count == 4)
+            #expect(try Set(a.keys()) == ["w", "x", "y", "z"])
+            #expect(try a.value(forKey: "x") == SharedFolderCacheTests.payload("x", 2))
         }
-        try b.store(SharedFolderCacheTests.payload("x", 1), forKey: "x")
-        try a.store(SharedFolderCacheTests.payload("y", 1), forKey: "y")
-        log.withLock { $0 = try? Self.probe(dir) }
-        counting.store(true, ordering: .relaxed)
-        try a.store(SharedFolderCacheTests.payload("z", 1), forKey: "z")
-        counting.store(false, ordering: .relaxed)
-        #expect(headerReads.load(ordering: .relaxed) == 1)
-        // And a change after another writer's still replays it first.
-        try b.store(SharedFolderCacheTests.payload("x", 2), forKey: "x")
-        try a.store(SharedFolderCacheTests.payload("w", 1), forKey: "w")
-        #expect(a.count == 4 && b.count == 4)
-        #expect(try Set(a.keys()) == ["w", "x", "y", "z"])
-        #expect(try a.value(forKey: "x") == SharedFolderCacheTests.payload("x", 2))
     }
 }

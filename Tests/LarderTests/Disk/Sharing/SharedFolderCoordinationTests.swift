@@ -47,9 +47,6 @@ import Testing
     /// A change made when the change lock cannot be taken is in no log record: the others
     /// build their indexes from the folder at their next operation, so they see it.
     @Test func aChangeMadeWithoutTheChangeLockIsSeenByTheOthers() throws {
-        let dir = TemporaryDirectory("larder-shared-coord")
-        defer { dir.remove() }
-        let clock = ManualClock(now: 1_700_000_000)
         let failing = Atomic<Bool>(false)
         var calls = SystemCalls.live
         let flock = calls.flock
@@ -61,29 +58,23 @@ import Testing
             }
             return flock(fd, operation)
         }
-        var options = testOptions(dir.url, clock: clock, encoding: .verbatim)
-        options.sharesFolderWithWriters = true
-        let a = try DiskCache(options: options, systemCalls: calls)
-        let b = try SharedFolderCacheTests.open(dir, clock: clock)
-        defer {
-            a.close()
-            b.close()
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-coord", systemCallsOfA: calls) { _, _, a, b throws in
+            try b.store(SharedFolderCacheTests.payload("y", 1), forKey: "y")
+            #expect(try a.value(forKey: "y") == SharedFolderCacheTests.payload("y", 1))
+            // B's index knows every key: a miss of "x" comes from it unless B reads the folder again.
+            #expect(try b.value(forKey: "x") == nil)
+            failing.store(true, ordering: .relaxed)
+            try a.store(SharedFolderCacheTests.payload("x", 1), forKey: "x")
+            #expect(try a.remove(forKey: "y"))
+            failing.store(false, ordering: .relaxed)
+            #expect(try b.value(forKey: "x") == SharedFolderCacheTests.payload("x", 1))
+            #expect(!b.contains("y"))
+            #expect(b.count == 1)
+            // The log is whole again after the next change, which A and B both follow.
+            try b.store(SharedFolderCacheTests.payload("z", 1), forKey: "z")
+            #expect(a.count == 2 && b.count == 2)
+            #expect(try Set(a.keys()) == ["x", "z"])
         }
-        try b.store(SharedFolderCacheTests.payload("y", 1), forKey: "y")
-        #expect(try a.value(forKey: "y") == SharedFolderCacheTests.payload("y", 1))
-        // B's index knows every key: a miss of "x" comes from it unless B reads the folder again.
-        #expect(try b.value(forKey: "x") == nil)
-        failing.store(true, ordering: .relaxed)
-        try a.store(SharedFolderCacheTests.payload("x", 1), forKey: "x")
-        #expect(try a.remove(forKey: "y"))
-        failing.store(false, ordering: .relaxed)
-        #expect(try b.value(forKey: "x") == SharedFolderCacheTests.payload("x", 1))
-        #expect(!b.contains("y"))
-        #expect(b.count == 1)
-        // The log is whole again after the next change, which A and B both follow.
-        try b.store(SharedFolderCacheTests.payload("z", 1), forKey: "z")
-        #expect(a.count == 2 && b.count == 2)
-        #expect(try Set(a.keys()) == ["x", "z"])
     }
 
     /// The folder deleted under writers sharing it: the first to notice makes it again, and the
