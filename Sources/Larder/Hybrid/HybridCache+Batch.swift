@@ -30,7 +30,9 @@ extension HybridCache {
             }
             // Hashed once: the key lock, the generation, and the promotion's key lock.
             let keyHash = StripedLock.hash(ofKey: key)
-            var generation = remote.generations.snapshot(keyHash: keyHash)
+            // The generation is read once: under the key lock, before the disk misses, when the
+            // disk is asked (as `value(forKey:from:)` reads it).
+            var generation: KeyGenerations.Snapshot?
             if tiers.contains(.disk) {
                 let local = try keyLocks.withLock(forKeyHash: keyHash) { () throws(CacheError) -> Data? in
                     if tiers.contains(.memory), let hit = memory.value(forKey: key, countingMiss: false, countingOwnerHit: true) {
@@ -44,7 +46,7 @@ extension HybridCache {
                     continue
                 }
             }
-            missed.append((index, key, generation))
+            missed.append((index, key, generation ?? remote.generations.snapshot(keyHash: keyHash)))
         }
         guard !missed.isEmpty else { return results }
         let now = disk.options.clock.now

@@ -77,6 +77,26 @@ import Testing
         #expect(pair.b.memory.value(forKey: "k/3") == bytes("old"))
     }
 
+    /// Each key of a batch read is read against the generation it had before the disk missed:
+    /// a removal made while the remote read is under way wins in memory and on disk, and the
+    /// other keys are copied to both.
+    @Test func aRemovalMadeDuringABatchReadKeepsTheKeyOutOfMemoryAndDisk() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        for key in ["k/1", "k/2", "k/3"] { try pair.a.store(bytes("old"), forKey: key) }
+        let b = pair.b
+        pair.store.afterBatchRead.withLock { $0 = { _ = try? b.remove(forKey: "k/2") } }
+        let values = try pair.b.values(forKeys: ["k/1", "k/2", "k/3"])
+        pair.store.afterBatchRead.withLock { $0 = nil }
+        pair.b.flushRemoteWrites()
+        #expect(values == [bytes("old"), bytes("old"), bytes("old")])
+        #expect(pair.b.memory.value(forKey: "k/2") == nil)
+        #expect(try onDisk(pair.b, "k/2") == nil)
+        #expect(pair.b.memory.value(forKey: "k/1") == bytes("old"))
+        #expect(try onDisk(pair.b, "k/1") == bytes("old"))
+        #expect(try onDisk(pair.b, "k/3") == bytes("old"))
+    }
+
     @Test func aFullBacklogMakesTheReaderWriteItsOwnCopy() throws {
         let pair = try Pair { $0.diskPromotionBacklog = 1 }
         defer { pair.close() }
