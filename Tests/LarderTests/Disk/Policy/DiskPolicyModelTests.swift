@@ -224,14 +224,15 @@ struct HashedAdaptivePolicy: DiskPolicyUnderTest {
     }
 
     /// The seed chooses the victims' draws: a policy given the same requests under the same
-    /// seed evicts the same records, and under another seed other records.
+    /// seed evicts the same records, and under another seed other records. The cache holds
+    /// about two thousand records, so that probation holds many more than a contest draws.
     @Test func theSeedChoosesTheDraws() {
         func victims(seed: UInt64) -> [Int32] {
-            var policy = HashedAdaptivePolicy(capacity: 50_000, seed: seed)
+            var policy = HashedAdaptivePolicy(capacity: 2_000_000, seed: seed)
             var random = SplitMix64(seed: 7)
             var held: [Int32] = []
             var evicted: [Int32] = []
-            for id in 0 ..< 6_000 as Range<Int32> {
+            for id in 0 ..< 10_000 as Range<Int32> {
                 if random.below(3) == 0, !held.isEmpty { policy.access(held[random.below(held.count)]) }
                 let size = 100 + random.below(random.below(4) == 0 ? 5_000 : 900)
                 var victims: [Int32] = []

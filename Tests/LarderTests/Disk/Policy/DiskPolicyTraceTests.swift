@@ -74,10 +74,11 @@ struct DiskPolicyTraceTests {
         }
     }
 
-    /// The recommended policy misses fewer objects and bytes than LRU over the cells (measured:
-    /// geometric means 0.836 and 0.904 of LRU's, no cell above it on either measure), and per
-    /// cell at most 2 % more objects than the best online policy of `expected.csv` whose byte
-    /// misses are no worse than LRU's (measured: at most 1.7 % more).
+    /// The recommended policy misses fewer objects and bytes than LRU over the cells, bytes at
+    /// most 0.90 of LRU's (measured, seed 0: geometric means 0.83 and 0.896 of LRU's, no cell
+    /// above it on either measure), and per cell at most 2 % more objects than the best online
+    /// policy of `expected.csv` whose byte misses are no worse than LRU's (measured: at most
+    /// 1.3 % more).
     @Test func recommendedBeatsLRU() throws {
         var logObjects = 0.0
         var logBytes = 0.0
@@ -105,6 +106,6 @@ struct DiskPolicyTraceTests {
         }
         let (objects, bytes) = (exp(logObjects / Double(cells)), exp(logBytes / Double(cells)))
         #expect(objects < 0.85, "geometric mean of object misses against LRU's: \(objects)")
-        #expect(bytes < 0.91, "geometric mean of byte misses against LRU's: \(bytes)")
+        #expect(bytes <= 0.90, "geometric mean of byte misses against LRU's: \(bytes)")
     }
 }
