@@ -13,11 +13,15 @@ static inline uint64_t larder_atomic_load_acquire_u64(const uint64_t *word) {
     return __atomic_load_n(word, __ATOMIC_ACQUIRE);
 }
 
-/// Adds `amount` to the word with release ordering (and acquire, for the value returned): what
-/// the caller wrote before is visible to a reader whose acquire load sees the sum. Returns the
-/// value before the addition.
-static inline uint64_t larder_atomic_add_release_u64(uint64_t *word, uint64_t amount) {
-    return __atomic_fetch_add(word, amount, __ATOMIC_ACQ_REL);
+/// Adds one to the word with release ordering (and acquire, for the value returned), unless it
+/// holds `UINT64_MAX`, which it then keeps: what the caller wrote before is visible to a reader
+/// whose acquire load sees the sum. Returns the value before.
+static inline uint64_t larder_atomic_increment_unless_max_u64(uint64_t *word) {
+    uint64_t seen = __atomic_load_n(word, __ATOMIC_RELAXED);
+    while (seen != UINT64_MAX
+           && !__atomic_compare_exchange_n(word, &seen, seen + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    }
+    return seen;
 }
 
 #endif

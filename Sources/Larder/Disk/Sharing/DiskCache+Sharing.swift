@@ -60,7 +60,7 @@ final class SharedFolder: Sendable {
     /// value, the log is where the follower is.
     private let seenCount = Atomic<UInt64>(SharedFolder.unknownCount)
     /// The ``seenCount`` of no value taken (the counter is not mapped): never taken as one.
-    private static let unknownCount = UInt64.max
+    private static let unknownCount = FolderChangeCounter.retired
     /// The sharing file's descriptor: replaced when the folder is made again.
     private let sharingDescriptor: Atomic<Int32>
     private var sharingFD: Int32 { sharingDescriptor.load(ordering: .relaxed) }

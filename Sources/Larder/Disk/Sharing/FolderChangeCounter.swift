@@ -19,6 +19,10 @@ import Synchronization
 /// adds one to the counter, with release ordering, after the header is written
 /// (``FolderChangeLog``). A reader takes the counter (acquire) before it reads the header; while
 /// the counter still has that value, the header has not changed since, and the read is skipped.
+/// A counter of all ones is retired: it stays so, and every writer reads the header before every
+/// look. A writer that cannot map a file that is Larder's and others may map (it belongs to
+/// another user, and this writer does not share the cache with the group; `mmap` failed) retires
+/// it, with one `pwrite`, after each change it makes, so that no writer misses that change.
 ///
 /// The folder is untrusted: the file is opened as the log is (a regular file with one link, the
 /// user's unless the cache is shared with a group, no link followed); it is grown to ``size``
@@ -46,8 +50,9 @@ final class FolderChangeCounter: Sendable {
     /// compared with another file's, whose counter may have reached the same number.
     private let readAddress = Atomic<Int>(0)
     /// Every mapping made, unmapped when the counter goes (a reader may still hold the address
-    /// of one replaced meanwhile), and whether ``attach(path:io:sharedWithGroup:growing:)`` ran.
-    private let mappings = LarderMutex<(bases: [Int], attached: Bool)>(([], false))
+    /// of one replaced meanwhile), whether ``attach(path:io:sharedWithGroup:growing:)`` ran, and
+    /// the file it last attached, which a change made without a mapping retires.
+    private let mappings = LarderMutex<(bases: [Int], attached: Bool, file: (path: String, io: FileIO)?)>(([], false, nil))
 
     /// A counter that is not mapped yet.
     init() {}
@@ -67,12 +72,34 @@ final class FolderChangeCounter: Sendable {
     /// ``detach()`` called.
     var isAttached: Bool { mappings.withLock { $0.attached } }
 
+    /// The counter's value when it is retired: every look reads the header.
+    static let retired = UInt64.max
+
     /// Adds one to the counter (release), after the log's header changed; returns the value
-    /// before, or `nil` when it is not mapped.
+    /// before, or `nil` when it is not mapped or retired. Without a mapping, retires the file
+    /// when it is Larder's and of the size others map (see the type's description).
     @discardableResult
     func bump() -> UInt64? {
-        guard let word = UnsafeMutablePointer<UInt64>(bitPattern: address.load(ordering: .acquiring)) else { return nil }
-        return larder_atomic_add_release_u64(word, 1)
+        guard let word = UnsafeMutablePointer<UInt64>(bitPattern: address.load(ordering: .acquiring)) else {
+            if let file = mappings.withLock({ $0.attached ? $0.file : nil }) { Self.retire(path: file.path, io: file.io) }
+            return nil
+        }
+        let previous = larder_atomic_increment_unless_max_u64(word)
+        return previous == Self.retired ? nil : previous
+    }
+
+    /// Writes the retired value into the counter of the file at `path`, when it is a regular
+    /// file with one link, of Larder's size and magic (whoever owns it: a file another user's
+    /// writers map).
+    private static func retire(path: String, io: FileIO) {
+        guard let fd = try? io.openForUpdate(path, creating: false) else { return }
+        defer { io.close(fd) }
+        guard let info = try? io.info(fd), info.kind == .regular, info.linkCount == 1, info.size == size else { return }
+        var present = [UInt8](repeating: 0, count: magic.count)
+        let n = (try? present.withUnsafeMutableBytes { b in Result { () throws(Errno) in try io.pread(fd, into: b, at: 0) } }.get()) ?? 0
+        guard n == magic.count, present == magic else { return }
+        let value = withUnsafeBytes(of: retired) { Array($0) }
+        _ = try? value.withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(fd, b, at: counterOffset) } }.get()
     }
 
     /// Maps the counter file at `path`, creating it and, when `growing`, growing it, in place of
@@ -83,7 +110,10 @@ final class FolderChangeCounter: Sendable {
         let base = Self.map(path: path, io: io, sharedWithGroup: sharedWithGroup, growing: growing)
         let counter = base.map { $0 + Self.counterOffset } ?? 0
         let first = mappings.withLock { m in
-            defer { m.attached = true }
+            defer {
+                m.attached = true
+                m.file = (path, io)
+            }
             if let base { m.bases.append(base) }
             return m.bases.count == (base == nil ? 0 : 1) && !m.attached
         }
