@@ -59,7 +59,8 @@ final class SharedFolder: Sendable {
     /// (``FolderChangeLog/changeCount``), or ``unknownCount``: while the counter keeps this
     /// value, the log is where the follower is.
     private let seenCount = Atomic<UInt64>(SharedFolder.unknownCount)
-    /// The ``seenCount`` of no value taken (the counter is not mapped): never taken as one.
+    /// The ``seenCount`` of no value taken (the counter is not mapped), and the counter's value
+    /// once retired (``FolderChangeCounter/retired``): never taken as one.
     private static let unknownCount = FolderChangeCounter.retired
     /// The sharing file's descriptor: replaced when the folder is made again.
     private let sharingDescriptor: Atomic<Int32>
