@@ -13,7 +13,8 @@ let package = Package(
     ],
     targets: [
         // C libraries that Debian ships; Apple platforms use the SDK's zlib and CryptoKit.
-        // CRC-32: zlib's, with the bulk folded by carry-less multiplication where the CPU has it.
+        // CRC-32: zlib's, with the bulk folded by carry-less multiplication where the CPU has it;
+        // and atomics on memory shared between processes (the change log's counter).
         .target(name: "CLarderChecksum", linkerSettings: [.linkedLibrary("z")]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // TLS for the Redis remote tier (Linux; Apple platforms report TLS as unavailable).

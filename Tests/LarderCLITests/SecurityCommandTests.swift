@@ -137,7 +137,8 @@ import Testing
 
     /// Attack 6: FIFOs hung `put` (holding the lock), `stats` and `show`.
     @Test(arguments: [
-        ".larder.lock", ".larder", ".larder-index", ".larder-changes", ".larder-sharing", ".larder-shared-index", "fi/fifo", "fi",
+        ".larder.lock", ".larder", ".larder-index", ".larder-changes", ".larder-changes-shm", ".larder-sharing", ".larder-shared-index",
+        "fi/fifo", "fi",
     ])
     func fifosNeverBlockACommand(name: String) throws {
         let fixture = Fixture()
@@ -171,8 +172,8 @@ import Testing
             for key in keys where random.below(2) == 0 { fixture.put(key, "\(key) \(iteration)") }
             try? FileManager.default.createDirectory(atPath: fixture.dir, withIntermediateDirectories: true)
             var targets = [
-                ".larder", ".larder.lock", ".larder-index", ".larder-tmp", ".larder-changes", ".larder-sharing", ".larder-shared-index",
-                "x",
+                ".larder", ".larder.lock", ".larder-index", ".larder-tmp", ".larder-changes", ".larder-changes-shm", ".larder-sharing",
+                ".larder-shared-index", "x",
             ].map { fixture.dir + "/" + $0 }
             for key in keys {
                 targets.append(fixture.path(key))

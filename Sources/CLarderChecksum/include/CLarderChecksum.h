@@ -4,6 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Atomics on shared memory, for the change counter of a folder's change log.
+#include "larder_atomic.h"
+
 /// The CRC-32 of zlib (ISO 3309, reflected polynomial 0xEDB88320) of `length` bytes, continuing
 /// from `crc` (0 to start): the same value as zlib's `crc32(crc, buffer, length)`.
 ///

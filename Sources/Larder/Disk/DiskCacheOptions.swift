@@ -152,10 +152,10 @@ public struct DiskCacheOptions: Sendable {
     /// ``isReadOnly``.
     ///
     /// Sharing has a cost even for a writer that is alone on the folder: every read, miss and
-    /// listing (and a ``HybridCache``'s memory hit) first reads the change log's header (one
-    /// system call; a writer alone answers a miss, or a hit on a record it keeps in memory, with
-    /// none), and every change takes the change lock and appends to the log. That is why a writer
-    /// holds its folder alone unless it says otherwise.
+    /// listing (and a ``HybridCache``'s memory hit) first loads the change log's counter, mapped
+    /// in shared memory (`.larder-changes-shm`; when that file cannot be trusted or mapped, a
+    /// read of the log's header, one system call), and every change takes the change lock and
+    /// appends to the log. That is why a writer holds its folder alone unless it says otherwise.
     public var sharesFolderWithWriters: Bool = false
     /// Whether a writable open accepts a folder that holds files but is not a cache (`false`).
     ///

@@ -51,7 +51,9 @@ extension DiskCache {
         let log = sharedFolder.log
         return sharedFolder.following.withLock { following -> SnapshotWrite in
             do throws(CacheError) {
-                return try log.withChangeLock(sync: sync) { appender -> SnapshotWrite in
+                var changeCount: UInt64?
+                defer { sharedFolder.noteFollowed(following.follower.cursor, changeCount: changeCount) }
+                return try log.withChangeLock(sync: sync, committed: { changeCount = $0 }) { appender -> SnapshotWrite in
                     _follow(log.changes(after: following.follower.cursor), &following)
                     guard !following.mustReset, !sharedFolder.isChangeMarkedBegun, snapshotGate.withLock({ $0.changesInFlight }) == 0
                     else { return .skipped }
@@ -73,7 +75,6 @@ extension DiskCache {
                     }
                     appender.append(kind: IndexFollower.imageKind, payload: IndexFollower.imagePayload(epoch: epoch))
                     following.follower.move(to: appender.cursor)
-                    sharedFolder.noteFollowed(appender.cursor)
                     return .written
                 }
             } catch {
@@ -100,7 +101,7 @@ extension DiskCache {
         guard let sharedFolder else { return }
         sharedFolder.following.withLock { following in
             following.follower.move(to: place)
-            sharedFolder.noteFollowed(place)
+            sharedFolder.noteFollowed(place, changeCount: nil)
         }
         followFolder()
     }

@@ -9,7 +9,9 @@ import Synchronization
 //   is let go of (``DiskCache/_sharingChange(_:)``): the indexes apply the same changes in the
 //   same order.
 // - Before an operation whose answer comes from the index alone (a miss, a listing, totals,
-//   limits), the log's header is read (one `pread`); when it moved, the tail is replayed
+//   limits), the log's change counter is loaded (``FolderChangeCounter``, in shared memory):
+//   when it has the value taken before the last replay, nothing changed; otherwise the log's
+//   header is read (one `pread`), and when it moved, the tail is replayed
 //   (``DiskCache/followFolder()``). A hit opens the record's file, which holds the current bytes,
 //   so the header check is not what makes a hit right; a kept descriptor or payload of a name the
 //   tail touched is dropped as the tail is replayed.
@@ -53,6 +55,13 @@ final class SharedFolder: Sendable {
     /// header is compared with before an operation, without waiting for a change under way.
     private let seenGeneration = Atomic<UInt64>(0)
     private let seenSequence = Atomic<UInt64>(0)
+    /// The log's change counter taken before the header was read for the follower's cursor
+    /// (``FolderChangeLog/changeCount``), or ``unknownCount``: while the counter keeps this
+    /// value, the log is where the follower is.
+    private let seenCount = Atomic<UInt64>(SharedFolder.unknownCount)
+    /// The ``seenCount`` of no value taken (the counter is not mapped), and the counter's value
+    /// once retired (``FolderChangeCounter/retired``): never taken as one.
+    private static let unknownCount = FolderChangeCounter.retired
     /// The sharing file's descriptor: replaced when the folder is made again.
     private let sharingDescriptor: Atomic<Int32>
     private var sharingFD: Int32 { sharingDescriptor.load(ordering: .relaxed) }
@@ -77,7 +86,7 @@ final class SharedFolder: Sendable {
     init(root: String, io: FileIO, sharedWithGroup: Bool) throws(CacheError) {
         let log = try FolderChangeLog(path: root + "/" + FolderChangeLog.fileName, io: io, sharedWithGroup: sharedWithGroup)
         let fd = try Self.openSharingFile(root: root, io: io, sharedWithGroup: sharedWithGroup)
-        let place: (cursor: FolderChangeLog.Cursor, slot: Int)
+        let place: (cursor: FolderChangeLog.Cursor, slot: Int, changeCount: UInt64?)
         do {
             place = try Self.takePlace(in: log, sharingFD: fd, io: io, sharingPath: root + "/" + Self.sharingFileName)
         } catch {
@@ -90,8 +99,7 @@ final class SharedFolder: Sendable {
         sharingDescriptor = Atomic(fd)
         writerSlot = Atomic(place.slot)
         following = SharedMutex(FolderFollowing(follower: IndexFollower(at: start)))
-        seenGeneration.store(start.generation, ordering: .releasing)
-        seenSequence.store(start.sequence, ordering: .releasing)
+        noteFollowed(start, changeCount: place.changeCount)
     }
 
     deinit { io.close(sharingFD) }
@@ -124,19 +132,26 @@ final class SharedFolder: Sendable {
         return fd
     }
 
-    /// The place where `log` ends, and this writer's slot in the table of writers, both taken
-    /// under the change lock; a change marked begun and not recorded starts a new generation
-    /// first (the mark is cleared once it is written).
+    /// The place where `log` ends, this writer's slot in the table of writers, and the log's
+    /// change counter for that place, all taken under the change lock; a change marked begun and
+    /// not recorded starts a new generation first (the mark is cleared once it is written).
     private static func takePlace(
         in log: FolderChangeLog, sharingFD fd: Int32, io: FileIO, sharingPath: String
-    ) throws(CacheError) -> (cursor: FolderChangeLog.Cursor, slot: Int) {
+    ) throws(CacheError) -> (cursor: FolderChangeLog.Cursor, slot: Int, changeCount: UInt64?) {
         // A header written now, so that the first place read is one every writer shares.
         func takePlace(_ appender: inout FolderChangeLog.Appender) -> Result<(cursor: FolderChangeLog.Cursor, slot: Int), CacheError> {
             if readMark(fd: fd, io: io) { appender.reset() }
             let cursor = appender.cursor
             return Result { () throws(CacheError) in (cursor, try SharedWriterTable.register(fd: fd, io: io, path: sharingPath)) }
         }
-        return try log.withChangeLock(committed: { _ = mark(fd: fd, io: io, begun: false) }, takePlace).get()
+        var changeCount: UInt64?
+        let place = try log.withChangeLock(
+            committed: { count in
+                clearMark(fd: fd, io: io)
+                changeCount = count
+            }, takePlace
+        ).get()
+        return (place.cursor, place.slot, changeCount)
     }
 
     /// Moves to the log and the sharing file of the folder made again at the root's path
@@ -155,7 +170,7 @@ final class SharedFolder: Sendable {
         // told before the place is published, so that a look that finds the log unmoved since
         // finds the memory copies gone.
         report(.everything)
-        noteFollowed(start)
+        noteFollowed(start, changeCount: place?.changeCount)
     }
 
     /// Calls `observer` with what each replay of the other writers' changes touched, after the
@@ -173,18 +188,24 @@ final class SharedFolder: Sendable {
         for observer in observers { observer(change) }
     }
 
-    /// Whether the log may hold changes this writer has not replayed: one `pread` of its header.
+    /// Whether the log may hold changes this writer has not replayed: one atomic load of the
+    /// change counter, which moves with every change to the log's header (moved: the caller
+    /// replays under ``following``); one `pread` of the header when the counter is not mapped.
     /// A cursor caught moving reads as moved, which the caller checks again under ``following``.
     var hasMoved: Bool {
+        if let count = log.changeCount, count != Self.unknownCount { return count != seenCount.load(ordering: .acquiring) }
         let seen = FolderChangeLog.Cursor(
             generation: seenGeneration.load(ordering: .acquiring), sequence: seenSequence.load(ordering: .acquiring), offset: 0)
         return log.hasMoved(since: seen)
     }
 
-    /// Publishes where the follower is, for ``hasMoved``. Called holding ``following``.
-    func noteFollowed(_ cursor: FolderChangeLog.Cursor) {
+    /// Publishes where the follower is, for ``hasMoved``, with the log's change counter taken
+    /// before the header that says so was read (`nil`: none; looks read the header). Called
+    /// holding ``following``, after the index took in what the follower replayed.
+    func noteFollowed(_ cursor: FolderChangeLog.Cursor, changeCount: UInt64?) {
         seenGeneration.store(cursor.generation, ordering: .releasing)
         seenSequence.store(cursor.sequence, ordering: .releasing)
+        seenCount.store(changeCount ?? Self.unknownCount, ordering: .releasing)
     }
 
     /// Runs `body` holding the collection lock, or returns `nil` at once when another process
@@ -206,14 +227,20 @@ final class SharedFolder: Sendable {
     /// Marks a change as begun (`true`) or recorded; returns whether the previous change was
     /// left marked as begun (its writer died mid-change). Called holding the change lock.
     func markChange(begun: Bool) -> Bool {
-        Self.mark(fd: sharingFD, io: io, begun: begun)
+        let wasBegun = Self.readMark(fd: sharingFD, io: io)
+        if wasBegun != begun { Self.writeMark(begun, fd: sharingFD, io: io) }
+        return wasBegun
     }
 
     /// Marks the change begun by ``markChange(begun:)`` as recorded: one write, since the mark
     /// is known to be set. Called holding the change lock.
     func clearChangeMark() {
-        let byte: [UInt8] = [0]
-        _ = try? byte.withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(sharingFD, b, at: 0) } }.get()
+        Self.writeMark(false, fd: sharingFD, io: io)
+    }
+
+    /// Clears the mark when it is set: one read, and a write only when a change was left begun.
+    private static func clearMark(fd: Int32, io: FileIO) {
+        if readMark(fd: fd, io: io) { writeMark(false, fd: fd, io: io) }
     }
 
     private static func readMark(fd: Int32, io: FileIO) -> Bool {
@@ -222,13 +249,10 @@ final class SharedFolder: Sendable {
         return n == 1 && byte[0] != 0
     }
 
-    private static func mark(fd: Int32, io: FileIO, begun: Bool) -> Bool {
-        let wasBegun = readMark(fd: fd, io: io)
+    /// Writes the mark's byte: 1 for a change begun, 0 for one recorded.
+    private static func writeMark(_ begun: Bool, fd: Int32, io: FileIO) {
         let byte: [UInt8] = [begun ? 1 : 0]
-        if wasBegun != begun {
-            _ = try? byte.withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(fd, b, at: 0) } }.get()
-        }
-        return wasBegun
+        _ = try? byte.withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(fd, b, at: 0) } }.get()
     }
 }
 
@@ -240,15 +264,18 @@ enum SharedChange {
 
 extension DiskCache {
     /// Replays what the other writers sharing the folder recorded since this writer last looked:
-    /// one `pread` of the log's header when nothing was. Does nothing for a cache that holds its
+    /// one atomic load of the log's change counter when nothing was (one `pread` of the log's
+    /// header when the counter is not mapped). Does nothing for a cache that holds its
     /// folder alone.
     func followFolder() {
         guard let sharedFolder, !SharedChange.isHeld, sharedFolder.hasMoved else { return }
         let log = sharedFolder.log
         sharedFolder.following.withLock { following in
-            guard log.hasMoved(since: following.follower.cursor) else { return }
+            // Taken before the header is read: a change after the read moves the counter past it.
+            let count = log.changeCount
+            // One read of the header when another thread replayed meanwhile (`.current`).
             _follow(log.changes(after: following.follower.cursor), &following)
-            sharedFolder.noteFollowed(following.follower.cursor)
+            sharedFolder.noteFollowed(following.follower.cursor, changeCount: count)
         }
     }
 
@@ -299,8 +326,13 @@ extension DiskCache {
         nonisolated(unsafe) var outcome: Result<T, E>?
         sharedFolder.following.withLock { following in
             do {
+                var changeCount: UInt64?
                 try log.withChangeLock(
-                    sync: options.durability == .fsync, committed: { sharedFolder.clearChangeMark() }
+                    sync: options.durability == .fsync,
+                    committed: { count in
+                        sharedFolder.clearChangeMark()
+                        changeCount = count
+                    }
                 ) { appender in
                     // The header the lock's holder just read says whether anything was recorded
                     // since this writer last looked: when nothing was, no second read.
@@ -321,8 +353,9 @@ extension DiskCache {
                         appender.append(kind: IndexFollower.indexChangeKind, payload: IndexJournal.changesPayload(taken))
                     }
                     following.follower.move(to: appender.cursor)
-                    sharedFolder.noteFollowed(appender.cursor)
                 }
+                // Published once the header is written, with the counter that counts it.
+                sharedFolder.noteFollowed(following.follower.cursor, changeCount: changeCount)
             } catch {
                 following.mustReset = true
             }

@@ -27,6 +27,11 @@ import Synchronization
 ///   new generation with no records: a reader that sees another generation than its own has
 ///   missed changes it cannot replay, and must build its index from the folder again.
 ///
+/// Every change to the header adds one to the log's change counter (``FolderChangeCounter``,
+/// `.larder-changes-shm` beside it, mapped in shared memory) after the header is written, so
+/// that a reader that took the counter before it read the header can tell that nothing changed
+/// since with one atomic load (``changeCount``); the counter is mapped at the first change lock.
+///
 /// The file keeps its inode for good (a reset truncates it in place), so that every process's
 /// `flock` is on the same file; a lock taken on a file that was unlinked or replaced meanwhile
 /// is let go of, and the path opened again.
@@ -97,6 +102,10 @@ package final class FolderChangeLog: Sendable {
     /// The log file's path.
     let path: String
     private let sharedWithGroup: Bool
+    /// The change counter beside the log, added to after every change to the header.
+    let changeCounter = FolderChangeCounter()
+    /// The counter file's path: the log's, with `-shm` after it.
+    var changeCounterPath: String { path + "-shm" }
 
     /// Opens (creating it) the change log at `path`.
     /// - Parameters:
@@ -173,6 +182,11 @@ package final class FolderChangeLog: Sendable {
             count = writer.offset
         }
     }
+
+    /// The change counter's value, to take before reading the header: while it keeps that
+    /// value, the header has not changed since. `nil` when the counter is not mapped (the header
+    /// must be read).
+    var changeCount: UInt64? { changeCounter.value }
 
     /// Whether anything was appended, or the generation moved, since `cursor`: the check a
     /// writer makes before each operation, one `pread`. A header that cannot be read counts as
@@ -344,19 +358,28 @@ package final class FolderChangeLog: Sendable {
     /// header starts a new generation first.
     /// - Parameters:
     ///   - sync: Whether to `fsync` the records and the header (``Durability/fsync``).
-    ///   - committed: Runs after what `body` appended is written, still holding the lock.
+    ///   - committed: Runs after what `body` appended is written, still holding the lock, with
+    ///     a value of the change counter (``changeCount``) that counts what `body` appended and
+    ///     no change after the header this holder read: while the counter keeps it, the log is
+    ///     where `body` left it. `nil` when the counter is not mapped.
     /// - Returns: What `body` returned.
     /// - Throws: ``CacheError/Code/ioFailure`` when the lock cannot be taken or the log written.
     package func withChangeLock<T>(
-        sync: Bool = false, committed: () -> Void = {}, _ body: (inout Appender) -> T
+        sync: Bool = false, committed: (_ changeCount: UInt64?) -> Void = { _ in }, _ body: (inout Appender) -> T
     ) throws(CacheError) -> T {
         try lockCurrentFile()
         defer { io.unlock(fd) }
+        if !changeCounter.isAttached {
+            changeCounter.attach(path: changeCounterPath, io: io, sharedWithGroup: sharedWithGroup, growing: true)
+        }
+        // Taken before the header is read: a change after the read moves the counter past it.
+        let before = changeCounter.value
         var appender = Appender(fd: fd, io: io, header: readHeader() ?? Header(generation: 0, sequence: 0, length: 0))
         if appender.header.generation == 0 || appender.header.length > Self.maximumLength - Self.maximumPayload - Self.recordOverhead {
             appender.reset()
         }
         let result = body(&appender)
+        let changes = appender.isDirty
         do {
             try appender.commit(sync: sync)
         } catch {
@@ -365,9 +388,17 @@ package final class FolderChangeLog: Sendable {
             var fresh = Appender(fd: fd, io: io, header: appender.header)
             fresh.reset()
             if (try? fresh.commit(sync: sync)) == nil { _ = try? io.ftruncate(fd, 0) }
+            changeCounter.bump()
             throw CacheError(.ioFailure, "cannot write the change log", path: path, errno: error.rawValue)
         }
-        committed()
+        var counted = before
+        if changes, let previous = changeCounter.bump(), let before {
+            // Nobody counted a change between the read of the header and this one (only a
+            // change made without the lock could be): the counter is the log as written now.
+            // Otherwise `before`, which the counter has passed: the next look reads the header.
+            if previous == before { counted = previous &+ 1 }
+        }
+        committed(counted)
         return result
     }
 
@@ -377,7 +408,12 @@ package final class FolderChangeLog: Sendable {
     /// moment may write its records and header back; the caller also marks the change begun
     /// (``SharedFolder``), which the next holder turns into a new generation.
     func invalidateWithoutLock() {
+        // Mapped without growing it, which only a holder of the lock does.
+        if !changeCounter.isAttached {
+            changeCounter.attach(path: changeCounterPath, io: io, sharedWithGroup: sharedWithGroup, growing: false)
+        }
         _ = try? io.ftruncate(fd, 0)
+        changeCounter.bump()
     }
 
     /// Whether another holds the change lock now (a probe for tests and diagnostics).
@@ -393,8 +429,11 @@ package final class FolderChangeLog: Sendable {
 
     /// Opens the path again, for a folder made again at the root's path: the file open is the
     /// deleted folder's. Keeps it when the path cannot be opened (the next change lock tries again).
+    /// The change counter is mapped again at the next change lock; looks read the header from
+    /// now on.
     func reopen() {
         guard let reopened = try? Self.open(path, io: io, sharedWithGroup: sharedWithGroup) else { return }
+        changeCounter.detach()
         io.close(descriptor.exchange(reopened, ordering: .relaxed))
     }
 
@@ -415,6 +454,8 @@ package final class FolderChangeLog: Sendable {
             let reopened = try Self.open(path, io: io, sharedWithGroup: sharedWithGroup)
             io.close(fd)
             descriptor.store(reopened, ordering: .relaxed)
+            // The counter file may have been replaced too: mapped again once the lock is held.
+            changeCounter.detach()
         }
     }
 }
