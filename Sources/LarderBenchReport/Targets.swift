@@ -79,6 +79,9 @@ public struct Target: Sendable {
         Target(
             suite: "open", caseName: "index-memory", impl: "larder-adaptive", n: 100_000, measure: .field("bytes", unit: "B a record"),
             bound: 160),
+        Target(
+            suite: "open", caseName: "index-memory", impl: "larder-adaptive", n: 1_000_000, measure: .field("bytes", unit: "B a record"),
+            bound: 160),
         Target(suite: "hybrid", caseName: "get-hit-memory", impl: "hybrid", measure: .timeRatio(.init(impl: "memory-only")), bound: 1.2),
         Target(
             suite: "hybrid", caseName: "get-hit-memory-typed", impl: "typed", measure: .timeRatio(.init(impl: "memory-only")), bound: 1.3),

@@ -268,7 +268,9 @@ extension DiskCache {
     /// header when the counter is not mapped). Does nothing for a cache that holds its
     /// folder alone.
     func followFolder() {
-        guard let sharedFolder, !SharedChange.isHeld, sharedFolder.hasMoved else { return }
+        // The counter first: a task-local lookup costs more than the load, and a look finds the
+        // log unmoved far more often than it runs inside a change.
+        guard let sharedFolder, sharedFolder.hasMoved, !SharedChange.isHeld else { return }
         let log = sharedFolder.log
         sharedFolder.following.withLock { following in
             // Taken before the header is read: a change after the read moves the counter past it.
