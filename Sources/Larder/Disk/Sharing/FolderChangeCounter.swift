@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import CLarderChecksum
 import Synchronization
 
 /// The change counter of a folder's change log, in shared memory, after SQLite's WAL-index
@@ -58,14 +50,16 @@ final class FolderChangeCounter: Sendable {
     init() {}
 
     deinit {
-        for base in mappings.withLock({ $0.bases }) { _ = munmap(UnsafeMutableRawPointer(bitPattern: base), Self.size) }
+        for base in mappings.withLock({ $0.bases }) {
+            if let mapped = UnsafeMutableRawPointer(bitPattern: base) { SharedMapping.unmap(mapped, size: Self.size) }
+        }
     }
 
     /// The counter's value (acquire), or `nil` when looks must read the header: the file could
     /// not be mapped, or was mapped again since the first time.
     var value: UInt64? {
         guard let word = UnsafePointer<UInt64>(bitPattern: readAddress.load(ordering: .acquiring)) else { return nil }
-        return larder_atomic_load_acquire_u64(word)
+        return SharedMapping.loadAcquiring(word)
     }
 
     /// Whether ``attach(path:io:sharedWithGroup:growing:)`` ran since the counter was made or
@@ -84,7 +78,7 @@ final class FolderChangeCounter: Sendable {
             if let file = mappings.withLock({ $0.attached ? $0.file : nil }) { Self.retire(path: file.path, io: file.io) }
             return nil
         }
-        let previous = larder_atomic_increment_unless_max_u64(word)
+        let previous = SharedMapping.incrementUnlessMaximum(word)
         return previous == Self.retired ? nil : previous
     }
 
@@ -160,11 +154,10 @@ final class FolderChangeCounter: Sendable {
             guard written != nil else { return nil }
         }
         guard let grown = try? io.info(fd), grown.size == size else { return nil }
-        // `MAP_FAILED` is `(void *)-1`.
-        guard let mapped = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), Int(bitPattern: mapped) != -1 else { return nil }
+        guard let mapped = SharedMapping.map(fd, size: size) else { return nil }
         let base = Int(bitPattern: mapped)
         guard UnsafeRawBufferPointer(start: mapped, count: magic.count).elementsEqual(magic) else {
-            _ = munmap(mapped, size)
+            SharedMapping.unmap(mapped, size: size)
             return nil
         }
         return base
