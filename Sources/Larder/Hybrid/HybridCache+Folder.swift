@@ -9,7 +9,8 @@ import Foundation
 //   copies of them (this cache's and its typed views'). The replay runs holding the folder's
 //   `following` lock, which every local change of the disk takes too, so a drop reported by a
 //   replay always comes before the local changes made after that replay.
-// - Before a memory look, the log's header is read (one `pread`) and, when it moved, the new
+// - Before a memory look, the log's change counter is loaded (an atomic load in shared memory;
+//   a `pread` of the log's header when the counter is not mapped) and, when it moved, the new
 //   changes are replayed (``followFolder()``): a memory hit never serves a copy another process
 //   changed before the call.
 // - The drop takes no key lock (a replay may run inside an operation that holds one), so a copy
@@ -44,9 +45,9 @@ extension HybridCache {
     }
 
     /// Replays what the folder's other writers recorded since the disk tier last looked, dropping
-    /// the memory copies of what they changed: one `pread` of the change log's header when
-    /// nothing was. Nothing once the disk tier is closed: the memory tier then serves what it
-    /// holds (``close()``).
+    /// the memory copies of what they changed: one atomic load of the change log's counter when
+    /// nothing was (a `pread` of its header when the counter is not mapped). Nothing once the
+    /// disk tier is closed: the memory tier then serves what it holds (``close()``).
     @usableFromInline
     func followFolder() {
         if !disk.isClosed.isSet { disk.followFolder() }

@@ -37,10 +37,10 @@ import Synchronization
 /// **Other processes on the folder.** When the disk tier shares its folder with other writers
 /// (``DiskCacheOptions/sharesFolderWithWriters``), what another process stores, removes, locks or
 /// unlocks is seen at this cache's next read of the key, memory hits included: each look at
-/// memory first reads the folder's change log header (one `pread`), and replaying the others'
-/// changes drops the memory copies (this cache's and its typed views') of the keys they touched,
-/// or every copy when the disk tier had to build its index from the folder again (another
-/// process removed everything, the folder was made again). A copy read from disk or stored here
+/// memory first loads the folder's change counter (an atomic load in shared memory), and
+/// replaying the others' changes drops the memory copies (this cache's and its typed views')
+/// of the keys they touched, or every copy when the disk tier had to build its index from the
+/// folder again (another process removed everything, the folder was made again). A copy read from disk or stored here
 /// is kept only if no replay touched its key since the read or store began.
 ///
 /// **Memory.** With ``init(options:)`` the memory tier is bounded (``HybridCacheOptions/memory``'s
