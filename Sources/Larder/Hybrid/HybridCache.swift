@@ -40,8 +40,9 @@ import Synchronization
 /// memory first loads the folder's change counter (an atomic load in shared memory), and
 /// replaying the others' changes drops the memory copies (this cache's and its typed views')
 /// of the keys they touched, or every copy when the disk tier had to build its index from the
-/// folder again (another process removed everything, the folder was made again). A copy read from disk or stored here
-/// is kept only if no replay touched its key since the read or store began.
+/// folder again (another process removed everything, the folder was made again). A copy read
+/// from disk or stored here is kept only if no replay touched its key since the read or store
+/// began.
 ///
 /// **Memory.** With ``init(options:)`` the memory tier is bounded (``HybridCacheOptions/memory``'s
 /// `totalCostLimit`, by default a tenth of the machine's memory, at most 256 MiB) and gives memory
