@@ -136,6 +136,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
         var byHand: [Double] = []
         // What a user would write by hand: the GET, then the value kept in a locked dictionary.
         let kept = Mutex<[String: Data]>([:])
+        var switches = SwitchCounts()
         // Interleaved a few keys at a time: on a shared machine the raw round trip itself drifts
         // between 20 and 90 µs from one second to the next, so the three reads are timed side by
         // side, each key read once by each.
@@ -146,14 +147,19 @@ func runRemoteSuite(_ context: BenchContext) throws {
             var elapsed: (larder: UInt64, memory: UInt64, store: UInt64, raw: UInt64, byHand: UInt64) = (0, 0, 0, 0, 0)
             for start in stride(from: 0, to: keys.count, by: step) {
                 let group = keys[start ..< min(start + step, keys.count)]
+                var switchesBefore = threadSwitches()
                 var begin = remoteClock()
                 for key in group where try reader.value(forKey: key)?.count != payload.count { throw BenchError("larder missed \(key)") }
                 elapsed.larder += remoteClock() - begin
+                switches.add("larder", since: switchesBefore)
+                switchesBefore = threadSwitches()
                 begin = remoteClock()
                 for key in group where try memoryReader.value(forKey: key, from: [.memory, .remote])?.count != payload.count {
                     throw BenchError("larder missed \(key)")
                 }
                 elapsed.memory += remoteClock() - begin
+                switches.add("larder-memory", since: switchesBefore)
+                switchesBefore = threadSwitches()
                 begin = remoteClock()
                 for key in group {
                     let found = try store.values(forKeys: ["\(namespace):v:\(key)"], timeouts: timeouts)
@@ -162,17 +168,22 @@ func runRemoteSuite(_ context: BenchContext) throws {
                     }
                 }
                 elapsed.store += remoteClock() - begin
+                switches.add("store", since: switchesBefore)
+                switchesBefore = threadSwitches()
                 begin = remoteClock()
                 for key in group where try raw.get("\(namespace):v:\(key)")?.count != payload.count + RemotePayload.headerSize {
                     throw BenchError("the by-hand GET missed \(key)")
                 }
                 elapsed.raw += remoteClock() - begin
+                switches.add("raw", since: switchesBefore)
+                switchesBefore = threadSwitches()
                 begin = remoteClock()
                 for key in group {
                     guard let value = try raw.get("\(namespace):v:\(key)") else { throw BenchError("the by-hand GET missed \(key)") }
                     kept.withLock { $0[key] = value }
                 }
                 elapsed.byHand += remoteClock() - begin
+                switches.add("by-hand", since: switchesBefore)
                 // The queue drained untimed before it fills (see `larder-drained`).
                 if (start + step) % burst == 0 { reader.flushRemoteWrites() }
             }
@@ -190,6 +201,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
             drainedReader.flushRemoteWrites()
             drained.append(Double(remoteClock() - begin) / Double(n))
         }
+        if countsSwitches { switches.print(reads: n * (repeats + 1)) }
         // The first run warms up.
         for (impl, samples) in [
             ("larder", larder), ("larder-drained", drained), ("larder-memory", memoryOnly), ("store", storeOnly), ("by-hand", byHand),
@@ -302,6 +314,42 @@ private let readerCountLimit = ProcessInfo.processInfo.environment["LARDER_BENCH
 private func remoteCaseRuns(_ name: String) -> Bool {
     guard let chosen = ProcessInfo.processInfo.environment["LARDER_BENCH_REMOTE_CASES"] else { return true }
     return chosen.split(separator: ",").contains { $0 == name }
+}
+
+/// With `LARDER_BENCH_SWITCHES=1`, `get-hit-remote` also prints how often the calling thread
+/// gave up the processor per read and impl (`getrusage`): `blocked` when it waited (a socket read,
+/// a lock), `preempted` when the scheduler took the processor from it (another thread woke on its
+/// core): where a read's wall time beyond its CPU time goes.
+private let countsSwitches = ProcessInfo.processInfo.environment["LARDER_BENCH_SWITCHES"] == "1"
+
+/// The calling thread's voluntary and involuntary context switches so far.
+private func threadSwitches() -> (blocked: Int, preempted: Int) {
+    guard countsSwitches else { return (0, 0) }
+    var usage = rusage()
+    getrusage(__rusage_who_t(1), &usage)  // RUSAGE_THREAD, which Glibc does not import
+    return (usage.ru_nvcsw, usage.ru_nivcsw)
+}
+
+/// The context switches of the calling thread per impl of `get-hit-remote`.
+private struct SwitchCounts {
+    private var counts: [String: (blocked: Int, preempted: Int)] = [:]
+
+    mutating func add(_ impl: String, since before: (blocked: Int, preempted: Int)) {
+        guard countsSwitches else { return }
+        let now = threadSwitches()
+        let old = counts[impl] ?? (0, 0)
+        counts[impl] = (old.blocked + now.blocked - before.blocked, old.preempted + now.preempted - before.preempted)
+    }
+
+    func print(reads: Int) {
+        for impl in ["larder", "larder-memory", "store", "by-hand", "raw"] {
+            let (blocked, preempted) = counts[impl] ?? (0, 0)
+            let line = String(
+                format: "get-hit-remote %@: %.2f blocked, %.2f preempted per read", impl, Double(blocked) / Double(reads),
+                Double(preempted) / Double(reads))
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+    }
 }
 
 private let timesRemoteReadsInCPUTime = ProcessInfo.processInfo.environment["LARDER_BENCH_CPU_TIME"] == "1"
