@@ -35,6 +35,9 @@ import Synchronization
 // (`HybridCacheOptions.memory.countLimit`; default none), so that a promotion evicts an older entry and
 // the allocator reuses its memory, as in a full cache, instead of touching new pages.
 //
+// `LARDER_BENCH_REMOTE_POLICY=lru` gives the readers' memory tier that eviction policy instead
+// of the hybrid's default (TinyLFU): what the policy's bookkeeping costs a promotion.
+//
 // `LARDER_BENCH_REMOTE_CASES=get-hit-remote,invalidation` runs only the named cases (profiling).
 //
 // `LARDER_BENCH_CPU_TIME=1` times `get-hit-remote` and `get-many-remote` in the calling thread's
@@ -62,6 +65,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
         remote.connectTimeout = 5
         options.remote = remote
         if let limit = readerCountLimit { options.memory.countLimit = limit }
+        if let policy = readerPolicy { options.memory.policy = policy }
         return try HybridCache(options: options)
     }
     let writer = try open("writer")
@@ -309,6 +313,17 @@ private func remoteClock() -> UInt64 {
 }
 
 private let readerCountLimit = ProcessInfo.processInfo.environment["LARDER_BENCH_REMOTE_COUNT_LIMIT"].flatMap { Int($0) }
+
+/// `LARDER_BENCH_REMOTE_POLICY=lru` (or `tinylfu`): the memory tier's eviction policy (default:
+/// the hybrid's, ``EvictionPolicy/recommended``), to measure what the policy's bookkeeping adds to
+/// a promotion.
+private let readerPolicy: EvictionPolicy? = ProcessInfo.processInfo.environment["LARDER_BENCH_REMOTE_POLICY"].flatMap {
+    switch $0 {
+    case "lru": .lru
+    case "tinylfu": .tinyLFU
+    default: nil
+    }
+}
 
 /// Whether `LARDER_BENCH_REMOTE_CASES` (a comma-separated list; every case without it) names `name`.
 private func remoteCaseRuns(_ name: String) -> Bool {
