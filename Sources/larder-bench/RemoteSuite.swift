@@ -334,15 +334,20 @@ private func remoteCaseRuns(_ name: String) -> Bool {
 /// With `LARDER_BENCH_SWITCHES=1`, `get-hit-remote` also prints how often the calling thread
 /// gave up the processor per read and impl (`getrusage`): `blocked` when it waited (a socket read,
 /// a lock), `preempted` when the scheduler took the processor from it (another thread woke on its
-/// core): where a read's wall time beyond its CPU time goes.
+/// core): where a read's wall time beyond its CPU time goes. Linux only.
 private let countsSwitches = ProcessInfo.processInfo.environment["LARDER_BENCH_SWITCHES"] == "1"
 
 /// The calling thread's voluntary and involuntary context switches so far.
 private func threadSwitches() -> (blocked: Int, preempted: Int) {
     guard countsSwitches else { return (0, 0) }
+    #if os(Linux)
     var usage = rusage()
     getrusage(__rusage_who_t(1), &usage)  // RUSAGE_THREAD, which Glibc does not import
     return (usage.ru_nvcsw, usage.ru_nivcsw)
+    #else
+    // Darwin has no per-thread `getrusage`: no switches are counted there.
+    return (0, 0)
+    #endif
 }
 
 /// The context switches of the calling thread per impl of `get-hit-remote`.
