@@ -71,4 +71,46 @@ import Testing
             #expect(try a.value(forKey: "y") == SharedFolderCacheTests.payload("y", 2))
         }
     }
+
+    /// A record whose key lock is held, by a thread that waits for the change lock the batch
+    /// holds, is written after the batch: the batch does not wait for the key lock (which would
+    /// deadlock), and the record's access time still reaches its header.
+    @Test func aRecordWhoseKeyLockIsHeldIsWrittenAfterTheBatch() throws {
+        // Run by A's first `flock` of the change lock once armed, with the batch's hold begun.
+        let holdKeyLock = LarderMutex<(@Sendable () -> Void)?>(nil)
+        var calls = SystemCalls.live
+        let flock = calls.flock
+        calls.flock = { fd, operation in
+            if operation == LOCK_EX, let hold = holdKeyLock.withLock({ armed in armed.take() }) { hold() }
+            return flock(fd, operation)
+        }
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-write-back", systemCallsOfA: calls) { _, clock, a, b throws in
+            for key in ["x", "y", "z"] { try b.store(SharedFolderCacheTests.payload(key, 1), forKey: key) }
+            clock.advance(by: 5)
+            for key in ["y", "z", "x"] { #expect(try a.value(forKey: key) == SharedFolderCacheTests.payload(key, 1)) }
+            let name = try a.options.keyEncoding.fileName(for: "x")
+            let held = DispatchSemaphore(value: 0)
+            let finished = DispatchSemaphore(value: 0)
+            let changed = Atomic<Bool>(false)
+            holdKeyLock.withLock {
+                $0 = {
+                    // Another thread takes the key lock of "x", then waits for the change lock
+                    // (its `following` part, which the batch holds) to make a change.
+                    Thread {
+                        a.withKeyLock(name) {
+                            held.signal()
+                            a._sharingChange { changed.store(true, ordering: .relaxed) }
+                        }
+                        finished.signal()
+                    }.start()
+                    held.wait()
+                }
+            }
+            _ = try a.flush()
+            finished.wait()
+            let didChange = changed.load(ordering: .relaxed)
+            #expect(didChange)
+            for key in ["x", "y", "z"] { #expect(try FlushTests.headerAccess(b, key) == 1_700_000_005_000) }
+        }
+    }
 }
