@@ -519,6 +519,14 @@ public final class DiskCache: Sendable {
         try keyLocks.withLock(forName: name, body)
     }
 
+    /// ``withKeyLock(_:_:)`` without waiting: runs `body` holding the key lock of `name` when no
+    /// thread holds it, or returns `nil` at once. For a caller holding a lock that a key lock's
+    /// holder may wait for (the change lock of a writer sharing its folder), where waiting for
+    /// the key lock could deadlock.
+    func withKeyLockIfAvailable<T>(_ name: String, _ body: () -> T) -> T? {
+        keyLocks.withLockIfAvailable(forName: name, body)
+    }
+
     /// Runs `body` holding every key lock, so that no read or change of any record is under way.
     func withEveryKeyLock(_ body: () -> Void) {
         keyLocks.withEveryLock(body)

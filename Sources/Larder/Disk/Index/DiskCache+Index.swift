@@ -130,6 +130,17 @@ extension DiskCache {
         }
     }
 
+    /// The most headers a writer sharing its folder writes back in one hold of the change lock.
+    /// Every other writer's change waits for that hold: a header's rewrite (open, read, write,
+    /// close of a file the page cache holds) costs about as much as the lock's own work (its
+    /// `flock`, the check of the log's inode, the change mark's read and writes, the log's
+    /// header), so 64 make the lock a small share of the write-back while a hold lasts about as
+    /// long as a few stores of small records.
+    static let writeBackBatch = 64
+    /// ``writeBackBatch`` when each header is synced (``Durability/fsync``): a sync waits for the
+    /// device, and the others wait for the lock meanwhile.
+    static let syncedWriteBackBatch = 8
+
     /// Writes access times held only by the index back into their headers, a batch at a time.
     /// - Parameter sync: Whether to `fsync` each header written (`flush()` under ``Durability/fsync``).
     /// - Returns: Events for headers that could not be written.
@@ -140,28 +151,62 @@ extension DiskCache {
             // Take the whole queue; reads that dirty an entry meanwhile queue it again.
             let queued = state.withLock { $0.takeDirtyQueue() }
             if queued.isEmpty { break }
-            for queuedName in queued {
-                let name = queuedName.string
-                let path = layout.path(for: name)
-                // Under the change lock when the folder is shared: another writer's store may
-                // replace the file between the header's read and its rewrite.
-                withKeyLock(name) {
-                    _sharingChange { () -> Void in
-                        guard let entry = state.withLock({ $0.index[name] }), entry.isAccessDirty else { return }
-                        defer { state.withLock { $0.markAccessClean(name) } }
-                        guard case .record(let contents)? = try? records.read(path, readPayload: false) else { return }
-                        var header = contents.header
-                        _mergeAccessTimes(into: &header, from: entry)
-                        guard header != contents.header else { return }
-                        do throws(Errno) {
-                            _ = try records.rewriteHeader(header, at: path, sync: sync)
-                        } catch {
-                            events.append(.ioError(operation: "write-back", path: path, errno: error.rawValue))
-                        }
-                    }
-                }
+            if sharedFolder == nil {
+                for name in queued { withKeyLock(name.string) { _writeBackAccessTime(of: name.string, sync: sync, events: &events) } }
+            } else {
+                writeBackSharingFolder(queued, sync: sync, events: &events)
             }
         }
         return events
+    }
+
+    /// The write-back of a writer sharing its folder: under the change lock, since another
+    /// writer's store may replace a file between the header's read and its rewrite, taken once
+    /// for a batch of records (``writeBackBatch``) instead of once for each.
+    ///
+    /// Lock order: every change takes the record's key lock, then ``SharedFolder/following`` and
+    /// the change lock (``_sharingChange(_:)``), and a read holding its key lock may start one (an
+    /// expired or corrupt record removed). A batch holds the latter two across many records, so
+    /// it must not wait for a key lock inside them: it takes each record's key lock only when
+    /// it is free (``withKeyLockIfAvailable(_:_:)``), and a record whose key lock is held is
+    /// written after the batch, the way a single change is (key lock, then change lock).
+    private func writeBackSharingFolder(_ queued: [RecordName], sync: Bool, events: inout [CacheEvent]) {
+        let batch = sync ? Self.syncedWriteBackBatch : Self.writeBackBatch
+        var busy: [String] = []
+        var start = queued.startIndex
+        while start < queued.endIndex {
+            let end = min(start + batch, queued.endIndex)
+            _sharingChange { () -> Void in
+                for queuedName in queued[start ..< end] {
+                    let name = queuedName.string
+                    let written: Void? = withKeyLockIfAvailable(name) { _writeBackAccessTime(of: name, sync: sync, events: &events) }
+                    if written == nil { busy.append(name) }
+                }
+            }
+            start = end
+        }
+        for name in busy {
+            withKeyLock(name) { _sharingChange { _writeBackAccessTime(of: name, sync: sync, events: &events) } }
+        }
+    }
+
+    /// Writes the access times the index holds for `name` into its header, when they are later
+    /// than the header's; a header that cannot be written adds an event to `events`. Expects the
+    /// key lock of `name` held, and for a writer sharing its folder the change lock too: the
+    /// entry is read under it, after the other writers' changes were replayed, so a record
+    /// another writer replaced has a new entry, with no access time to write over its header.
+    private func _writeBackAccessTime(of name: String, sync: Bool, events: inout [CacheEvent]) {
+        guard let entry = state.withLock({ $0.index[name] }), entry.isAccessDirty else { return }
+        defer { state.withLock { $0.markAccessClean(name) } }
+        let path = layout.path(for: name)
+        guard case .record(let contents)? = try? records.read(path, readPayload: false) else { return }
+        var header = contents.header
+        _mergeAccessTimes(into: &header, from: entry)
+        guard header != contents.header else { return }
+        do throws(Errno) {
+            _ = try records.rewriteHeader(header, at: path, sync: sync)
+        } catch {
+            events.append(.ioError(operation: "write-back", path: path, errno: error.rawValue))
+        }
     }
 }

@@ -41,9 +41,12 @@ final class FolderChangeCounter: Sendable {
     /// and 0 for good once another is made. A value a reader took from one file is then never
     /// compared with another file's, whose counter may have reached the same number.
     private let readAddress = Atomic<Int>(0)
-    /// Every mapping made, unmapped when the counter goes (a reader may still hold the address
-    /// of one replaced meanwhile), whether ``attach(path:io:sharedWithGroup:growing:)`` ran, and
-    /// the file it last attached, which a change made without a mapping retires.
+    /// The mappings kept: the first, which a look may still read through (``readAddress``), and
+    /// the one changes are counted in (``address``); one between them is unmapped at the next
+    /// attach, which no ``bump()`` can race, since it loads ``address`` and adds to it holding
+    /// this lock. The rest go with the counter. Also whether
+    /// ``attach(path:io:sharedWithGroup:growing:)`` ran, and the file it last attached, which a
+    /// change made without a mapping retires.
     private let mappings = LarderMutex<(bases: [Int], attached: Bool, file: (path: String, io: FileIO)?)>(([], false, nil))
 
     /// A counter that is not mapped yet.
@@ -62,6 +65,9 @@ final class FolderChangeCounter: Sendable {
         return SharedMapping.loadAcquiring(word)
     }
 
+    /// How many mappings of the counter file are kept (a probe for tests and diagnostics).
+    var mappingCount: Int { mappings.withLock { $0.bases.count } }
+
     /// Whether ``attach(path:io:sharedWithGroup:growing:)`` ran since the counter was made or
     /// ``detach()`` called.
     var isAttached: Bool { mappings.withLock { $0.attached } }
@@ -74,12 +80,15 @@ final class FolderChangeCounter: Sendable {
     /// when it is Larder's and of the size others map (see the type's description).
     @discardableResult
     func bump() -> UInt64? {
-        guard let word = UnsafeMutablePointer<UInt64>(bitPattern: address.load(ordering: .acquiring)) else {
-            if let file = mappings.withLock({ $0.attached ? $0.file : nil }) { Self.retire(path: file.path, io: file.io) }
-            return nil
+        // Under the lock: an attach meanwhile may unmap the mapping `address` named.
+        let counted: UInt64?? = mappings.withLock { _ in
+            guard let word = UnsafeMutablePointer<UInt64>(bitPattern: address.load(ordering: .acquiring)) else { return .none }
+            let previous = SharedMapping.incrementUnlessMaximum(word)
+            return .some(previous == Self.retired ? nil : previous)
         }
-        let previous = SharedMapping.incrementUnlessMaximum(word)
-        return previous == Self.retired ? nil : previous
+        if let counted { return counted }
+        if let file = mappings.withLock({ $0.attached ? $0.file : nil }) { Self.retire(path: file.path, io: file.io) }
+        return nil
     }
 
     /// Writes the retired value into the counter of the file at `path`, when it is a regular
@@ -103,17 +112,22 @@ final class FolderChangeCounter: Sendable {
     func attach(path: String, io: FileIO, sharedWithGroup: Bool, growing: Bool) {
         let base = Self.map(path: path, io: io, sharedWithGroup: sharedWithGroup, growing: growing)
         let counter = base.map { $0 + Self.counterOffset } ?? 0
-        let first = mappings.withLock { m in
+        mappings.withLock { m in
             defer {
                 m.attached = true
                 m.file = (path, io)
             }
             if let base { m.bases.append(base) }
-            return m.bases.count == (base == nil ? 0 : 1) && !m.attached
+            let first = m.bases.count == (base == nil ? 0 : 1) && !m.attached
+            if !first { readAddress.store(0, ordering: .releasing) }
+            address.store(counter, ordering: .releasing)
+            if first { readAddress.store(counter, ordering: .releasing) }
+            // Neither the first nor this one: only `address` named it, and no bump holds it now.
+            while m.bases.count > (base == nil ? 1 : 2) {
+                let replaced = m.bases.remove(at: 1)
+                if let mapped = UnsafeMutableRawPointer(bitPattern: replaced) { SharedMapping.unmap(mapped, size: Self.size) }
+            }
         }
-        if !first { readAddress.store(0, ordering: .releasing) }
-        address.store(counter, ordering: .releasing)
-        if first { readAddress.store(counter, ordering: .releasing) }
     }
 
     /// Stops counting changes, and reading the counter, until the next attach (a log opened

@@ -403,16 +403,21 @@ package final class FolderChangeLog: Sendable {
     }
 
     /// Empties the log without the change lock, for a change made without it (the lock could
-    /// not be taken): every reader then finds no header and builds its state from the folder,
-    /// and the next append starts a new generation. A holder's append under way at the same
-    /// moment may write its records and header back; the caller also marks the change begun
-    /// (``SharedFolder``), which the next holder turns into a new generation.
+    /// not be taken): writes the header of a new generation with no records, then cuts the old
+    /// records off, so that every reader finds a generation it has not replayed and builds its
+    /// state from the folder once. A log left with no header at all (when the header cannot be
+    /// written) sends a reader that reads the header (no counter mapped) to the folder at every
+    /// look, since it cannot say whether it was emptied again since. A holder's append under way
+    /// at the same moment may write its records and header back; the caller also marks the
+    /// change begun (``SharedFolder``), which the next holder turns into a new generation.
     func invalidateWithoutLock() {
         // Mapped without growing it, which only a holder of the lock does.
         if !changeCounter.isAttached {
             changeCounter.attach(path: changeCounterPath, io: io, sharedWithGroup: sharedWithGroup, growing: false)
         }
-        _ = try? io.ftruncate(fd, 0)
+        let header = Self.encodeHeader(Header(generation: Self.nextGeneration(after: 0), sequence: 0, length: 0))
+        let written: Void? = try? header.withUnsafeBytes { b in Result { () throws(Errno) in try io.pwrite(fd, b, at: 0) } }.get()
+        _ = try? io.ftruncate(fd, written == nil ? 0 : Self.headerSize)
         changeCounter.bump()
     }
 

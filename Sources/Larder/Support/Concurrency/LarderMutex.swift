@@ -46,6 +46,15 @@ package final class LarderMutex<Value: ~Copyable>: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value.pointee)
     }
+
+    /// Runs `body` holding the lock when no thread holds it, or returns `nil` at once:
+    /// `Mutex.withLockIfAvailable`'s shape.
+    @inlinable
+    package func withLockIfAvailable<Result: ~Copyable, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result? {
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value.pointee)
+    }
 }
 #else
 /// The lock around every cache's state: `Synchronization.Mutex`. (Thread Sanitizer builds swap

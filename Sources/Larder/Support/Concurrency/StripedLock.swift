@@ -49,6 +49,13 @@ final class StripedLock: Sendable {
         return try stripe.mutex.withLock { (_: inout Void) throws(E) -> T in try body() }
     }
 
+    /// ``withLock(forName:_:)`` without waiting: runs `body` holding the stripe of `name` when no
+    /// thread holds it, or returns `nil` at once (also when the calling thread holds it).
+    func withLockIfAvailable<T>(forName name: String, _ body: () -> T) -> T? {
+        let stripe = stripes[Int(NameHash.of(name) % UInt64(stripes.count))]
+        return stripe.mutex.withLockIfAvailable { (_: inout Void) -> T in body() }
+    }
+
     /// Runs `body` holding every stripe, taken in order, so that it excludes every per-key call
     /// (which takes one stripe, so no deadlock).
     func withEveryLock<E: Error>(_ body: () throws(E) -> Void) throws(E) {

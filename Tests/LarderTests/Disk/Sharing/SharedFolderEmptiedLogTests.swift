@@ -1,0 +1,50 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Larder
+
+/// A log emptied without the change lock (a change made when the lock could not be taken) sends
+/// every other writer to the folder once, not at every operation until the next recorded change.
+@Suite struct SharedFolderEmptiedLogTests {
+    /// A writer that reads the log's header before each look (its counter is not mapped: a file
+    /// it may not map, or a log opened again since) builds its index from the folder at its first
+    /// operation after the log was emptied, and reads no record at the next ones.
+    @Test func aWriterReadingTheHeaderBuildsItsIndexOnceAfterAnEmptiedLog() throws {
+        let counting = Atomic<Bool>(false)
+        let opens = Atomic<Int>(0)
+        var calls = SystemCalls.live
+        let openBeneath = calls.openBeneath
+        let openat = calls.openat
+        calls.openBeneath = { directory, path, flags, mode in
+            if counting.load(ordering: .relaxed) { opens.add(1, ordering: .relaxed) }
+            return openBeneath(directory, path, flags, mode)
+        }
+        calls.openat = { directory, path, flags, mode in
+            if counting.load(ordering: .relaxed) { opens.add(1, ordering: .relaxed) }
+            return openat(directory, path, flags, mode)
+        }
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-emptied", systemCallsOfA: calls) { _, _, a, b throws in
+            for i in 0 ..< 20 { try b.store(SharedFolderCacheTests.payload("k\(i)", 1), forKey: "k\(i)") }
+            #expect(a.contains("k1"))
+            let sharedA = try #require(a.sharedFolder)
+            let sharedB = try #require(b.sharedFolder)
+            sharedA.log.changeCounter.detach()
+            #expect(sharedA.log.changeCount == nil)
+            sharedB.log.invalidateWithoutLock()
+            var opened: [Int] = []
+            for round in 0 ..< 4 {
+                counting.store(true, ordering: .relaxed)
+                #expect(!a.contains("missing\(round)"))
+                counting.store(false, ordering: .relaxed)
+                opened.append(opens.exchange(0, ordering: .relaxed))
+            }
+            // The first look reads the folder (every record's header); the next read nothing.
+            #expect(opened[0] >= 20)
+            #expect(opened.dropFirst().allSatisfy { $0 == 0 }, "\(opened)")
+            #expect(a.count == 20)
+            // A change recorded after it is replayed as before.
+            try b.store(SharedFolderCacheTests.payload("k1", 2), forKey: "k1")
+            #expect(try a.value(forKey: "k1") == SharedFolderCacheTests.payload("k1", 2))
+        }
+    }
+}
