@@ -64,11 +64,18 @@ final class MixedWorkers {
     }
 }
 
-/// `--mixed-worker FOLDER SEED COUNT`: one worker of ``MixedWorkers``.
+/// `--mixed-worker FOLDER SEED COUNT`: one worker of ``MixedWorkers``. Run by hand with
+/// `LARDER_BENCH_SHARED_FOLDER=0`, a writer holding the folder alone instead: the same list in
+/// each mode, for `strace -c` or `perf` on one process; with `LARDER_BENCH_WORKER_FILL=1`, it
+/// stores every key of the suite first (a folder as the suite's), before it says `ready`.
 func runMixedWorker(folder: String, seed: UInt64, count: Int) throws {
     let list = ConcurrencyWorkload.operations(count: count, seed: seed)
-    let store = try LarderStore(directory: folder, sharesFolder: true)
+    let environment = ProcessInfo.processInfo.environment
+    let store = try LarderStore(directory: folder, sharesFolder: environment["LARDER_BENCH_SHARED_FOLDER"] != "0")
     defer { store.close() }
+    if environment["LARDER_BENCH_WORKER_FILL"] == "1" {
+        for key in ConcurrencyWorkload.keys { try store.store(ConcurrencyWorkload.payload, forKey: key) }
+    }
     // Unbuffered: the parent waits for each word.
     func say(_ word: String) {
         let line = Array((word + "\n").utf8)

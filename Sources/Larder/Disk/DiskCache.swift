@@ -537,17 +537,20 @@ public final class DiskCache: Sendable {
     /// kept descriptor, if any, is retired before the lock is released, whether `body` succeeded
     /// or not, so that no later read uses a descriptor of a file `body` replaced or removed.
     ///
-    /// A writer sharing its folder holds the record's current file open across the change, and
-    /// closes it after the change lock is let go of: the kernel frees a replaced or removed
-    /// file's blocks at its last close, which then costs the other writers no wait for the
-    /// change lock.
+    /// A writer sharing its folder with writers that changed records since its own last change
+    /// holds the record's current file open across the change, and closes it after the change
+    /// lock is let go of: the kernel frees a replaced or removed file's blocks at its last close,
+    /// which then costs the other writers no wait for the change lock. A writer that finds no
+    /// change of another since its own (alone on the folder, or the others idle) frees them
+    /// inside, saving the open and the close.
     /// - Returns: What `body` returned, or `nil` when the cache is closing (`body` did not run).
     @discardableResult
     func changingRecord<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T? {
         try changingRecords(name: name) { () throws(E) -> T in
             try keyLocks.withLock(forName: name) { () throws(E) -> T in
                 defer { records.descriptors?.retire(name) }
-                let previous: Int32? = if sharedFolder != nil { try? io.open(layout.path(for: name), O_RDONLY) } else { nil }
+                let others = sharedFolder.map { !$0.log.isUnchangedSinceLastHold } ?? false
+                let previous: Int32? = if others { try? io.open(layout.path(for: name), O_RDONLY) } else { nil }
                 defer { if let previous { io.close(previous) } }
                 return try _sharingChange(body)
             }

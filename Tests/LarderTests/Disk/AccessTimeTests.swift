@@ -43,6 +43,31 @@ import Testing
         #expect(try Self.accessTime(path) == before)
     }
 
+    /// A writer sharing its folder reads the change log's header and the sharing file's mark
+    /// under the change lock after each change wrote them: under `relatime` every such read
+    /// would write the inode's access time, a journal write per change.
+    @Test func aSharingWritersChangeLeavesTheLogsAndTheSharingFilesAccessTimesAlone() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        var options = testOptions(dir.url, encoding: .verbatim)
+        options.sharesFolderWithWriters = true
+        let cache = try DiskCache(options: options)
+        defer { cache.close() }
+        try cache.store(Data("1".utf8), forKey: "a")
+        let files = [FolderChangeLog.fileName, SharedFolder.sharingFileName].map { dir.url.path + "/" + $0 }
+        var before: [Int] = []
+        for path in files {
+            // An access time an hour before the file's change, which a read under `relatime` moves to now.
+            var info = stat()
+            #expect(stat(path, &info) == 0)
+            var times = [timespec(tv_sec: info.st_mtim.tv_sec - 3600, tv_nsec: 0), info.st_mtim]
+            #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+            before.append(try Self.accessTime(path))
+        }
+        try cache.store(Data("2".utf8), forKey: "b")
+        #expect(try files.map(Self.accessTime) == before)
+    }
+
     @Test func aFileThatRefusesTheFlagIsReadWithoutIt() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }

@@ -34,7 +34,10 @@ import Synchronization
 ///
 /// The file keeps its inode for good (a reset truncates it in place), so that every process's
 /// `flock` is on the same file; a lock taken on a file that was unlinked or replaced meanwhile
-/// is let go of, and the path opened again.
+/// is let go of, and the path opened again. That check (an `fstat` of the file and one of the
+/// path) is skipped while the change counter holds the value it had when this writer last let
+/// go of the lock on the file the path named: no writer changed the header since, and a writer
+/// that made the log again at the path would have (it writes a header before anything else).
 package final class FolderChangeLog: Sendable {
     /// The log's file name, beside `.larder.lock`.
     package static let fileName = ".larder-changes"
@@ -104,6 +107,10 @@ package final class FolderChangeLog: Sendable {
     private let sharedWithGroup: Bool
     /// The change counter beside the log, added to after every change to the header.
     let changeCounter = FolderChangeCounter()
+    /// The change counter's value as this writer let go of the lock on the file that the path
+    /// named (``FolderChangeCounter/retired`` for none known): while the counter keeps it, the
+    /// next lock is taken on that file without checking the path again (see ``lockCurrentFile()``).
+    private let verifiedCount = Atomic<UInt64>(FolderChangeCounter.retired)
     /// The counter file's path: the log's, with `-shm` after it.
     var changeCounterPath: String { path + "-shm" }
 
@@ -385,6 +392,7 @@ package final class FolderChangeLog: Sendable {
         } catch {
             // What `body` recorded is not in the log: a new generation, or failing that an empty
             // log, sends every reader back to the folder, rather than on without the change.
+            verifiedCount.store(FolderChangeCounter.retired, ordering: .relaxed)
             var fresh = Appender(fd: fd, io: io, header: appender.header)
             fresh.reset()
             if (try? fresh.commit(sync: sync)) == nil { _ = try? io.ftruncate(fd, 0) }
@@ -392,12 +400,21 @@ package final class FolderChangeLog: Sendable {
             throw CacheError(.ioFailure, "cannot write the change log", path: path, errno: error.rawValue)
         }
         var counted = before
-        if changes, let previous = changeCounter.bump(), let before {
-            // Nobody counted a change between the read of the header and this one (only a
-            // change made without the lock could be): the counter is the log as written now.
-            // Otherwise `before`, which the counter has passed: the next look reads the header.
-            if previous == before { counted = previous &+ 1 }
+        // The value the counter has now, when known, for the next lock's check of the path.
+        var verified = before
+        if changes {
+            verified = nil
+            if let previous = changeCounter.bump(), let before {
+                // Nobody counted a change between the read of the header and this one (only a
+                // change made without the lock could be): the counter is the log as written now.
+                // Otherwise `before`, which the counter has passed: the next look reads the header.
+                if previous == before {
+                    counted = previous &+ 1
+                    verified = counted
+                }
+            }
         }
+        verifiedCount.store(verified ?? FolderChangeCounter.retired, ordering: .relaxed)
         committed(counted)
         return result
     }
@@ -421,6 +438,15 @@ package final class FolderChangeLog: Sendable {
         changeCounter.bump()
     }
 
+    /// Whether no writer changed the log's header since this one last let go of the change
+    /// lock (the change counter still has the value it had then): no other writer has changed
+    /// records since, so none is likely to wait for the lock now. `false` when not known (the
+    /// counter is not mapped).
+    var isUnchangedSinceLastHold: Bool {
+        let verified = verifiedCount.load(ordering: .relaxed)
+        return verified != FolderChangeCounter.retired && changeCounter.value == verified
+    }
+
     /// Whether another holds the change lock now (a probe for tests and diagnostics).
     package func isChangeLockHeldElsewhere() -> Bool {
         do {
@@ -438,12 +464,17 @@ package final class FolderChangeLog: Sendable {
     /// now on.
     func reopen() {
         guard let reopened = try? Self.open(path, io: io, sharedWithGroup: sharedWithGroup) else { return }
+        verifiedCount.store(FolderChangeCounter.retired, ordering: .relaxed)
         changeCounter.detach()
         io.close(descriptor.exchange(reopened, ordering: .relaxed))
     }
 
     /// Takes the `flock` on the file that `path` names now: when it was replaced or removed
-    /// while this waited, the lock is let go of and the path opened again.
+    /// while this waited, the lock is let go of and the path opened again. The path is not
+    /// looked at while the change counter has the value it had as this writer last let go of
+    /// the lock on the file the path named (``verifiedCount``): a log made again at the path
+    /// moves the counter as its first header is written, and whoever replaced the counter file
+    /// too cut this writer off from the others anyway (see ``FolderChangeCounter``).
     private func lockCurrentFile() throws(CacheError) {
         while true {
             do {
@@ -451,11 +482,13 @@ package final class FolderChangeLog: Sendable {
             } catch {
                 throw CacheError(.ioFailure, "cannot take the change lock", path: path, errno: error.rawValue)
             }
+            if isUnchangedSinceLastHold { return }
             let held = try? io.info(fd)
             let named = try? io.info(atPath: path)
             // One root, so one device: the inode names the file.
             if let held, let named, held.inode == named.inode { return }
             io.unlock(fd)
+            verifiedCount.store(FolderChangeCounter.retired, ordering: .relaxed)
             let reopened = try Self.open(path, io: io, sharedWithGroup: sharedWithGroup)
             io.close(fd)
             descriptor.store(reopened, ordering: .relaxed)

@@ -19,8 +19,8 @@ package typealias StatVFS = statvfs
 /// `AT_SYMLINK_NOFOLLOW`) at every component: a path outside the root fails with
 /// ``Errno/escapesRoot``, a link at any component with ``Errno/tooManySymbolicLinks`` (or
 /// ``Errno/notADirectory``). Every file is opened `O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC`, so a
-/// FIFO never blocks an open; on Linux a file opened for reading only is also opened
-/// `O_NOATIME`, so a read writes nothing (see `noAccessTime`). An unrooted `FileIO` takes paths
+/// FIFO never blocks an open; on Linux a file opened for reading (only, or with writing) is also
+/// opened `O_NOATIME`, so a read writes nothing (see `noAccessTime`). An unrooted `FileIO` takes paths
 /// as they are (for the root's own parents), with the same flags on the last component.
 package struct FileIO: Sendable {
     /// The calls underneath.
@@ -56,7 +56,10 @@ package struct FileIO: Sendable {
     /// `O_NOATIME` (Linux; the Glibc module does not export it: `01000000` in every Linux ABI
     /// Swift runs on), 0 elsewhere. Reading a record is no reason to write its inode: under
     /// `relatime` the first read after a store would otherwise dirty it, a journal write per
-    /// fresh record. Nothing in Larder, or in SPTPersistentCache's format, reads a file's atime.
+    /// fresh record. The same holds for a file Larder both reads and writes (a sharing writer's
+    /// change log and sharing file, read under the change lock after each change wrote them: one
+    /// journal write each per change otherwise). Nothing in Larder, or in SPTPersistentCache's
+    /// format, reads a file's atime.
     private static let noAccessTime: Int32 = {
         #if os(Linux)
         return 0o1000000
@@ -65,11 +68,13 @@ package struct FileIO: Sendable {
         #endif
     }()
 
-    /// Runs `open` with `flags`, plus `noAccessTime` when they open a file for reading only.
-    /// The kernel refuses that flag with `EPERM` for a file this user does not own (a foreign
-    /// cache opened read-only), so that case is tried once more without it.
+    /// Runs `open` with `flags`, plus `noAccessTime` when they open a file for reading only (not
+    /// creating it), or for reading and writing. The kernel refuses that flag with `EPERM` for a
+    /// file this user does not own (a foreign cache opened read-only, a file of another user of
+    /// a cache shared with a group), so that case is tried once more without it.
     private func openingForRead(_ flags: Int32, _ open: (Int32) -> Int32) throws(Errno) -> Int32 {
-        guard Self.noAccessTime != 0, flags & O_ACCMODE == O_RDONLY, flags & (O_CREAT | O_DIRECTORY) == 0 else {
+        let reads = flags & O_ACCMODE == O_RDWR || (flags & O_ACCMODE == O_RDONLY && flags & O_CREAT == 0)
+        guard Self.noAccessTime != 0, reads, flags & O_DIRECTORY == 0 else {
             return try opening { open(flags) }
         }
         do {

@@ -90,4 +90,77 @@ import Testing
             #expect(try a.value(forKey: "x") == SharedFolderCacheTests.payload("x", 2))
         }
     }
+
+    /// A change made when no writer changed the log since this one last held the change lock
+    /// takes the lock without looking at the log's path again (`fstatat`); one made after
+    /// another writer's change looks, as does one after the log was made again at its path,
+    /// which the change then goes to.
+    @Test func aChangeLooksAtTheLogsPathOnlyAfterAnotherWritersChange() throws {
+        let counting = Atomic<Bool>(false)
+        let pathLooks = Atomic<Int>(0)
+        var calls = SystemCalls.live
+        let fstatat = calls.fstatat
+        calls.fstatat = { directory, name, buffer, flags in
+            if counting.load(ordering: .relaxed), String(cString: name) == FolderChangeLog.fileName {
+                pathLooks.add(1, ordering: .relaxed)
+            }
+            return fstatat(directory, name, buffer, flags)
+        }
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-cost", systemCallsOfA: calls) { dir, clock, a, b throws in
+            try a.store(SharedFolderCacheTests.payload("x", 1), forKey: "x")
+            counting.store(true, ordering: .relaxed)
+            try a.store(SharedFolderCacheTests.payload("y", 1), forKey: "y")
+            try a.remove(forKey: "y")
+            #expect(pathLooks.load(ordering: .relaxed) == 0)
+            try b.store(SharedFolderCacheTests.payload("z", 1), forKey: "z")
+            try a.store(SharedFolderCacheTests.payload("w", 1), forKey: "w")
+            #expect(pathLooks.load(ordering: .relaxed) == 1)
+            counting.store(false, ordering: .relaxed)
+            #expect(try b.value(forKey: "w") == SharedFolderCacheTests.payload("w", 1))
+
+            // The log removed and made again by a writer that opens afterwards: A's next change
+            // finds the counter moved, looks at the path, and records its change in the new log.
+            #expect(unlink(dir.url.path + "/" + FolderChangeLog.fileName) == 0)
+            let c = try SharedFolderCacheTests.open(dir, clock: clock)
+            defer { c.close() }
+            #expect(try c.value(forKey: "v") == nil)
+            try a.store(SharedFolderCacheTests.payload("v", 1), forKey: "v")
+            #expect(try c.value(forKey: "v") == SharedFolderCacheTests.payload("v", 1))
+            #expect(try Set(c.keys()) == ["x", "z", "w", "v"])
+        }
+    }
+
+    /// A store by a writer that finds no change of another writer since its own last one does
+    /// not hold the replaced file open across the change: nobody waits for the change lock.
+    @Test func aStoreWithNoOtherWritersChangeSinceOpensNoReplacedFile() throws {
+        let counting = Atomic<Bool>(false)
+        let readOpens = Atomic<Int>(0)
+        var calls = SystemCalls.live
+        let openBeneath = calls.openBeneath
+        let openat = calls.openat
+        let isRead: @Sendable (Int32) -> Bool = { $0 & O_ACCMODE == O_RDONLY && $0 & O_DIRECTORY == 0 }
+        calls.openBeneath = { directory, path, flags, mode in
+            if counting.load(ordering: .relaxed), isRead(flags) { readOpens.add(1, ordering: .relaxed) }
+            return openBeneath(directory, path, flags, mode)
+        }
+        calls.openat = { directory, path, flags, mode in
+            if counting.load(ordering: .relaxed), isRead(flags) { readOpens.add(1, ordering: .relaxed) }
+            return openat(directory, path, flags, mode)
+        }
+        // No kept descriptors, and reads of none: the only open for reading is the held one.
+        let keepsNoDescriptors: (inout DiskCacheOptions) -> Void = { $0.maximumOpenFiles = 0 }
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-cost", systemCallsOfA: calls, configureA: keepsNoDescriptors) {
+            _, _, a, b throws in
+            try a.store(SharedFolderCacheTests.payload("k", 1), forKey: "k")
+            counting.store(true, ordering: .relaxed)
+            try a.store(SharedFolderCacheTests.payload("k", 2), forKey: "k")
+            #expect(readOpens.load(ordering: .relaxed) == 0)
+            // After another writer's change, the replaced file is held open again.
+            try b.store(SharedFolderCacheTests.payload("j", 1), forKey: "j")
+            try a.store(SharedFolderCacheTests.payload("k", 3), forKey: "k")
+            #expect(readOpens.load(ordering: .relaxed) == 1)
+            counting.store(false, ordering: .relaxed)
+            #expect(try b.value(forKey: "k") == SharedFolderCacheTests.payload("k", 3))
+        }
+    }
 }
