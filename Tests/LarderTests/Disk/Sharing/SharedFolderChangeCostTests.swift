@@ -133,33 +133,21 @@ import Testing
     /// A store by a writer that finds no change of another writer since its own last one does
     /// not hold the replaced file open across the change: nobody waits for the change lock.
     @Test func aStoreWithNoOtherWritersChangeSinceOpensNoReplacedFile() throws {
-        let counting = Atomic<Bool>(false)
-        let readOpens = Atomic<Int>(0)
-        var calls = SystemCalls.live
-        let openBeneath = calls.openBeneath
-        let openat = calls.openat
-        let isRead: @Sendable (Int32) -> Bool = { $0 & O_ACCMODE == O_RDONLY && $0 & O_DIRECTORY == 0 }
-        calls.openBeneath = { directory, path, flags, mode in
-            if counting.load(ordering: .relaxed), isRead(flags) { readOpens.add(1, ordering: .relaxed) }
-            return openBeneath(directory, path, flags, mode)
-        }
-        calls.openat = { directory, path, flags, mode in
-            if counting.load(ordering: .relaxed), isRead(flags) { readOpens.add(1, ordering: .relaxed) }
-            return openat(directory, path, flags, mode)
-        }
+        let readOpens = OpenCounter()
+        let calls = readOpens.counting(.live) { $0 & O_ACCMODE == O_RDONLY && $0 & O_DIRECTORY == 0 }
         // No kept descriptors, and reads of none: the only open for reading is the held one.
         let keepsNoDescriptors: (inout DiskCacheOptions) -> Void = { $0.maximumOpenFiles = 0 }
         try SharedFolderCacheTests.withTwoWriters("larder-shared-cost", systemCallsOfA: calls, configureA: keepsNoDescriptors) {
             _, _, a, b throws in
             try a.store(SharedFolderCacheTests.payload("k", 1), forKey: "k")
-            counting.store(true, ordering: .relaxed)
+            readOpens.isCounting.store(true, ordering: .relaxed)
             try a.store(SharedFolderCacheTests.payload("k", 2), forKey: "k")
-            #expect(readOpens.load(ordering: .relaxed) == 0)
+            #expect(readOpens.count.load(ordering: .relaxed) == 0)
             // After another writer's change, the replaced file is held open again.
             try b.store(SharedFolderCacheTests.payload("j", 1), forKey: "j")
             try a.store(SharedFolderCacheTests.payload("k", 3), forKey: "k")
-            #expect(readOpens.load(ordering: .relaxed) == 1)
-            counting.store(false, ordering: .relaxed)
+            #expect(readOpens.count.load(ordering: .relaxed) == 1)
+            readOpens.isCounting.store(false, ordering: .relaxed)
             #expect(try b.value(forKey: "k") == SharedFolderCacheTests.payload("k", 3))
         }
     }

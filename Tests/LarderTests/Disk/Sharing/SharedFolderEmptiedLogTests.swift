@@ -10,19 +10,8 @@ import Testing
     /// it may not map, or a log opened again since) builds its index from the folder at its first
     /// operation after the log was emptied, and reads no record at the next ones.
     @Test func aWriterReadingTheHeaderBuildsItsIndexOnceAfterAnEmptiedLog() throws {
-        let counting = Atomic<Bool>(false)
-        let opens = Atomic<Int>(0)
-        var calls = SystemCalls.live
-        let openBeneath = calls.openBeneath
-        let openat = calls.openat
-        calls.openBeneath = { directory, path, flags, mode in
-            if counting.load(ordering: .relaxed) { opens.add(1, ordering: .relaxed) }
-            return openBeneath(directory, path, flags, mode)
-        }
-        calls.openat = { directory, path, flags, mode in
-            if counting.load(ordering: .relaxed) { opens.add(1, ordering: .relaxed) }
-            return openat(directory, path, flags, mode)
-        }
+        let opens = OpenCounter()
+        let calls = opens.counting(.live)
         try SharedFolderCacheTests.withTwoWriters("larder-shared-emptied", systemCallsOfA: calls) { _, _, a, b throws in
             for i in 0 ..< 20 { try b.store(SharedFolderCacheTests.payload("k\(i)", 1), forKey: "k\(i)") }
             #expect(a.contains("k1"))
@@ -33,10 +22,10 @@ import Testing
             sharedB.log.invalidateWithoutLock()
             var opened: [Int] = []
             for round in 0 ..< 4 {
-                counting.store(true, ordering: .relaxed)
+                opens.isCounting.store(true, ordering: .relaxed)
                 #expect(!a.contains("missing\(round)"))
-                counting.store(false, ordering: .relaxed)
-                opened.append(opens.exchange(0, ordering: .relaxed))
+                opens.isCounting.store(false, ordering: .relaxed)
+                opened.append(opens.count.exchange(0, ordering: .relaxed))
             }
             // The first look reads the folder (every record's header); the next read nothing.
             #expect(opened[0] >= 20)

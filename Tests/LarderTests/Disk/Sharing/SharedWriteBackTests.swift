@@ -42,13 +42,8 @@ import Testing
     /// replays the other's change under the lock, and its entry then has no access time to write.
     @Test func aRecordAnotherWriterReplacesDuringTheWriteBackKeepsItsHeader() throws {
         // B's replacement, run by A's first `flock` of the change lock once armed.
-        let replacement = LarderMutex<(@Sendable () -> Void)?>(nil)
-        var calls = SystemCalls.live
-        let flock = calls.flock
-        calls.flock = { fd, operation in
-            if operation == LOCK_EX, let replace = replacement.withLock({ armed in armed.take() }) { replace() }
-            return flock(fd, operation)
-        }
+        let replacement = ChangeLockHook()
+        let calls = replacement.wrapping(.live)
         try SharedFolderCacheTests.withTwoWriters("larder-shared-write-back", systemCallsOfA: calls) { _, clock, a, b throws in
             for key in ["x", "y", "z"] { try b.store(SharedFolderCacheTests.payload(key, 1), forKey: key) }
             clock.advance(by: 5)
@@ -56,11 +51,9 @@ import Testing
             // B's replacement is stamped before A's reads: A's times written over it would show.
             clock.now = 1_700_000_002
             let replaced = Atomic<Bool>(false)
-            replacement.withLock {
-                $0 = {
-                    let stored: Void? = try? b.store(SharedFolderCacheTests.payload("y", 2), forKey: "y")
-                    replaced.store(stored != nil, ordering: .relaxed)
-                }
+            replacement.arm {
+                let stored: Void? = try? b.store(SharedFolderCacheTests.payload("y", 2), forKey: "y")
+                replaced.store(stored != nil, ordering: .relaxed)
             }
             _ = try a.flush()
             let didReplace = replaced.load(ordering: .relaxed)
@@ -77,13 +70,8 @@ import Testing
     /// deadlock), and the record's access time still reaches its header.
     @Test func aRecordWhoseKeyLockIsHeldIsWrittenAfterTheBatch() throws {
         // Run by A's first `flock` of the change lock once armed, with the batch's hold begun.
-        let holdKeyLock = LarderMutex<(@Sendable () -> Void)?>(nil)
-        var calls = SystemCalls.live
-        let flock = calls.flock
-        calls.flock = { fd, operation in
-            if operation == LOCK_EX, let hold = holdKeyLock.withLock({ armed in armed.take() }) { hold() }
-            return flock(fd, operation)
-        }
+        let holdKeyLock = ChangeLockHook()
+        let calls = holdKeyLock.wrapping(.live)
         try SharedFolderCacheTests.withTwoWriters("larder-shared-write-back", systemCallsOfA: calls) { _, clock, a, b throws in
             for key in ["x", "y", "z"] { try b.store(SharedFolderCacheTests.payload(key, 1), forKey: key) }
             clock.advance(by: 5)
@@ -92,19 +80,17 @@ import Testing
             let held = DispatchSemaphore(value: 0)
             let finished = DispatchSemaphore(value: 0)
             let changed = Atomic<Bool>(false)
-            holdKeyLock.withLock {
-                $0 = {
-                    // Another thread takes the key lock of "x", then waits for the change lock
-                    // (its `following` part, which the batch holds) to make a change.
-                    Thread {
-                        a.withKeyLock(name) {
-                            held.signal()
-                            a._sharingChange { changed.store(true, ordering: .relaxed) }
-                        }
-                        finished.signal()
-                    }.start()
-                    held.wait()
-                }
+            holdKeyLock.arm {
+                // Another thread takes the key lock of "x", then waits for the change lock
+                // (its `following` part, which the batch holds) to make a change.
+                Thread {
+                    a.withKeyLock(name) {
+                        held.signal()
+                        a._sharingChange { changed.store(true, ordering: .relaxed) }
+                    }
+                    finished.signal()
+                }.start()
+                held.wait()
             }
             _ = try a.flush()
             finished.wait()
