@@ -318,7 +318,8 @@ extension DiskCache {
     /// When the log cannot be written, the change lock's holder empties it or starts a new
     /// generation (``FolderChangeLog/withChangeLock(sync:committed:_:)``); when the change lock
     /// cannot be taken, `body` runs marked begun (the next holder starts a new generation) and
-    /// the log is emptied after it. Either way the others build their indexes from the folder
+    /// the log is cut back to the header of a new generation with no records after it
+    /// (``FolderChangeLog/invalidateWithoutLock()``). Either way the others build their indexes from the folder
     /// at their next operation, rather than miss this change.
     func _sharingChange<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         guard let sharedFolder, !SharedChange.isHeld else { return try body() }
@@ -364,7 +365,8 @@ extension DiskCache {
         }
         if let outcome { return try outcome.get() }
         // The change lock could not be taken: the change is made marked begun, then the log
-        // emptied, so that it is in every index the others build next.
+        // cut back to a new generation's header, so that it is in every index the others build
+        // next.
         _ = sharedFolder.markChange(begun: true)
         defer { log.invalidateWithoutLock() }
         return try SharedChange.$isHeld.withValue(true) { Result { () throws(E) -> T in try body() } }.get()

@@ -7,8 +7,8 @@ import Synchronization
 /// The file `.larder-changes-shm`, beside the log, is ``size`` bytes (little-endian on the
 /// platforms Larder builds for, the processor's order): the magic `LRDSHM01`, then at byte 8 a
 /// 64-bit counter, then zeros. It is never truncated; every writer sharing the folder maps it
-/// `MAP_SHARED`. Every change to the log's header (an append, a new generation, an emptied log)
-/// adds one to the counter, with release ordering, after the header is written
+/// `MAP_SHARED`. Every change to the log's header (an append, a new generation, a log cut back
+/// without the lock) adds one to the counter, with release ordering, after the header is written
 /// (``FolderChangeLog``). A reader takes the counter (acquire) before it reads the header; while
 /// the counter still has that value, the header has not changed since, and the read is skipped.
 /// A counter of all ones is retired: it stays so, and every writer reads the header before every
