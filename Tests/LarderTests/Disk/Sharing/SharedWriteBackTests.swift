@@ -7,8 +7,10 @@ import Testing
 /// batches, one hold of the change lock for each, and never over a record another writer replaced.
 @Suite struct SharedWriteBackTests {
     /// A close after more reads than a batch holds takes the change lock once per batch of
-    /// headers (and once for the shared index image it writes), not once per record read.
-    @Test func aCloseWritesBackAccessTimesUnderOneChangeLockPerBatch() throws {
+    /// headers (and once for the shared index image it writes), not once per record read; a
+    /// flush under `.fsync` syncs each header it writes, so its batches are smaller
+    /// (``DiskCache/syncedWriteBackBatch``), and holds the lock once per one of those.
+    @Test(arguments: [false, true]) func aWriteBackTakesTheChangeLockOncePerBatch(synced: Bool) throws {
         let counting = Atomic<Bool>(false)
         let changeLocks = Atomic<Int>(0)
         var calls = SystemCalls.live
@@ -19,19 +21,21 @@ import Testing
             if operation == LOCK_EX, counting.load(ordering: .relaxed) { changeLocks.add(1, ordering: .relaxed) }
             return flock(fd, operation)
         }
-        let batch = DiskCache.writeBackBatch
-        let count = 2 * batch + 10
+        let batch = synced ? DiskCache.syncedWriteBackBatch : DiskCache.writeBackBatch
+        let count = 2 * batch + 3
         let keys = (0 ..< count).map { "k\($0)" }
-        try SharedFolderCacheTests.withTwoWriters("larder-shared-write-back", systemCallsOfA: calls) { _, clock, a, b throws in
+        let durability: (inout DiskCacheOptions) -> Void = { if synced { $0.durability = .fsync } }
+        try SharedFolderCacheTests.withTwoWriters("larder-shared-write-back", systemCallsOfA: calls, configureA: durability) {
+            _, clock, a, b throws in
             for key in keys { try b.store(SharedFolderCacheTests.payload(key, 1), forKey: key) }
             clock.advance(by: 5)
             for key in keys { #expect(try a.value(forKey: key) == SharedFolderCacheTests.payload(key, 1)) }
             counting.store(true, ordering: .relaxed)
-            a.close()
+            if synced { _ = try a.flush() } else { a.close() }
             counting.store(false, ordering: .relaxed)
             let batches = (count + batch - 1) / batch
             let taken = changeLocks.load(ordering: .relaxed)
-            #expect(taken <= batches + 1)
+            #expect(taken >= batches && taken <= batches + 1, "\(taken) change locks for \(batches) batches")
             // Every header holds A's read.
             for key in keys { #expect(try FlushTests.headerAccess(b, key) == 1_700_000_005_000) }
         }
