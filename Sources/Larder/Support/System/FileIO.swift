@@ -20,8 +20,8 @@ package typealias StatVFS = statvfs
 /// ``Errno/escapesRoot``, a link at any component with ``Errno/tooManySymbolicLinks`` (or
 /// ``Errno/notADirectory``). Every file is opened `O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC`, so a
 /// FIFO never blocks an open; on Linux a file opened for reading (only, or with writing) is also
-/// opened `O_NOATIME`, so a read writes nothing (see `noAccessTime`). An unrooted `FileIO` takes paths
-/// as they are (for the root's own parents), with the same flags on the last component.
+/// opened `O_NOATIME`, so a read writes nothing (see `noAccessTime`). An unrooted `FileIO` takes
+/// paths as they are (for the root's own parents), with the same flags on the last component.
 package struct FileIO: Sendable {
     /// The calls underneath.
     package var calls: SystemCalls {
