@@ -24,16 +24,23 @@ import Synchronization
 // - `get-many-remote`: 100 keys at once (`values(forKeys:)`: one `MGET`), beside one by-hand
 //   `MGET` of 100 keys and 100 inserts into a `Mutex<[String: Data]>` (impl `by-hand`; `raw`: the
 //   `MGET` alone); `ns_per_op` is per batch. Impl `larder`: the caller's latency, the promotion
-//   queue drained between batches, untimed; `larder-drained`: ten batches back to back, then
-//   `flushRemoteWrites()`, all timed. Target: larder <= 1.5 x by-hand.
+//   queue drained after each batch, untimed; `larder-drained`: ten batches back to back, then
+//   `flushRemoteWrites()`, all timed. `larder`, `by-hand` and `raw` are timed side by side, a
+//   batch each in turn, in an order that changes from batch to batch (each impl first, second and
+//   third as often, and as often right after larder's queue was drained), so that the machine's
+//   drift, and the aftermath of the disk copies' file writes, reach them alike.
+//   Target: larder <= 1.5 x by-hand.
 // - `get-throughput`: one 4 KiB value read by 1, 16 and 64 concurrent callers, the store beside
 //   `redis-benchmark` (see `RemoteThroughput.swift`). Target: store >= 0.9 x its throughput.
 // - `invalidation`: a remove on one instance until the other instance's local read misses (impl
 //   `larder`, median over the rounds), measured by polling the other instance.
 //
-// `LARDER_BENCH_REMOTE_COUNT_LIMIT=N` gives the readers a memory tier of at most N entries
-// (`HybridCacheOptions.memory.countLimit`; default none), so that a promotion evicts an older entry and
-// the allocator reuses its memory, as in a full cache, instead of touching new pages.
+// The readers of `get-hit-remote` and `get-many-remote` keep as many entries in memory as the
+// by-hand dictionary does: the keys of one run (`HybridCacheOptions.memory.countLimit`; the
+// dictionary is emptied between runs). Both then reuse the memory of the values they let go, as a
+// full cache does, instead of growing into new pages whose first touch (a page fault each) would
+// be paid by whichever read came next. `LARDER_BENCH_REMOTE_COUNT_LIMIT=N` sets another limit
+// (0: none).
 //
 // `LARDER_BENCH_REMOTE_POLICY=lru` gives the readers' memory tier that eviction policy instead
 // of the hybrid's default (TinyLFU): what the policy's bookkeeping costs a promotion.
@@ -58,13 +65,14 @@ func runRemoteSuite(_ context: BenchContext) throws {
     let raw = try RawRedis(address: address)
     let timeouts = RemoteTimeouts(connect: 5, command: 5)
 
-    func open(_ name: String) throws -> HybridCache {
+    /// A cache on the shared Redis; a reader's memory tier keeps at most `entries` entries.
+    func open(_ name: String, entries: Int? = nil) throws -> HybridCache {
         var options = HybridCacheOptions(directory: URL(fileURLWithPath: directory.sub(name)))
         var remote = RemoteTierOptions(store: store, namespace: namespace)
         remote.commandTimeout = 5
         remote.connectTimeout = 5
         options.remote = remote
-        if let limit = readerCountLimit { options.memory.countLimit = limit }
+        if let limit = readerCountLimit ?? entries, limit > 0 { options.memory.countLimit = limit }
         if let policy = readerPolicy { options.memory.policy = policy }
         return try HybridCache(options: options)
     }
@@ -120,9 +128,9 @@ func runRemoteSuite(_ context: BenchContext) throws {
 
     // get-hit-remote
     if remoteCaseRuns("get-hit-remote") {
-        let reader = try open("reader-hit")
-        let drainedReader = try open("reader-hit-drained")
-        let memoryReader = try open("reader-hit-memory")
+        let reader = try open("reader-hit", entries: n)
+        let drainedReader = try open("reader-hit-drained", entries: n)
+        let memoryReader = try open("reader-hit-memory", entries: n)
         defer {
             reader.close()
             drainedReader.close()
@@ -205,7 +213,7 @@ func runRemoteSuite(_ context: BenchContext) throws {
             drainedReader.flushRemoteWrites()
             drained.append(Double(remoteClock() - begin) / Double(n))
         }
-        if countsSwitches { switches.print(reads: n * (repeats + 1)) }
+        if countsSwitches { switches.print("get-hit-remote", reads: n * (repeats + 1)) }
         // The first run warms up.
         for (impl, samples) in [
             ("larder", larder), ("larder-drained", drained), ("larder-memory", memoryOnly), ("store", storeOnly), ("by-hand", byHand),
@@ -218,56 +226,78 @@ func runRemoteSuite(_ context: BenchContext) throws {
 
     // get-many-remote
     if remoteCaseRuns("get-many-remote") {
-        let reader = try open("reader-many")
-        let drainedReader = try open("reader-many-drained")
+        let batches = context.quick ? 2 : 10
+        let reader = try open("reader-many", entries: 100 * batches)
+        let drainedReader = try open("reader-many-drained", entries: 100 * batches)
         defer {
             reader.close()
             drainedReader.close()
         }
         try awaitListening([reader, drainedReader])
-        let batches = context.quick ? 2 : 10
         var larder: [Double] = []
         var drained: [Double] = []
         var rawOnly: [Double] = []
         var byHand: [Double] = []
         let kept = Mutex<[String: Data]>([:])
+        // One order of the three impls a batch, in turn: over six batches each impl is first,
+        // second and third twice, and follows larder's drained queue twice.
+        enum Impl: String {
+            case larder, raw
+            case byHand = "by-hand"
+        }
+        var switches = SwitchCounts()
+        let turns: [[Impl]] = [
+            [.larder, .raw, .byHand], [.raw, .larder, .byHand], [.raw, .byHand, .larder],
+            [.larder, .byHand, .raw], [.byHand, .larder, .raw], [.byHand, .raw, .larder],
+        ]
+        var turn = 0
         for _ in 0 ... repeats {
             let keys = try freshKeys(100 * batches, settling: [reader, drainedReader])
             kept.withLock { $0.removeAll(keepingCapacity: true) }
             let groups = stride(from: 0, to: keys.count, by: 100).map { Array(keys[$0 ..< $0 + 100]) }
-            // A batch fits the promotion backlog: the caller's latency, the queue drained
-            // between batches, untimed; then the same batches with the drain timed.
-            var elapsed: UInt64 = 0
+            // A batch fits the promotion backlog: larder's is the caller's latency, its queue
+            // drained after the batch, untimed (`larder-drained` times the drain).
+            var elapsed: (larder: UInt64, raw: UInt64, byHand: UInt64) = (0, 0, 0)
             for group in groups {
-                let begin = remoteClock()
-                if try reader.values(forKeys: group).contains(where: { $0?.count != payload.count }) {
-                    throw BenchError("larder missed a key")
+                let names = group.map { "\(namespace):v:\($0)" }
+                turn += 1
+                for impl in turns[turn % turns.count] {
+                    let switchesBefore = threadSwitches()
+                    let begin = remoteClock()
+                    switch impl {
+                    case .larder:
+                        if try reader.values(forKeys: group).contains(where: { $0?.count != payload.count }) {
+                            throw BenchError("larder missed a key")
+                        }
+                        elapsed.larder += remoteClock() - begin
+                        switches.add(impl.rawValue, since: switchesBefore)
+                        reader.flushRemoteWrites()
+                    case .raw:
+                        if try raw.mget(names).contains(where: { $0 == nil }) { throw BenchError("the by-hand MGET missed a key") }
+                        elapsed.raw += remoteClock() - begin
+                        switches.add(impl.rawValue, since: switchesBefore)
+                    case .byHand:
+                        let values = try raw.mget(names)
+                        kept.withLock { kept in
+                            for (key, value) in zip(group, values) { kept[key] = value }
+                        }
+                        elapsed.byHand += remoteClock() - begin
+                        switches.add(impl.rawValue, since: switchesBefore)
+                        if values.contains(where: { $0 == nil }) { throw BenchError("the by-hand MGET missed a key") }
+                    }
                 }
-                elapsed += remoteClock() - begin
-                reader.flushRemoteWrites()
             }
-            larder.append(Double(elapsed) / Double(batches))
-            var start = remoteClock()
+            larder.append(Double(elapsed.larder) / Double(batches))
+            rawOnly.append(Double(elapsed.raw) / Double(batches))
+            byHand.append(Double(elapsed.byHand) / Double(batches))
+            let start = remoteClock()
             for group in groups where try drainedReader.values(forKeys: group).contains(where: { $0?.count != payload.count }) {
                 throw BenchError("larder missed a key")
             }
             drainedReader.flushRemoteWrites()
             drained.append(Double(remoteClock() - start) / Double(batches))
-            start = remoteClock()
-            for group in groups where try raw.mget(group.map { "\(namespace):v:\($0)" }).contains(where: { $0 == nil }) {
-                throw BenchError("the by-hand MGET missed a key")
-            }
-            rawOnly.append(Double(remoteClock() - start) / Double(batches))
-            start = remoteClock()
-            for group in groups {
-                let values = try raw.mget(group.map { "\(namespace):v:\($0)" })
-                kept.withLock { kept in
-                    for (key, value) in zip(group, values) { kept[key] = value }
-                }
-                if values.contains(where: { $0 == nil }) { throw BenchError("the by-hand MGET missed a key") }
-            }
-            byHand.append(Double(remoteClock() - start) / Double(batches))
         }
+        if countsSwitches { switches.print("get-many-remote", reads: batches * (repeats + 1)) }
         for (impl, samples) in [("larder", larder), ("larder-drained", drained), ("by-hand", byHand), ("raw", rawOnly)] {
             context.report(
                 suite: "remote", case: "get-many-remote", impl: impl, n: 100, bytes: payload.count, nsPerOp: median(samples.dropFirst()))
@@ -312,6 +342,8 @@ private func remoteClock() -> UInt64 {
     return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
 }
 
+/// `LARDER_BENCH_REMOTE_COUNT_LIMIT=N`: the readers' memory tiers' count limit (0: none) instead
+/// of the keys of one run.
 private let readerCountLimit = ProcessInfo.processInfo.environment["LARDER_BENCH_REMOTE_COUNT_LIMIT"].flatMap { Int($0) }
 
 /// `LARDER_BENCH_REMOTE_POLICY=lru` (or `tinylfu`): the memory tier's eviction policy (default:
@@ -331,10 +363,11 @@ private func remoteCaseRuns(_ name: String) -> Bool {
     return chosen.split(separator: ",").contains { $0 == name }
 }
 
-/// With `LARDER_BENCH_SWITCHES=1`, `get-hit-remote` also prints how often the calling thread
-/// gave up the processor per read and impl (`getrusage`): `blocked` when it waited (a socket read,
-/// a lock), `preempted` when the scheduler took the processor from it (another thread woke on its
-/// core): where a read's wall time beyond its CPU time goes. Linux only.
+/// With `LARDER_BENCH_SWITCHES=1`, `get-hit-remote` and `get-many-remote` also print how often
+/// the calling thread gave up the processor per read (per batch in `get-many-remote`) and impl
+/// (`getrusage`): `blocked` when it waited (a socket read, a lock), `preempted` when the scheduler
+/// took the processor from it (another thread woke on its core): where a read's wall time beyond
+/// its CPU time goes. Linux only.
 private let countsSwitches = ProcessInfo.processInfo.environment["LARDER_BENCH_SWITCHES"] == "1"
 
 /// The calling thread's voluntary and involuntary context switches so far.
@@ -361,11 +394,11 @@ private struct SwitchCounts {
         counts[impl] = (old.blocked + now.blocked - before.blocked, old.preempted + now.preempted - before.preempted)
     }
 
-    func print(reads: Int) {
-        for impl in ["larder", "larder-memory", "store", "by-hand", "raw"] {
+    func print(_ name: String, reads: Int) {
+        for impl in ["larder", "larder-memory", "store", "by-hand", "raw"] where counts[impl] != nil {
             let (blocked, preempted) = counts[impl] ?? (0, 0)
             let line = String(
-                format: "get-hit-remote %@: %.2f blocked, %.2f preempted per read", impl, Double(blocked) / Double(reads),
+                format: "%@ %@: %.2f blocked, %.2f preempted per read", name, impl, Double(blocked) / Double(reads),
                 Double(preempted) / Double(reads))
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }

@@ -41,7 +41,8 @@ let usage = """
     says).
     LARDER_BENCH_MIXED_ONLY=1 runs only the concurrency suite's larder mixed rows (mixed-1t, mixed-2t,
     mixed-1t larder-shared, mixed-2p, mixed-4p).
-    LARDER_BENCH_REMOTE_COUNT_LIMIT=N caps the remote suite's readers' memory tiers at N entries;
+    LARDER_BENCH_REMOTE_COUNT_LIMIT=N caps the remote suite's readers' memory tiers at N entries
+    (0: no cap; unset: the keys of one run, as many as the by-hand dictionary holds);
     LARDER_BENCH_REMOTE_CASES=get-hit-remote,invalidation runs only those remote cases.
     """
 
