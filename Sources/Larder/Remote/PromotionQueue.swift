@@ -1,7 +1,12 @@
 import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The disk copies of remote hits, written off the reader's path: a bounded backlog of one job
-/// per key, drained in order by one worker.
+/// per key, drained in order by one worker thread.
 ///
 /// A later hit of a key already waiting replaces its job (the newer read wins; the queue keeps
 /// the key's place). When the backlog is full, `submit` refuses the job and the reader writes its
@@ -16,11 +21,16 @@ import Dispatch
 ///
 /// Once started, the worker stays scheduled: after a pass that leaves no job, it looks again
 /// ``startDelay`` later, and goes idle only when that look finds none. A reader's submission
-/// wakes a thread only when the worker is idle (or half the backlog waits). Waking an idle thread
-/// (`dispatch_async` or `dispatch_after`) cost the caller 22-26 µs of CPU time on this project's
-/// 2-core virtual machines, as much as a loopback `GET`; without the second look, sustained reads
-/// woke the worker every few reads, since each pass emptied the backlog and the next hit found it
-/// idle (the remote suite of `larder-bench` measures both).
+/// wakes the worker only when it is idle (or half the backlog waits): without the second look,
+/// sustained reads woke it every few reads, since each pass emptied the backlog and the next hit
+/// found it idle (the remote suite of `larder-bench` measures both).
+///
+/// The worker is a thread of its own, at a background priority: `.utility` on Apple platforms,
+/// and on Linux a batch thread (`SCHED_BATCH`), which a wake-up does not let take the core of the
+/// thread that woke it. A pool thread of Dispatch, woken at the end of a reader's call that
+/// queued half the backlog, took that reader's core before the call returned: on a busy 2-core
+/// machine a read of 100 keys then waited milliseconds for the writes it meant to leave behind.
+/// The thread ends once the queue is let go of and no job waits.
 final class PromotionQueue: Sendable {
     /// The most jobs waiting at once; 0 makes every reader write its own copy.
     let capacity: Int
@@ -28,73 +38,108 @@ final class PromotionQueue: Sendable {
     let startThreshold: Int
     /// How long the first job of a batch waits for more before the worker starts anyway.
     let startDelay: DispatchTimeInterval
-    private let state = LarderMutex(State())
-    private let worker = DispatchQueue(label: "larder.remote.promotions", qos: .utility)
+    private let core: Core
+
+    /// A disk copy to write.
+    typealias Job = @Sendable () -> Void
+
+    /// The queue's state and the condition that guards it, shared with the worker thread, which
+    /// does not keep the queue itself alive.
+    private final class Core: @unchecked Sendable {
+        // @unchecked: `state` is only touched with `condition` locked.
+        let condition = NSCondition()
+        var state = State()
+        /// ``startDelay`` in seconds.
+        let delay: Double
+
+        init(delay: Double) { self.delay = delay }
+    }
 
     private struct State {
-        var jobs: [String: PromotionQueue.Job] = [:]
+        var jobs: [String: Job] = [:]
         /// The keys in submission order; those before `head` are done.
         var order: [String] = []
         var head = 0
-        /// Whether the worker's pass, or its next look for jobs, is queued or running: it will see
+        /// Whether the worker's pass, or its next look for jobs, is due or running: it will see
         /// jobs submitted meanwhile.
         var scheduled = false
+        /// When the scheduled pass (or look) is due, on ``PromotionQueue/monotonicSeconds()``.
+        var due: Double?
+        /// Whether what is due is a pass (it drains even an empty backlog, then looks again) rather
+        /// than a look (it lets the worker go idle when no job waits).
+        var duePass = false
         /// Whether a pass was started at once for the jobs waiting now (half the backlog).
         var startsNow = false
+        /// An extra pass at once, besides the scheduled one.
+        var passNow = false
+        /// How many jobs are running (on the worker, or on a thread in `wait()`).
+        var running = 0
+        /// Whether the worker thread was started.
+        var hasThread = false
+        /// Whether the queue was let go of: the worker ends once no job waits.
+        var closed = false
         /// How many submissions woke the worker (tests).
         var wakeups = 0
-    }
-
-    /// How a submission starts the worker.
-    private enum Start {
-        /// It is scheduled already.
-        case none
-        /// From idle: its scheduled pass, at once (half the backlog waits) or after the delay.
-        case now, later
-        /// A pass at once besides the scheduled one, which still comes.
-        case extra
     }
 
     init(capacity: Int, startDelay: DispatchTimeInterval = .milliseconds(5)) {
         self.capacity = capacity
         self.startThreshold = max(1, capacity / 2)
         self.startDelay = startDelay
+        self.core = Core(delay: Self.seconds(startDelay))
+    }
+
+    deinit {
+        core.condition.lock()
+        core.state.closed = true
+        core.condition.signal()
+        core.condition.unlock()
     }
 
     /// How many jobs are waiting.
-    var backlog: Int { state.withLock { $0.jobs.count } }
+    var backlog: Int { locked { $0.jobs.count } }
 
-    /// How many submissions so far woke the worker (queued a pass on its queue).
-    var wakeups: Int { state.withLock { $0.wakeups } }
+    /// How many submissions so far woke the worker.
+    var wakeups: Int { locked { $0.wakeups } }
 
-    /// Whether the worker is idle: no pass, and no look for jobs, is queued or running.
-    var isIdle: Bool { state.withLock { !$0.scheduled } }
-
-    /// A disk copy to write.
-    typealias Job = @Sendable () -> Void
+    /// Whether the worker is idle: no pass, and no look for jobs, is due or running.
+    var isIdle: Bool { locked { !$0.scheduled } }
 
     /// Queues `job` for `key`, replacing a job of the same key still waiting.
     /// - Returns: `false` when the backlog is full: the caller runs `job` itself.
     func submit(_ key: String, _ job: @escaping Job) -> Bool {
-        let (accepted, start) = state.withLock { s -> (Bool, Start) in
+        locked { s in
             let accepted = Self._enqueue(&s, key, job, capacity: capacity)
-            return (accepted, accepted ? _start(&s) : .none)
+            if accepted { _start(&s) }
+            return accepted
         }
-        begin(start)
-        return accepted
     }
 
     /// Queues the jobs of a batch of reads under one lock, as `submit(_:_:)` queues each.
     /// - Returns: The jobs refused because the backlog is full, in order: the caller runs them.
     func submit(_ jobs: [(key: String, job: Job)]) -> [Job] {
         guard !jobs.isEmpty else { return [] }
-        let (refused, start) = state.withLock { s -> ([Job], Start) in
+        return locked { s in
             var refused: [Job] = []
             for (key, job) in jobs where !Self._enqueue(&s, key, job, capacity: capacity) { refused.append(job) }
-            return (refused, refused.count < jobs.count ? _start(&s) : .none)
+            if refused.count < jobs.count { _start(&s) }
+            return refused
         }
-        begin(start)
-        return refused
+    }
+
+    /// Runs every job submitted so far (without waiting for the start delay) on the calling
+    /// thread, and waits for those the worker is running.
+    func wait() {
+        core.condition.lock()
+        Self._drain(core)
+        while core.state.running > 0 { core.condition.wait() }
+        core.condition.unlock()
+    }
+
+    private func locked<T>(_ body: (inout State) -> T) -> T {
+        core.condition.lock()
+        defer { core.condition.unlock() }
+        return body(&core.state)
     }
 
     /// Adds `job` unless the backlog is full; `false` when it is.
@@ -104,55 +149,89 @@ final class PromotionQueue: Sendable {
         return true
     }
 
-    /// Whether jobs just queued start the worker, and when.
-    private func _start(_ s: inout State) -> Start {
+    /// Schedules the worker for jobs just queued: from idle, its pass at once (half the backlog
+    /// waits) or after the delay; when scheduled already, one more pass at once when half the
+    /// backlog waits again. Signals the worker only then.
+    private func _start(_ s: inout State) {
         let full = s.jobs.count >= startThreshold
         if !s.scheduled {
             s.scheduled = true
             s.startsNow = full
-            s.wakeups += 1
-            return full ? .now : .later
+            s.due = Self.monotonicSeconds() + (full ? 0 : core.delay)
+            s.duePass = true
+        } else if full, !s.startsNow {
+            s.startsNow = true
+            s.passNow = true
+        } else {
+            return
         }
-        guard full, !s.startsNow else { return .none }
-        s.startsNow = true
         s.wakeups += 1
-        return .extra
-    }
-
-    private func begin(_ start: Start) {
-        switch start {
-        case .none: break
-        case .now: worker.async { self.scheduledPass() }
-        case .later: worker.asyncAfter(deadline: .now() + startDelay) { self.scheduledPass() }
-        case .extra: worker.async { self.drain() }
+        if !s.hasThread {
+            s.hasThread = true
+            startThread()
+        } else {
+            core.condition.signal()
         }
     }
 
-    /// The worker's scheduled pass: runs the jobs, then looks again after the start delay.
-    private func scheduledPass() {
-        drain()
-        worker.asyncAfter(deadline: .now() + startDelay) { self.lookAgain() }
+    private func startThread() {
+        let core = self.core
+        let thread = Thread { Self.work(core) }
+        thread.name = "larder.remote.promotions"
+        thread.qualityOfService = .utility
+        thread.start()
     }
 
-    /// Runs another scheduled pass if jobs came since the last; otherwise the worker goes idle,
-    /// and the next submission wakes it.
-    private func lookAgain() {
-        let more = state.withLock { s -> Bool in
-            guard s.jobs.isEmpty else { return true }
-            s.scheduled = false
-            return false
+    /// The worker thread: runs the passes and looks as they fall due, until the queue is let go
+    /// of and no job waits.
+    private static func work(_ core: Core) {
+        runAsBatchThread()
+        core.condition.lock()
+        defer { core.condition.unlock() }
+        while true {
+            if core.state.passNow {
+                core.state.passNow = false
+                _drain(core)
+                continue
+            }
+            let now = monotonicSeconds()
+            if let due = core.state.due, due <= now {
+                if core.state.duePass || !core.state.jobs.isEmpty {
+                    _drain(core)
+                    core.state.due = monotonicSeconds() + core.delay
+                    core.state.duePass = false
+                } else {
+                    core.state.due = nil
+                    core.state.scheduled = false
+                }
+                continue
+            }
+            if core.state.closed {
+                guard core.state.jobs.isEmpty else {
+                    _drain(core)
+                    continue
+                }
+                return
+            }
+            if let due = core.state.due {
+                _ = core.condition.wait(until: Date(timeIntervalSinceNow: due - now))
+            } else {
+                core.condition.wait()
+            }
         }
-        if more { scheduledPass() }
     }
 
-    /// Runs every job submitted so far (without waiting for the start delay), and waits for them.
-    func wait() {
-        worker.sync { drain() }
-    }
-
-    /// Runs the jobs until none is left; a job submitted meanwhile runs in this same pass.
-    private func drain() {
-        while let job = state.withLock({ Self._next(&$0) }) { job() }
+    /// Runs the jobs until none is left, each with the condition unlocked; a job submitted
+    /// meanwhile runs in this same pass. Called with the condition locked.
+    private static func _drain(_ core: Core) {
+        while let job = _next(&core.state) {
+            core.state.running += 1
+            core.condition.unlock()
+            job()
+            core.condition.lock()
+            core.state.running -= 1
+            if core.state.running == 0 { core.condition.broadcast() }
+        }
     }
 
     private static func _next(_ s: inout State) -> Job? {
@@ -167,5 +246,31 @@ final class PromotionQueue: Sendable {
         // one more at once.
         s.startsNow = false
         return nil
+    }
+
+    /// Makes the calling thread a batch thread on Linux (see the type's comment); elsewhere, and
+    /// where the system refuses, it keeps its priority.
+    private static func runAsBatchThread() {
+        #if os(Linux)
+        var parameters = sched_param()
+        let batch: Int32 = 3  // SCHED_BATCH, which Glibc exports only to GNU sources
+        _ = pthread_setschedparam(pthread_self(), batch, &parameters)
+        #endif
+    }
+
+    /// The monotonic clock, in seconds.
+    private static func monotonicSeconds() -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+    }
+
+    private static func seconds(_ interval: DispatchTimeInterval) -> Double {
+        switch interval {
+        case .seconds(let s): Double(s)
+        case .milliseconds(let ms): Double(ms) / 1e3
+        case .microseconds(let us): Double(us) / 1e6
+        case .nanoseconds(let ns): Double(ns) / 1e9
+        case .never: .infinity
+        @unknown default: 0.005
+        }
     }
 }
