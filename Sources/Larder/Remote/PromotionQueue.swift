@@ -176,8 +176,11 @@ final class PromotionQueue: Sendable {
 
     private func startThread() {
         let core = self.core
-        let thread = Thread { Self.work(core) }
-        thread.name = "larder.remote.promotions"
+        let thread = Thread {
+            // Named from the thread itself: Linux keeps 15 characters of a name.
+            Thread.current.name = "larder.promote"
+            Self.work(core)
+        }
         thread.qualityOfService = .utility
         thread.start()
     }

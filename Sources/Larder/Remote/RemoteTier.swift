@@ -85,8 +85,15 @@ final class RemoteTier: Sendable {
     /// `namespace:v:`, the start of every value's store key.
     private let valuePrefix: String
 
-    /// The store key of a cache key's value.
-    func valueKey(_ key: String) -> String { valuePrefix + key }
+    /// The store key of a cache key's value, built in one allocation of its final size (a batch
+    /// read builds one per key).
+    func valueKey(_ key: String) -> String {
+        var name = String()
+        name.reserveCapacity(valuePrefix.utf8.count + key.utf8.count)
+        name.append(valuePrefix)
+        name.append(key)
+        return name
+    }
     /// The store key of a cache key's load lock.
     func lockKey(_ key: String) -> String { options.namespace + ":l:" + key }
     /// The invalidation channel.

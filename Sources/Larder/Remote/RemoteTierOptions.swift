@@ -58,8 +58,9 @@ public struct RemoteTierOptions: Sendable {
     /// published. So instances of either kind can share a namespace.
     public var invalidation: Invalidation = .publishSubscribe
     /// The most disk copies of remote hits waiting to be written (128). A remote hit goes to
-    /// memory at once; its disk copy is written in the background, one per key (a later hit of a
-    /// waiting key replaces it). The writes start once half this many wait, or 5 ms after the
+    /// memory at once; its disk copy is written in the background, on a thread of the cache's own
+    /// at a background priority, one per key (a later hit of a waiting key replaces it). The
+    /// writes start once half this many wait, or 5 ms after the
     /// first, so that a burst of remote reads is served before its file writes compete with it;
     /// after writing them the writer looks again 5 ms later, and rests only when none waits.
     /// When this many wait, the reader writes its copy itself, so that sustained remote hits are

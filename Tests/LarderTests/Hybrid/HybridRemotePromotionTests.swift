@@ -112,6 +112,44 @@ import Testing
         #expect(try onDisk(pair.b, "k1") == bytes("k1"))
     }
 
+    /// A batch read's disk copies wait in the queue as data; each is still checked against its
+    /// key's generation when the worker writes it: a key removed while its copy waits stays off
+    /// the disk, and the others are written.
+    @Test func aBatchsQueuedCopiesAreWrittenExceptForAKeyChangedWhileTheyWait() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        for key in ["k/1", "k/2", "k/3"] { try pair.a.store(bytes("old"), forKey: key) }
+        let block = try WorkerBlock(pair.b)
+        #expect(try pair.b.values(forKeys: ["k/1", "k/2", "k/3"]) == [bytes("old"), bytes("old"), bytes("old")])
+        #expect(pair.b.remote?.promotions.backlog == 3)
+        #expect(try onDisk(pair.b, "k/1") == nil)
+        try pair.b.remove(forKey: "k/2")
+        block.release()
+        pair.b.flushRemoteWrites()
+        #expect(try onDisk(pair.b, "k/1") == bytes("old"))
+        #expect(try onDisk(pair.b, "k/2") == nil)
+        #expect(try onDisk(pair.b, "k/3") == bytes("old"))
+    }
+
+    /// The copies of a batch that the backlog cannot take are written by the reader before the
+    /// read returns; the one queued waits for the worker.
+    @Test func aBatchBeyondTheBacklogWritesTheRefusedCopiesItself() throws {
+        let pair = try Pair { $0.diskPromotionBacklog = 2 }
+        defer { pair.close() }
+        for key in ["k/1", "k/2", "k/3"] { try pair.a.store(bytes(key), forKey: key) }
+        let block = try WorkerBlock(pair.b)
+        // The blocker is running, not waiting: the backlog has room for two of the three.
+        #expect(try pair.b.values(forKeys: ["k/1", "k/2", "k/3"]) == [bytes("k/1"), bytes("k/2"), bytes("k/3")])
+        #expect(pair.b.remote?.promotions.backlog == 2)
+        #expect(try onDisk(pair.b, "k/1") == nil)
+        #expect(try onDisk(pair.b, "k/2") == nil)
+        #expect(try onDisk(pair.b, "k/3") == bytes("k/3"))
+        block.release()
+        pair.b.flushRemoteWrites()
+        #expect(try onDisk(pair.b, "k/1") == bytes("k/1"))
+        #expect(try onDisk(pair.b, "k/2") == bytes("k/2"))
+    }
+
     @Test func aKeyReadAgainWhileItsCopyWaitsIsQueuedOnce() throws {
         let pair = try Pair()
         defer { pair.close() }

@@ -106,6 +106,40 @@ import Testing
         #expect(ran.value == 1)
     }
 
+    /// The jobs run on the queue's own thread, which on Linux is a batch thread (`SCHED_BATCH`):
+    /// waking it does not take the core of the reader that queued them.
+    @Test func theJobsRunOnABackgroundThreadOfTheQueuesOwn() {
+        let queue = PromotionQueue(capacity: 4, startDelay: .milliseconds(1))
+        let ran = Ran()
+        let seen = LarderMutex<(name: String?, policy: Int32)?>(nil)
+        #expect(
+            queue.submit("a") {
+                var policy: Int32 = -1
+                var parameters = sched_param()
+                _ = pthread_getschedparam(pthread_self(), &policy, &parameters)
+                seen.withLock { $0 = (Thread.current.name, policy) }
+                ran.signal.signal()
+            })
+        #expect(ran.signal.wait(timeout: .now() + 600) == .success)
+        let (name, policy) = seen.withLock { $0 } ?? (nil, -1)
+        #expect(name == "larder.promote")
+        #if os(Linux)
+        #expect(policy == 3, "SCHED_BATCH")
+        #endif
+    }
+
+    /// A queue let go of with a job waiting (its pass a day away) still runs it: the worker
+    /// drains what waits, then ends.
+    @Test func aQueueLetGoOfRunsTheJobsStillWaiting() {
+        var queue: PromotionQueue? = PromotionQueue(capacity: 4, startDelay: .seconds(86_400))
+        let ran = Ran()
+        #expect(queue?.submit("a", ran.job()) == true)
+        #expect(queue?.backlog == 1)
+        queue = nil
+        #expect(ran.signal.wait(timeout: .now() + 600) == .success)
+        #expect(ran.value == 1)
+    }
+
     @Test func aBatchIsQueuedUpToTheBacklogAndTheRestHandedBack() {
         let queue = PromotionQueue(capacity: 4, startDelay: .seconds(86_400))
         let ran = Ran()
