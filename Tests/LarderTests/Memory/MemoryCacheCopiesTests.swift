@@ -100,6 +100,71 @@ struct MemoryCacheCopiesTests {
         #expect(sawRefused == (setup.totalCostLimit > 0))
     }
 
+    /// What TinyLFU keeps beside the entries, compared whole, so that a batch that orders its
+    /// work differently from one store per copy (hashing, reading ahead) is caught if it changes
+    /// any of it.
+    struct OrderState: Equatable {
+        var keys: [String]
+        var sketch: [UInt64]
+        var windowHistory: [UInt64]
+        var mainHistory: [UInt64]
+        var shadow: [UInt32]
+        var windowFraction: Double
+        var windowFloor: Double
+        var clock: UInt64
+        var insertions: UInt32
+        var mainEvictions: UInt32
+        var sampledEntries: Int
+        var capacity: Int
+
+        init(_ cache: MemoryCache<String, Int>) {
+            keys = cache.keys()
+            (sketch, windowHistory, mainHistory, shadow) = cache.state.withLock { state in
+                let order = state.storage.order
+                return (order.sketch.table, order.windowHistory.buckets, order.mainHistory.buckets, order.shadow.hashesInOrder())
+            }
+            (windowFraction, windowFloor, clock, insertions, mainEvictions, sampledEntries, capacity) = cache.state.withLock {
+                let order = $0.storage.order
+                return (
+                    order.windowFraction, order.windowFloor, order.clock, order.insertions, order.mainEvictions, order.sampledEntries,
+                    order.capacity
+                )
+            }
+        }
+    }
+
+    /// Batches of 100 copies of mostly new keys (as `values(forKeys:)` promotes remote hits),
+    /// with reads between them, leave the sketch, both histories, the shadow LRU, the window's
+    /// tuning and the eviction order exactly as one `store` per copy does: with a count limit
+    /// (evictions, contests, history records) and without one (a growing table, rehashed
+    /// mid-batch). Enough keys that the shadow samples only some of them.
+    @Test("batches of 100 leave TinyLFU's sketch, histories and shadow as one store per copy", arguments: [0, 10_000])
+    func batchesLeaveTheSameTinyLFUState(countLimit: Int) throws {
+        var random = SplitMix64(seed: 44 &+ UInt64(countLimit))
+        let batched = try MemoryCache<String, Int>(countLimit: countLimit, clock: ManualClock(now: 1_000), policy: .tinyLFU)
+        let stored = try MemoryCache<String, Int>(countLimit: countLimit, clock: ManualClock(now: 1_000), policy: .tinyLFU)
+        var next = 0
+        for round in 0 ..< 150 {
+            let keys = (0 ..< 100).map { _ in
+                // Mostly new keys; some come back (window and main history hits), some repeat.
+                if next > 0 && random.below(5) == 0 { return "key-\(random.below(next))" }
+                next += 1
+                return "key-\(next - 1)"
+            }
+            batched.storeCopies(count: keys.count, now: 1_000) { .init(key: keys[$0], value: $0, cost: 1, deadline: .infinity) }
+            for (index, key) in keys.enumerated() { try stored.store(index, forKey: key) }
+            for _ in 0 ..< 50 {
+                let key = "key-\(random.below(next))"
+                #expect(batched.value(forKey: key) == stored.value(forKey: key), "round \(round): read of \(key)")
+            }
+            // Compared every tenth round (and after the last): a whole comparison is O(capacity).
+            if round % 10 == 9 { try #require(OrderState(batched) == OrderState(stored), "round \(round)") }
+        }
+        let (sampleMask, capacity) = batched.state.withLock { ($0.storage.order.sampleMask, $0.storage.order.capacity) }
+        #expect(sampleMask != 0, "only some keys sampled")
+        if countLimit > 0 { #expect(batched.statistics.totalEvictions > 0 && capacity == countLimit) }
+    }
+
     /// The closure runs with the cache's lock held: a copy it refuses there is never stored,
     /// and the ones it allows are, in the order given.
     @Test("a copy the closure refuses is not stored; the others are, newest last")
