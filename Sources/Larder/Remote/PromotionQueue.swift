@@ -1,10 +1,6 @@
 import Dispatch
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The disk copies of remote hits, written off the reader's path: a bounded backlog of one job
 /// per key, drained in order by one worker thread.
 ///
@@ -188,7 +184,7 @@ final class PromotionQueue: Sendable {
     /// The worker thread: runs the passes and looks as they fall due, until the queue is let go
     /// of and no job waits.
     private static func work(_ core: Core) {
-        runAsBatchThread()
+        makeCurrentThreadBatch()
         core.condition.lock()
         defer { core.condition.unlock() }
         while true {
@@ -249,16 +245,6 @@ final class PromotionQueue: Sendable {
         // one more at once.
         s.startsNow = false
         return nil
-    }
-
-    /// Makes the calling thread a batch thread on Linux (see the type's comment); elsewhere, and
-    /// where the system refuses, it keeps its priority.
-    private static func runAsBatchThread() {
-        #if os(Linux)
-        var parameters = sched_param()
-        let batch: Int32 = 3  // SCHED_BATCH, which Glibc exports only to GNU sources
-        _ = pthread_setschedparam(pthread_self(), batch, &parameters)
-        #endif
     }
 
     /// The monotonic clock, in seconds.
