@@ -102,8 +102,9 @@ struct SuiteNote {
                 the caller's latency; `larder-drained`: with the disk copies' writing timed too; `larder-memory`: \
                 promoted to memory only). `get-many-remote`: 100 such keys in one call, time per batch. `by-hand` is \
                 what a user would write instead: a plain RESP client's `GET` (or one `MGET`), then each value \
-                inserted into a `Mutex<[String: Data]>`; `raw` is that client's read alone. `get-throughput`: one \
-                key read by n concurrent callers (at 16 and 64, tasks on the async API sharing one connection), \
+                inserted into a `Mutex<[String: Data]>`; `raw` is that client's read alone. Both cases time their \
+                impls side by side, 16 reads or one batch each in turn, in an order that changes from turn to turn. \
+                `get-throughput`: one key read by n concurrent callers (at 16 and 64, tasks on the async API sharing one connection), \
                 time per GET and GETs a second, beside `redis-benchmark -t get -d 4096 -c n` run against the same \
                 server in the same run. `invalidation`: a removal on one instance until another instance's local \
                 read misses. `store` is Larder's Redis store alone.

@@ -19,8 +19,10 @@ import Synchronization
 //   (`from: [.memory, .remote]`). Impl `store`: `RedisRemoteStore.values(forKeys:)` of the one
 //   key, the remote read without the hybrid. Impl `by-hand`: one `GET`, then the value inserted
 //   into a `Mutex<[String: Data]>`; impl `raw`: the `GET` alone. `larder`, `larder-memory`,
-//   `store`, `raw` and `by-hand` are timed side by side, 16 keys each in turn, so that the
-//   machine's drift reaches them alike. Target: larder <= 1.2 x by-hand.
+//   `store`, `raw` and `by-hand` are timed side by side, 16 keys each in turn, the first impl
+//   of a group moving on by one from group to group (each goes first, and right after the
+//   queue's drain, about as often), so that the machine's drift and the drain's aftermath reach
+//   them alike. Target: larder <= 1.2 x by-hand.
 // - `get-many-remote`: 100 keys at once (`values(forKeys:)`: one `MGET`), beside one by-hand
 //   `MGET` of 100 keys and 100 inserts into a `Mutex<[String: Data]>` (impl `by-hand`; `raw`: the
 //   `MGET` alone); `ns_per_op` is per batch. Impl `larder`: the caller's latency, the promotion
@@ -150,8 +152,16 @@ func runRemoteSuite(_ context: BenchContext) throws {
         let kept = Mutex<[String: Data]>([:])
         var switches = SwitchCounts()
         // Interleaved a few keys at a time: on a shared machine the raw round trip itself drifts
-        // between 20 and 90 µs from one second to the next, so the three reads are timed side by
-        // side, each key read once by each.
+        // between 20 and 90 µs from one second to the next, so the reads are timed side by side,
+        // each key read once by each impl. The impl that goes first moves on by one each group:
+        // each impl goes first, and comes right after the queue's untimed drain, about as often.
+        enum HitImpl: String, CaseIterable {
+            case larder
+            case memory = "larder-memory"
+            case store, raw
+            case byHand = "by-hand"
+        }
+        var turn = 0
         let step = 16
         for _ in 0 ... repeats {
             let keys = try freshKeys(n, settling: [reader, drainedReader, memoryReader])
@@ -159,43 +169,46 @@ func runRemoteSuite(_ context: BenchContext) throws {
             var elapsed: (larder: UInt64, memory: UInt64, store: UInt64, raw: UInt64, byHand: UInt64) = (0, 0, 0, 0, 0)
             for start in stride(from: 0, to: keys.count, by: step) {
                 let group = keys[start ..< min(start + step, keys.count)]
-                var switchesBefore = threadSwitches()
-                var begin = remoteClock()
-                for key in group where try reader.value(forKey: key)?.count != payload.count { throw BenchError("larder missed \(key)") }
-                elapsed.larder += remoteClock() - begin
-                switches.add("larder", since: switchesBefore)
-                switchesBefore = threadSwitches()
-                begin = remoteClock()
-                for key in group where try memoryReader.value(forKey: key, from: [.memory, .remote])?.count != payload.count {
-                    throw BenchError("larder missed \(key)")
-                }
-                elapsed.memory += remoteClock() - begin
-                switches.add("larder-memory", since: switchesBefore)
-                switchesBefore = threadSwitches()
-                begin = remoteClock()
-                for key in group {
-                    let found = try store.values(forKeys: ["\(namespace):v:\(key)"], timeouts: timeouts)
-                    guard found.first??.data.count == payload.count + RemotePayload.headerSize else {
-                        throw BenchError("store missed \(key)")
+                turn += 1
+                for offset in 0 ..< HitImpl.allCases.count {
+                    let impl = HitImpl.allCases[(turn + offset) % HitImpl.allCases.count]
+                    let switchesBefore = threadSwitches()
+                    let begin = remoteClock()
+                    switch impl {
+                    case .larder:
+                        for key in group where try reader.value(forKey: key)?.count != payload.count {
+                            throw BenchError("larder missed \(key)")
+                        }
+                        elapsed.larder += remoteClock() - begin
+                    case .memory:
+                        for key in group where try memoryReader.value(forKey: key, from: [.memory, .remote])?.count != payload.count {
+                            throw BenchError("larder missed \(key)")
+                        }
+                        elapsed.memory += remoteClock() - begin
+                    case .store:
+                        for key in group {
+                            let found = try store.values(forKeys: ["\(namespace):v:\(key)"], timeouts: timeouts)
+                            guard found.first??.data.count == payload.count + RemotePayload.headerSize else {
+                                throw BenchError("store missed \(key)")
+                            }
+                        }
+                        elapsed.store += remoteClock() - begin
+                    case .raw:
+                        for key in group where try raw.get("\(namespace):v:\(key)")?.count != payload.count + RemotePayload.headerSize {
+                            throw BenchError("the by-hand GET missed \(key)")
+                        }
+                        elapsed.raw += remoteClock() - begin
+                    case .byHand:
+                        for key in group {
+                            guard let value = try raw.get("\(namespace):v:\(key)") else {
+                                throw BenchError("the by-hand GET missed \(key)")
+                            }
+                            kept.withLock { $0[key] = value }
+                        }
+                        elapsed.byHand += remoteClock() - begin
                     }
+                    switches.add(impl.rawValue, since: switchesBefore)
                 }
-                elapsed.store += remoteClock() - begin
-                switches.add("store", since: switchesBefore)
-                switchesBefore = threadSwitches()
-                begin = remoteClock()
-                for key in group where try raw.get("\(namespace):v:\(key)")?.count != payload.count + RemotePayload.headerSize {
-                    throw BenchError("the by-hand GET missed \(key)")
-                }
-                elapsed.raw += remoteClock() - begin
-                switches.add("raw", since: switchesBefore)
-                switchesBefore = threadSwitches()
-                begin = remoteClock()
-                for key in group {
-                    guard let value = try raw.get("\(namespace):v:\(key)") else { throw BenchError("the by-hand GET missed \(key)") }
-                    kept.withLock { $0[key] = value }
-                }
-                elapsed.byHand += remoteClock() - begin
-                switches.add("by-hand", since: switchesBefore)
                 // The queue drained untimed before it fills (see `larder-drained`).
                 if (start + step) % burst == 0 { reader.flushRemoteWrites() }
             }

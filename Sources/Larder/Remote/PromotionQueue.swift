@@ -11,12 +11,12 @@ import Foundation
 /// (``KeyGenerations``), so a store, removal or invalidation that arrives while a job waits wins.
 ///
 /// The worker does not start with the first job: it starts once half the backlog waits, or
-/// ``startDelay`` after the first job, whichever comes first. A burst of remote reads (a screen
+/// the start delay (5 ms) after the first job, whichever comes first. A burst of remote reads (a screen
 /// that fans out to many keys) is served before its file writes compete with it for the cores
 /// and the disk: a file write costs about twice a loopback `GET` here (`larder-bench remote`).
 ///
 /// Once started, the worker stays scheduled: after a pass that leaves no job, it looks again
-/// ``startDelay`` later, and goes idle only when that look finds none. A reader's submission
+/// the start delay later, and goes idle only when that look finds none. A reader's submission
 /// wakes the worker only when it is idle (or half the backlog waits): without the second look,
 /// sustained reads woke it every few reads, since each pass emptied the backlog and the next hit
 /// found it idle (the remote suite of `larder-bench` measures both).
@@ -32,8 +32,6 @@ final class PromotionQueue: Sendable {
     let capacity: Int
     /// How many waiting jobs start the worker at once.
     let startThreshold: Int
-    /// How long the first job of a batch waits for more before the worker starts anyway.
-    let startDelay: DispatchTimeInterval
     private let core: Core
 
     /// A disk copy to write.
@@ -45,7 +43,8 @@ final class PromotionQueue: Sendable {
         // @unchecked: `state` is only touched with `condition` locked.
         let condition = NSCondition()
         var state = State()
-        /// ``startDelay`` in seconds.
+        /// How long, in seconds, the first job of a batch waits for more before the worker
+        /// starts anyway, and a pass that left no job waits before it looks again.
         let delay: Double
 
         init(delay: Double) { self.delay = delay }
@@ -78,11 +77,12 @@ final class PromotionQueue: Sendable {
         var wakeups = 0
     }
 
-    init(capacity: Int, startDelay: DispatchTimeInterval = .milliseconds(5)) {
+    /// A queue of at most `capacity` jobs, whose worker starts once half of them wait or
+    /// `startDelay` after the first.
+    init(capacity: Int, startDelay: Duration = .milliseconds(5)) {
         self.capacity = capacity
         self.startThreshold = max(1, capacity / 2)
-        self.startDelay = startDelay
-        self.core = Core(delay: Self.seconds(startDelay))
+        self.core = Core(delay: RemoteTier.seconds(startDelay))
     }
 
     deinit {
@@ -250,16 +250,5 @@ final class PromotionQueue: Sendable {
     /// The monotonic clock, in seconds.
     private static func monotonicSeconds() -> Double {
         Double(DispatchTime.now().uptimeNanoseconds) / 1e9
-    }
-
-    private static func seconds(_ interval: DispatchTimeInterval) -> Double {
-        switch interval {
-        case .seconds(let s): Double(s)
-        case .milliseconds(let ms): Double(ms) / 1e3
-        case .microseconds(let us): Double(us) / 1e6
-        case .nanoseconds(let ns): Double(ns) / 1e9
-        case .never: .infinity
-        @unknown default: 0.005
-        }
     }
 }

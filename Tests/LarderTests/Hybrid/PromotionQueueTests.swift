@@ -140,6 +140,40 @@ import Testing
         #expect(ran.value == 1)
     }
 
+    /// The worker thread lives as long as the queue (it waits for the next jobs), and ends once
+    /// the queue is let go of: a cache's release leaves no thread behind.
+    @Test func theWorkerThreadEndsOnceTheQueueIsLetGoOf() {
+        /// The worker, as the job that ran on it saw it.
+        final class Worker: @unchecked Sendable {
+            // @unchecked: `thread` is set before `ran` is signalled and read after it.
+            var thread: Thread?
+            let ran = DispatchSemaphore(value: 0)
+        }
+        var queue: PromotionQueue? = PromotionQueue(capacity: 4, startDelay: .milliseconds(1))
+        let worker = Worker()
+        #expect(
+            queue?.submit("a") {
+                worker.thread = Thread.current
+                worker.ran.signal()
+            } == true)
+        #expect(worker.ran.wait(timeout: .now() + 600) == .success)
+        guard let thread = worker.thread else {
+            Issue.record("the job ran on no thread")
+            return
+        }
+        // Its look for more jobs falls due and finds none: the worker waits, it does not end.
+        waitUntilIdle(queue!)
+        #expect(queue?.isIdle == true)
+        #expect(!thread.isFinished, "the worker ends only with its queue")
+        queue = nil
+        var polls = 0
+        while !thread.isFinished, polls < 60_000 {
+            polls += 1
+            usleep(1_000)
+        }
+        #expect(thread.isFinished)
+    }
+
     @Test func aBatchIsQueuedUpToTheBacklogAndTheRestHandedBack() {
         let queue = PromotionQueue(capacity: 4, startDelay: .seconds(86_400))
         let ran = Ran()
