@@ -10,10 +10,11 @@ import Foundation
 /// in memory. Each job checks, under the key lock, that the key did not change since its read
 /// (``KeyGenerations``), so a store, removal or invalidation that arrives while a job waits wins.
 ///
-/// The worker does not start with the first job: it starts once half the backlog waits, or
-/// the start delay (5 ms) after the first job, whichever comes first. A burst of remote reads (a screen
-/// that fans out to many keys) is served before its file writes compete with it for the cores
-/// and the disk: a file write costs about twice a loopback `GET` here (`larder-bench remote`).
+/// The worker does not start with the first job: it starts once half the backlog waits, or the
+/// start delay (5 ms) after the first job, whichever comes first. A burst of remote reads (a
+/// screen that fans out to many keys) is served before its file writes compete with it for the
+/// cores and the disk: a file write costs about twice a loopback `GET` here
+/// (`larder-bench remote`).
 ///
 /// Once started, the worker stays scheduled: after a pass that leaves no job, it looks again
 /// the start delay later, and goes idle only when that look finds none. A reader's submission
