@@ -63,15 +63,17 @@ extension HybridCache {
         }
         // With tracking down, a copy kept here could miss its invalidation: served, not kept.
         guard !hits.isEmpty, remote.keepsRemoteHits else { return results }
-        // Memory copies first, all in one critical section, then the disk copies queued under
-        // one lock: the worker, which starts once half its backlog waits, does not take key
-        // locks while this batch's memory copies are still being made.
+        // Memory copies first, all in one critical section, then the disk copies queued as one
+        // job: the worker, which starts once half its backlog waits, does not take key locks
+        // while this batch's memory copies are still being made.
         if tiers.contains(.memory) { copyRemoteHitsToMemory(remote, count: hits.count) { hits[$0] } }
         guard tiers.contains(.disk) else { return results }
-        let writes = hits.map { hit in
-            (key: hit.key, job: remoteHitDiskJob(remote, hit.data, forKey: hit.key, end: hit.end, generation: hit.generation))
+        let copier = remoteHitCopier(remote)
+        let write: PromotionQueue.BatchJob = { [hits] positions in
+            for hit in hits[positions] { copier.write(hit.data, forKey: hit.key, end: hit.end, generation: hit.generation) }
         }
-        for write in remote.promotions.submit(writes) { write() }
+        let refused = remote.promotions.submit(batch: hits.count, write)
+        if !refused.isEmpty { write(refused) }
         return results
     }
 

@@ -68,42 +68,20 @@ extension HybridCache {
         }
     }
 
-    /// The job that writes the disk copy of a remote hit, until `end` (disk clock time).
-    ///
-    /// The job writes the file first, holding no lock
-    /// (``DiskCache/prepareStore(_:forKey:expiry:locked:)``), and takes the key lock only to check
-    /// that the key did not change locally since the read (`generation`) and to rename the file
-    /// into place (``DiskCache/commitStore(_:)``). Every local change of the key (a store, a
-    /// removal, an invalidation, `removeAll`) moves its generation on before it takes that lock
-    /// (or every key lock) to change the disk, so a change that began before the check makes the
-    /// copy go unused, and one that begins after it replaces the copy. No lock is held while the
-    /// file is written, so a read of a key of the same lock stripe never waits for it.
+    /// The job that writes the disk copy of a remote hit, until `end` (disk clock time): see
+    /// ``RemoteHitCopier/write(_:forKey:end:generation:)``.
     func remoteHitDiskJob(
         _ remote: RemoteTier, _ data: Data, forKey key: String, end: Double, generation: KeyGenerations.Snapshot
     ) -> PromotionQueue.Job {
-        let clock = disk.options.clock
-        // The job holds the disk tier's background handle, never the hybrid: a queued copy
-        // does not keep the cache, or its folder, open past its owner's release.
-        let disk = backgroundDisk
-        let keyLocks = keyLocks
-        return {
-            // A copy already out of date is not written at all; the check that decides is the
-            // one under the key lock.
-            guard remote.generations.allows(generation) else { return }
-            // The disk keeps whole seconds (rounded up): round down, so its copy never outlives
-            // the remote's.
-            let seconds = (end - clock.now).rounded(.down)
-            guard seconds >= 1 else { return }
-            try? disk.timed(.store, key) { () throws(CacheError) in
-                let pending = try disk.prepareStore(data, forKey: key, expiry: .seconds(seconds), locked: false)
-                let stored = try keyLocks.withLock(forKeyHash: generation.keyHash) { () throws(CacheError) -> StoredRecord? in
-                    guard remote.generations.allows(generation) else { return nil }
-                    return try disk.commitStore(pending)
-                }
-                guard let stored else { return disk.discardStore(pending) }
-                try disk.finishStore(stored)
-            }
-        }
+        let copier = remoteHitCopier(remote)
+        return { copier.write(data, forKey: key, end: end, generation: generation) }
+    }
+
+    /// What writes the disk copies of remote hits: for the job of one key, or of a batch's keys.
+    func remoteHitCopier(_ remote: RemoteTier) -> RemoteHitCopier {
+        // The disk tier's background handle, never the hybrid: a queued copy does not keep the
+        // cache, or its folder, open past its owner's release.
+        RemoteHitCopier(remote: remote, disk: backgroundDisk, keyLocks: keyLocks, clock: disk.options.clock)
     }
 
     /// When the remote copy of an entry stored locked expires: as it would unlocked. A lock pins
@@ -219,5 +197,44 @@ extension HybridCache {
     /// Returns at once without a remote tier.
     public func flushRemoteWrites() {
         remote?.drainWrites()
+    }
+}
+
+/// Writes the disk copies of remote hits (the promotion queue's jobs run it). A value, so that a
+/// job's closure holds it with the hit in one allocation.
+struct RemoteHitCopier: Sendable {
+    let remote: RemoteTier
+    let disk: DiskCache
+    let keyLocks: StripedLock
+    let clock: any CacheClock
+
+    /// Writes the disk copy of a remote hit of `key`, until `end` (disk clock time), unless the
+    /// key changed locally since its read (`generation`).
+    ///
+    /// It writes the file first, holding no lock
+    /// (``DiskCache/prepareStore(_:forKey:expiry:locked:)``), and takes the key lock only to
+    /// check that the key did not change locally since the read and to rename the file into
+    /// place (``DiskCache/commitStore(_:)``). Every local change of the key (a store, a removal,
+    /// an invalidation, `removeAll`) moves its generation on before it takes that lock (or every
+    /// key lock) to change the disk, so a change that began before the check makes the copy go
+    /// unused, and one that begins after it replaces the copy. No lock is held while the file is
+    /// written, so a read of a key of the same lock stripe never waits for it.
+    func write(_ data: Data, forKey key: String, end: Double, generation: KeyGenerations.Snapshot) {
+        // A copy already out of date is not written at all; the check that decides is the one
+        // under the key lock.
+        guard remote.generations.allows(generation) else { return }
+        // The disk keeps whole seconds (rounded up): round down, so its copy never outlives the
+        // remote's.
+        let seconds = (end - clock.now).rounded(.down)
+        guard seconds >= 1 else { return }
+        try? disk.timed(.store, key) { () throws(CacheError) in
+            let pending = try disk.prepareStore(data, forKey: key, expiry: .seconds(seconds), locked: false)
+            let stored = try keyLocks.withLock(forKeyHash: generation.keyHash) { () throws(CacheError) -> StoredRecord? in
+                guard remote.generations.allows(generation) else { return nil }
+                return try disk.commitStore(pending)
+            }
+            guard let stored else { return disk.discardStore(pending) }
+            try disk.finishStore(stored)
+        }
     }
 }

@@ -59,13 +59,13 @@ public struct RemoteTierOptions: Sendable {
     public var invalidation: Invalidation = .publishSubscribe
     /// The most disk copies of remote hits waiting to be written (128). A remote hit goes to
     /// memory at once; its disk copy is written in the background, on a thread of the cache's own
-    /// at a background priority, one per key (a later hit of a waiting key replaces it). The
-    /// writes start once half this many wait, or 5 ms after the
-    /// first, so that a burst of remote reads is served before its file writes compete with it;
-    /// after writing them the writer looks again 5 ms later, and rests only when none waits.
-    /// When this many wait, the reader writes its copy itself, so that sustained remote hits are
-    /// slowed down by the disk rather than queued without bound. 0 writes every copy before the
-    /// read returns.
+    /// at a background priority, one per key (a later hit of a waiting key replaces it; a read
+    /// of many keys queues its copies together). The writes start once half this many wait, or
+    /// 5 ms after the first, so that a burst of remote reads is served before its file writes
+    /// compete with it; after writing them the writer looks again 5 ms later, and rests only when
+    /// none waits. When this many wait, the reader writes its copy itself (a read of many keys:
+    /// the copies that do not fit), so that sustained remote hits are slowed down by the disk
+    /// rather than queued without bound. 0 writes every copy before the read returns.
     public var diskPromotionBacklog: Int = 128
     /// Consecutive failures that open the circuit breaker (3).
     public var failureThreshold: Int = 3

@@ -20,6 +20,13 @@ import Testing
                 signal.signal()
             }
         }
+
+        /// A batch's job: one count, and one signal, for each copy it writes.
+        func batch() -> PromotionQueue.BatchJob {
+            { [self] positions in
+                for _ in positions { job()() }
+            }
+        }
     }
 
     /// Polls until the worker goes idle (its look a delay after its pass found nothing), for at
@@ -87,7 +94,7 @@ import Testing
         let queue = PromotionQueue(capacity: 4, startDelay: .milliseconds(1))
         let ran = Ran()
         #expect(queue.isIdle)
-        #expect(queue.submit((0 ..< first).map { ("k\($0)", ran.job()) }).isEmpty)
+        #expect(queue.submit(batch: first, ran.batch()).isEmpty)
         #expect(queue.wakeups == 1)
         for _ in 0 ..< first { #expect(ran.signal.wait(timeout: .now() + 600) == .success) }
         waitUntilIdle(queue)
@@ -174,7 +181,9 @@ import Testing
         #expect(thread.isFinished)
     }
 
-    @Test func aBatchIsQueuedUpToTheBacklogAndTheRestHandedBack() {
+    /// A batch's job counts as its copies in the backlog; the copies that do not fit come back
+    /// to the caller, the last ones.
+    @Test func aBatchCountsAsItsCopiesAndWhatDoesNotFitIsHandedBack() {
         let queue = PromotionQueue(capacity: 4, startDelay: .seconds(86_400))
         let ran = Ran()
         // The worker held in a first job, so that the backlog only grows.
@@ -186,18 +195,20 @@ import Testing
         #expect(queue.submit("held", hold))
         #expect(queue.submit("y", ran.job()))
         #expect(started.wait(timeout: .now() + 600) == .success)
-        // One key twice (the later job replaces the earlier, in its place).
-        #expect(queue.submit([("a", ran.job()), ("a", ran.job()), ("b", ran.job())]).isEmpty)
+        // One key twice: the later job replaces the earlier, in its place.
+        #expect(queue.submit("y", ran.job()))
+        #expect(queue.backlog == 1)
+        #expect(queue.submit(batch: 2, ran.batch()).isEmpty)
         #expect(queue.backlog == 3)
-        let overflow = Ran()
-        let refused = queue.submit([("c", ran.job()), ("d", overflow.job()), ("e", overflow.job())])
-        #expect(refused.count == 2, "the backlog holds 4: d and e come back to the caller")
-        for job in refused { job() }
-        #expect(overflow.value == 2)
+        let refused = queue.submit(batch: 3, ran.batch())
+        #expect(refused == 1 ..< 3, "the backlog holds 4: the batch's last two come back to the caller")
+        #expect(queue.backlog == 4)
+        #expect(!queue.submit("z", ran.job()), "the backlog is full")
+        #expect(ran.value == 0)
         release.signal()
         queue.wait()
-        #expect(ran.value == 4)
+        #expect(ran.value == 1 + 2 + 1)
         #expect(queue.backlog == 0)
-        #expect(queue.submit([]).isEmpty)
+        #expect(queue.submit(batch: 0, ran.batch()).isEmpty)
     }
 }
