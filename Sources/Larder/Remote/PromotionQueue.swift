@@ -6,13 +6,12 @@ import Foundation
 ///
 /// A read of one key queues one job; a later hit of a key already waiting replaces its job (the
 /// newer read wins; the queue keeps the key's place). A read of many keys queues one job for all
-/// its copies, which counts as that many in the backlog: one closure and one entry for the batch.
-/// A closure and an entry for each key cost a read of 100 keys about 100 us more
-/// (`larder-bench remote`, `get-many-remote`). When the backlog is full, `submit` refuses the
-/// job, or the copies of a batch that do not fit, and the reader writes them itself: under
-/// sustained load the disk writes slow the readers down rather than pile up in memory. Each job
-/// checks, under the key lock, that the key did not change since its read (``KeyGenerations``),
-/// so a store, removal or invalidation that arrives while a job waits wins.
+/// its copies, which counts as that many in the backlog: the reader allocates one closure and
+/// adds one entry for the batch, not one of each for every key. When the backlog is full,
+/// `submit` refuses the job, or the copies of a batch that do not fit, and the reader writes them
+/// itself: under sustained load the disk writes slow the readers down rather than pile up in
+/// memory. Each job checks, under the key lock, that the key did not change since its read
+/// (``KeyGenerations``), so a store, removal or invalidation that arrives while a job waits wins.
 ///
 /// The worker does not start with the first job: it starts once half the backlog waits, or the
 /// start delay (5 ms) after the first job, whichever comes first. A burst of remote reads (a
