@@ -67,8 +67,7 @@ extension HybridCache {
         // job: the worker, which starts once half its backlog waits, does not take key locks
         // while this batch's memory copies are still being made.
         if tiers.contains(.memory) { copyRemoteHitsToMemory(remote, count: hits.count) { hits[$0] } }
-        guard tiers.contains(.disk) else { return results }
-        let copier = remoteHitCopier(remote)
+        guard tiers.contains(.disk), let copier = remoteHitCopier else { return results }
         let write: PromotionQueue.BatchJob = { [hits] positions in
             for hit in hits[positions] { copier.write(hit.data, forKey: hit.key, end: hit.end, generation: hit.generation) }
         }

@@ -43,7 +43,8 @@ extension HybridCache {
         if tiers.contains(.memory) {
             copyRemoteHitsToMemory(remote, count: 1) { _ in (key, data, end, generation) }
         }
-        return tiers.contains(.disk) ? remoteHitDiskJob(remote, data, forKey: key, end: end, generation: generation) : nil
+        guard tiers.contains(.disk), let copier = remoteHitCopier else { return nil }
+        return { copier.write(data, forKey: key, end: end, generation: generation) }
     }
 
     /// Copies remote hits into the memory tier, each until its `end` (disk clock time), unless
@@ -66,22 +67,6 @@ extension HybridCache {
             guard remote.generations.allows(hit.generation) else { return nil }
             return MemoryCache.Copy(key: hit.key, value: hit.data, cost: hit.data.count, deadline: hit.end)
         }
-    }
-
-    /// The job that writes the disk copy of a remote hit, until `end` (disk clock time): see
-    /// ``RemoteHitCopier/write(_:forKey:end:generation:)``.
-    func remoteHitDiskJob(
-        _ remote: RemoteTier, _ data: Data, forKey key: String, end: Double, generation: KeyGenerations.Snapshot
-    ) -> PromotionQueue.Job {
-        let copier = remoteHitCopier(remote)
-        return { copier.write(data, forKey: key, end: end, generation: generation) }
-    }
-
-    /// What writes the disk copies of remote hits: for the job of one key, or of a batch's keys.
-    func remoteHitCopier(_ remote: RemoteTier) -> RemoteHitCopier {
-        // The disk tier's background handle, never the hybrid: a queued copy does not keep the
-        // cache, or its folder, open past its owner's release.
-        RemoteHitCopier(remote: remote, disk: backgroundDisk, keyLocks: keyLocks, clock: disk.options.clock)
     }
 
     /// When the remote copy of an entry stored locked expires: as it would unlocked. A lock pins
@@ -200,13 +185,21 @@ extension HybridCache {
     }
 }
 
-/// Writes the disk copies of remote hits (the promotion queue's jobs run it). A value, so that a
-/// job's closure holds it with the hit in one allocation.
-struct RemoteHitCopier: Sendable {
+/// Writes the disk copies of remote hits (the promotion queue's jobs run it): one per cache,
+/// shared by its handles, so that a job holds one reference to it beside the hit.
+final class RemoteHitCopier: Sendable {
     let remote: RemoteTier
+    /// The disk tier's background handle (``DiskCache/backgroundHandle``).
     let disk: DiskCache
     let keyLocks: StripedLock
     let clock: any CacheClock
+
+    init(remote: RemoteTier, disk: DiskCache, keyLocks: StripedLock, clock: any CacheClock) {
+        self.remote = remote
+        self.disk = disk
+        self.keyLocks = keyLocks
+        self.clock = clock
+    }
 
     /// Writes the disk copy of a remote hit of `key`, until `end` (disk clock time), unless the
     /// key changed locally since its read (`generation`).

@@ -83,6 +83,9 @@ public final class HybridCache: Sendable {
     /// remote hits hold, so that they do not keep the disk open past its owner's release, and a
     /// hit does not make a handle of its own.
     let backgroundDisk: DiskCache
+    /// What writes the disk copies of remote hits (`nil` without a remote tier), made once: a
+    /// queued copy's job holds it, and the hit, in one allocation, with one reference to count.
+    let remoteHitCopier: RemoteHitCopier?
     /// The memory tiers of the typed views (`typed(_:coder:countLimit:totalCostLimit:)`), which
     /// lose a key's copy whenever this cache changes it.
     let typedMemories: TypedMemories
@@ -207,13 +210,20 @@ public final class HybridCache: Sendable {
         self.remote = remote
         self.memory = memory
         self.disk = disk
-        self.backgroundDisk = disk.backgroundHandle
+        let backgroundDisk = disk.backgroundHandle
+        self.backgroundDisk = backgroundDisk
         self.coder = coder
         self.preloaded = preloaded
         self.preloadReport = report
         self.staleWindows = staleWindows
         self.loadEventHandler = loadEventHandler
-        self.keyLocks = StripedLock()
+        let keyLocks = StripedLock()
+        self.keyLocks = keyLocks
+        // The disk tier's background handle, never the hybrid: a queued copy does not keep the
+        // cache, or its folder, open past its owner's release.
+        self.remoteHitCopier = remote.map {
+            RemoteHitCopier(remote: $0, disk: backgroundDisk, keyLocks: keyLocks, clock: disk.options.clock)
+        }
         self.counters = Counters()
         self.loads = LoadFlights()
         self.isOwner = true
@@ -236,6 +246,7 @@ public final class HybridCache: Sendable {
         staleWindows = owner.staleWindows
         loadEventHandler = owner.loadEventHandler
         keyLocks = owner.keyLocks
+        remoteHitCopier = owner.remoteHitCopier
         counters = owner.counters
         loads = owner.loads
         folderGenerations = owner.folderGenerations
