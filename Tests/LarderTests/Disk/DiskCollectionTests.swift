@@ -103,7 +103,9 @@ import Testing
         let clock = ManualClock(now: 100_000)
         let cache = try makeCache(dir, clock: clock) { $0.countLimit = 3 }
         for i in 0 ..< 10 { try cache.store(Data([UInt8(i)]), forKey: "k\(i)") }
-        #expect(try cache.keys(withPrefix: "") == ["k7", "k8", "k9"])
+        // Read first, so that a failure shows the keys kept, and every eviction with its reason.
+        let keys = try cache.keys(withPrefix: "")
+        #expect(keys == ["k7", "k8", "k9"], "evictions: \(cache.statistics.evictions)")
         #expect(cache.statistics.evictions[.countLimit] == 7)
     }
 
