@@ -79,9 +79,9 @@ public final class HybridCache: Sendable {
     let loadEventHandler: (@Sendable (LoadEvent) -> Void)?
     /// The shared remote tier (``HybridCacheOptions/remote``), if any.
     let remote: RemoteTier?
-    /// The disk tier's ``DiskCache/backgroundHandle``, made once: what the queued disk copies of
-    /// remote hits hold, so that they do not keep the disk open past its owner's release, and a
-    /// hit does not make a handle of its own.
+    /// The disk tier's ``DiskCache/backgroundHandle``, made once: the disk of ``backgroundHandle``
+    /// and of ``remoteHitCopier``, so that neither the subscription nor a queued disk copy keeps
+    /// the disk open past its owner's release.
     let backgroundDisk: DiskCache
     /// What writes the disk copies of remote hits (`nil` without a remote tier), made once: a
     /// queued copy's job holds it, and the hit, in one allocation, with one reference to count.
